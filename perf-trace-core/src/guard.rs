@@ -1,0 +1,161 @@
+//! What the macros expand to: guards and futures that time one phase or one
+//! store call into the current recorder. With no recorder in scope they cost a
+//! thread-local read and a branch.
+
+use std::any::TypeId;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::clock;
+use crate::key::{KeySet, PhaseKey, StoreMethodKey};
+use crate::recorder::{Inner, Table};
+use crate::scope::current_ptr;
+
+/// Adds one timed event to the current recorder if it records `set`.
+#[inline(always)]
+fn record_now(table: Table, set: TypeId, index: usize, start: u64) {
+    let end = clock::now();
+    let p = current_ptr();
+    if !p.is_null() {
+        // SAFETY: a non-null current pointer is kept alive by its scope.
+        let inner = unsafe { &*p };
+        if inner.set_id(table) == set {
+            inner.table(table)[index].add(clock::span(start, end));
+        }
+    }
+}
+
+#[inline(always)]
+fn records(p: *const Inner, table: Table, set: TypeId) -> bool {
+    // SAFETY: a non-null current pointer is kept alive by its scope.
+    !p.is_null() && unsafe { &*p }.set_id(table) == set
+}
+
+/// Times a synchronous body: made on entry, records on drop (return, `?`,
+/// panic).
+#[must_use]
+#[derive(Debug)]
+pub struct TimedGuard {
+    table: Table,
+    set: TypeId,
+    index: usize,
+    /// Zero when nothing is recorded.
+    start: u64,
+}
+
+impl TimedGuard {
+    #[inline(always)]
+    fn enter<K: KeySet>(table: Table, key: K) -> Self {
+        let set = TypeId::of::<K>();
+        let start = if records(current_ptr(), table, set) {
+            clock::now().max(1)
+        } else {
+            0
+        };
+        TimedGuard {
+            table,
+            set,
+            index: key.index(),
+            start,
+        }
+    }
+
+    /// Starts timing phase `key` if a recorder of its set is current.
+    #[inline(always)]
+    pub fn phase<P: PhaseKey>(key: P) -> Self {
+        Self::enter(Table::Phases, key)
+    }
+
+    /// Starts timing store call `key` if a recorder of its set is current.
+    #[inline(always)]
+    pub fn store_call<M: StoreMethodKey>(key: M) -> Self {
+        Self::enter(Table::Stores, key)
+    }
+}
+
+impl Drop for TimedGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.start != 0 {
+            record_now(self.table, self.set, self.index, self.start);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    NotStarted,
+    Running(u64),
+    Done,
+}
+
+pin_project_lite::pin_project! {
+    /// Times a future from its first poll until it completes or is dropped
+    /// (cancelled); recorded into the recorder current at that moment.
+    #[must_use = "futures do nothing unless polled"]
+    #[derive(Debug)]
+    pub struct TimedFuture<F> {
+        #[pin]
+        inner: F,
+        table: Table,
+        set: TypeId,
+        index: usize,
+        state: State,
+    }
+
+    impl<F> PinnedDrop for TimedFuture<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if let State::Running(start) = *this.state {
+                record_now(*this.table, *this.set, *this.index, start);
+            }
+        }
+    }
+}
+
+impl<F> TimedFuture<F> {
+    fn new<K: KeySet>(table: Table, key: K, inner: F) -> Self {
+        TimedFuture {
+            inner,
+            table,
+            set: TypeId::of::<K>(),
+            index: key.index(),
+            state: State::NotStarted,
+        }
+    }
+
+    /// Times `inner` as phase `key`.
+    pub fn phase<P: PhaseKey>(key: P, inner: F) -> Self {
+        Self::new(Table::Phases, key, inner)
+    }
+
+    /// Times `inner` as store call `key`.
+    pub fn store_call<M: StoreMethodKey>(key: M, inner: F) -> Self {
+        Self::new(Table::Stores, key, inner)
+    }
+}
+
+impl<F: Future> Future for TimedFuture<F> {
+    type Output = F::Output;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        if *this.state == State::NotStarted {
+            *this.state = if records(current_ptr(), *this.table, *this.set) {
+                State::Running(clock::now())
+            } else {
+                State::Done
+            };
+        }
+        let output = this.inner.poll(cx);
+        if output.is_ready() {
+            if let State::Running(start) = *this.state {
+                record_now(*this.table, *this.set, *this.index, start);
+            }
+            *this.state = State::Done;
+        }
+        output
+    }
+}

@@ -1,0 +1,112 @@
+//! Request-scoped performance tracing with keys fixed at compile time.
+//!
+//! A service declares its phases, store methods and endpoint classes as enums
+//! (`#[derive(KeySet)]`), marks functions with [`traced_phase`] and its store
+//! trait with [`counted_store`], and installs the tower layer. Each request
+//! then gets one [`Recorder`]: fixed tables indexed by key, filled without
+//! allocation, turned into one log line (and, for callers allowed to see them,
+//! response headers) when the request ends.
+//!
+//! With no recorder in scope a traced phase costs one thread-local read and a
+//! branch; with tracing off a service installs nothing at all.
+
+#![warn(missing_docs)]
+
+mod clock;
+mod guard;
+mod key;
+mod pool;
+mod recorder;
+mod scope;
+mod snapshot;
+
+pub use clock::warm_up;
+pub use key::{EndpointKey, KeySet, PhaseKey, Schema, StoreMethodKey, MAX_KEYS};
+pub use perf_trace_macros::{counted_store, traced_phase, KeySet};
+pub use pool::{DbFigures, PoolFigures, PoolStats};
+pub use recorder::{Outcome, Recorder, RecorderBuilder};
+pub use scope::{bind_current, current, FutureExt, Instrumented};
+#[cfg(feature = "tokio")]
+pub use scope::{spawn, spawn_blocking};
+pub use snapshot::{Decisions, KeyStat, Snapshot, SseStage};
+
+use scope::with_current;
+
+/// Whether a recorder is current on this thread.
+#[inline]
+pub fn is_tracing() -> bool {
+    !scope::current_ptr().is_null()
+}
+
+/// Records one authorization decision without timing its emission.
+#[inline]
+pub fn record_decision(outcome: Outcome) {
+    with_current(|r| r.add_decision(outcome, 0));
+}
+
+/// Records one authorization decision, timing `emit` (the audit emitter) as
+/// its emission time. With no recorder in scope, just runs `emit`.
+#[inline]
+pub fn time_decision<R>(outcome: Outcome, emit: impl FnOnce() -> R) -> R {
+    if !is_tracing() {
+        return emit();
+    }
+    let start = clock::now();
+    let result = emit();
+    let ticks = clock::span(start, clock::now());
+    with_current(|r| r.add_decision(outcome, ticks));
+    result
+}
+
+/// Adds `n` written events to the current request's `sse_events`.
+#[inline]
+pub fn add_sse_events(n: u64) {
+    with_current(|r| r.add_sse_events(n));
+}
+
+/// Sets the current request's endpoint class (overriding the layer's
+/// classification).
+#[inline]
+pub fn set_endpoint<E: EndpointKey>(endpoint: E) {
+    with_current(|r| {
+        if r.schema.endpoints.type_id == std::any::TypeId::of::<E>() {
+            r.set_endpoint_index(endpoint.index())
+        }
+    });
+}
+
+/// Marks the current request so that no line is written for it (a request
+/// the service rejects before it is worth tracing, such as a malformed stream
+/// subscription).
+#[inline]
+pub fn discard_line() {
+    with_current(|r| r.discard());
+}
+
+/// Marks the current request as a stream: its line carries `sse_stage`, and
+/// the tower layer writes a `connect` line when the body is first polled.
+#[inline]
+pub fn mark_stream() {
+    with_current(|r| r.mark_stream());
+}
+
+/// Support for the macros' expansions. Not public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::guard::{TimedFuture, TimedGuard};
+    pub use crate::key::{const_str_eq, lookup_variant};
+    pub use crate::key::{EndpointKey, KeySet, PhaseKey, StoreMethodKey, MAX_KEYS};
+    pub use core::{
+        any::TypeId, future::Future, marker::Copy, marker::Send, marker::Sync, option::Option,
+        panic, result::Result,
+    };
+
+    /// Compile-time check that a key set fits the recorder's tables.
+    pub const fn assert_key_count(count: usize) {
+        assert!(
+            count <= crate::MAX_KEYS,
+            "a perf-trace key set has at most 64 keys"
+        );
+        assert!(count > 0, "a perf-trace key set needs at least one key");
+    }
+}

@@ -1,0 +1,329 @@
+//! The request-local recorder: fixed tables indexed by key, filled with
+//! relaxed atomic adds, so recording never allocates and never contends with
+//! anything but the same request's other threads.
+
+use std::any::TypeId;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::clock;
+use crate::key::{EndpointKey, KeySet, Schema, SchemaInfo, MAX_KEYS};
+use crate::pool::{DbFigures, PoolFigures, PoolStats};
+use crate::snapshot::{Decisions, KeyStat, Snapshot, SseStage};
+
+/// Count and summed raw ticks of one key.
+#[derive(Default)]
+pub(crate) struct Stat {
+    count: AtomicU64,
+    ticks: AtomicU64,
+}
+
+impl Stat {
+    #[inline(always)]
+    pub(crate) fn add(&self, ticks: u64) {
+        self.count.fetch_add(1, Relaxed);
+        self.ticks.fetch_add(ticks, Relaxed);
+    }
+
+    fn read(&self) -> (u64, u64) {
+        (self.count.load(Relaxed), self.ticks.load(Relaxed))
+    }
+}
+
+/// Which table of the recorder a timed key goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Table {
+    Phases,
+    Stores,
+}
+
+/// The outcome of an authorization decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The decision allowed the action.
+    Allow,
+    /// The decision denied the action.
+    Deny,
+    /// Anything else (an error, an abstention).
+    Other,
+}
+
+pub(crate) struct Inner {
+    pub(crate) schema: SchemaInfo,
+    phases: [Stat; MAX_KEYS],
+    stores: [Stat; MAX_KEYS],
+    decisions: [AtomicU64; 3],
+    decision_ticks: AtomicU64,
+    sse_events: AtomicU64,
+    endpoint: AtomicU16,
+    discarded: AtomicBool,
+    stream: AtomicBool,
+    start_ticks: u64,
+    method: &'static str,
+    request_id: String,
+    pool: Option<(Arc<dyn PoolStats>, PoolFigures)>,
+    /// Set once the request's final snapshot has been taken for the log line.
+    pub(crate) finished: Mutex<bool>,
+}
+
+impl Inner {
+    #[inline(always)]
+    pub(crate) fn table(&self, table: Table) -> &[Stat; MAX_KEYS] {
+        match table {
+            Table::Phases => &self.phases,
+            Table::Stores => &self.stores,
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn set_id(&self, table: Table) -> TypeId {
+        match table {
+            Table::Phases => self.schema.phases.type_id,
+            Table::Stores => self.schema.stores.type_id,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn add_decision(&self, outcome: Outcome, ticks: u64) {
+        self.decisions[outcome as usize].fetch_add(1, Relaxed);
+        self.decision_ticks.fetch_add(ticks, Relaxed);
+    }
+
+    pub(crate) fn add_sse_events(&self, n: u64) {
+        self.sse_events.fetch_add(n, Relaxed);
+    }
+
+    pub(crate) fn set_endpoint_index(&self, index: usize) {
+        self.endpoint.store(index as u16, Relaxed);
+    }
+
+    pub(crate) fn discard(&self) {
+        self.discarded.store(true, Relaxed);
+    }
+
+    pub(crate) fn mark_stream(&self) {
+        self.stream.store(true, Relaxed);
+    }
+}
+
+/// One request's recorder. Cloning is cheap (a reference count).
+///
+/// A recorder is made for a [`Schema`]; keys of other sets recorded while it
+/// is current are ignored.
+///
+/// ```
+/// use perf_trace_core::{KeySet, Recorder, Schema};
+///
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(phases)]
+/// enum Phase { Load, Render }
+///
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(store_methods)]
+/// enum Method { GetUser }
+///
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(endpoints)]
+/// enum Endpoint { #[key(default)] Other }
+///
+/// struct App;
+/// impl Schema for App {
+///     type Phase = Phase;
+///     type StoreMethod = Method;
+///     type Endpoint = Endpoint;
+/// }
+///
+/// #[perf_trace_core::traced_phase(Phase::Load)]
+/// fn load() -> u32 { 7 }
+///
+/// let recorder = Recorder::new::<App>();
+/// recorder.in_scope(|| { load(); load(); });
+/// let snapshot = recorder.snapshot();
+/// assert_eq!(snapshot.phase(Phase::Load).count, 2);
+/// assert_eq!(snapshot.phase(Phase::Render).count, 0);
+/// ```
+#[derive(Clone)]
+pub struct Recorder(pub(crate) Arc<Inner>);
+
+impl fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recorder")
+            .field("request_id", &self.0.request_id)
+            .field("method", &self.0.method)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Recorder`] with request metadata.
+#[derive(Default)]
+pub struct RecorderBuilder {
+    method: &'static str,
+    request_id: String,
+    pool: Option<Arc<dyn PoolStats>>,
+}
+
+impl fmt::Debug for RecorderBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecorderBuilder")
+            .field("method", &self.method)
+            .field("request_id", &self.request_id)
+            .field("pool", &self.pool.is_some())
+            .finish()
+    }
+}
+
+impl RecorderBuilder {
+    /// The request method as it is rendered (`GET`, `PUT`, ...).
+    pub fn method(mut self, method: &'static str) -> Self {
+        self.method = method;
+        self
+    }
+
+    /// The request's random id (rendered as `request_id` when not empty).
+    pub fn request_id(mut self, request_id: impl Into<String>) -> Self {
+        self.request_id = request_id.into();
+        self
+    }
+
+    /// A pool whose figures are read now and when the snapshot is taken.
+    pub fn pool(mut self, pool: Arc<dyn PoolStats>) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// Makes the recorder for schema `S`; its clock starts now.
+    pub fn build<S: Schema>(self) -> Recorder {
+        let schema = SchemaInfo::of::<S>();
+        let pool = self.pool.map(|p| {
+            let start = p.pool_figures();
+            (p, start)
+        });
+        Recorder(Arc::new(Inner {
+            schema,
+            phases: std::array::from_fn(|_| Stat::default()),
+            stores: std::array::from_fn(|_| Stat::default()),
+            decisions: Default::default(),
+            decision_ticks: AtomicU64::new(0),
+            sse_events: AtomicU64::new(0),
+            endpoint: AtomicU16::new(schema.default_endpoint),
+            discarded: AtomicBool::new(false),
+            stream: AtomicBool::new(false),
+            start_ticks: clock::now(),
+            method: self.method,
+            request_id: self.request_id,
+            pool,
+            finished: Mutex::new(false),
+        }))
+    }
+}
+
+impl Recorder {
+    /// A recorder for schema `S` with no request metadata.
+    pub fn new<S: Schema>() -> Recorder {
+        Recorder::builder().build::<S>()
+    }
+
+    /// A builder for a recorder with a method, request id and pool.
+    pub fn builder() -> RecorderBuilder {
+        RecorderBuilder::default()
+    }
+
+    /// The request id given at creation.
+    pub fn request_id(&self) -> &str {
+        &self.0.request_id
+    }
+
+    /// Sets the endpoint class (the default class until set).
+    pub fn set_endpoint<E: EndpointKey>(&self, endpoint: E) {
+        if TypeId::of::<E>() == self.0.schema.endpoints.type_id {
+            self.0.set_endpoint_index(endpoint.index());
+        }
+    }
+
+    /// Marks the request as one whose line must not be written.
+    pub fn discard(&self) {
+        self.0.discard();
+    }
+
+    /// Whether [`discard`](Self::discard) was called.
+    pub fn is_discarded(&self) -> bool {
+        self.0.discarded.load(Relaxed)
+    }
+
+    /// Whether the request was marked as a stream (see [`crate::mark_stream`]).
+    pub fn is_stream(&self) -> bool {
+        self.0.stream.load(Relaxed)
+    }
+
+    /// Takes a snapshot of everything recorded so far, with the elapsed time
+    /// measured up to now and pool gauges read now.
+    pub fn snapshot(&self) -> Snapshot {
+        let inner = &*self.0;
+        let elapsed = clock::ticks_to_duration(clock::span(inner.start_ticks, clock::now()));
+        let phases = collect(
+            &inner.phases,
+            inner.schema.phases.names,
+            inner.schema.phases.sorted,
+        );
+        let store_calls = collect(
+            &inner.stores,
+            inner.schema.stores.names,
+            inner.schema.stores.sorted,
+        );
+        let (authz_store_calls, store_ticks) = (0..inner.schema.stores.names.len())
+            .map(|i| inner.stores[i].read())
+            .fold((0, 0), |(c, t), (c1, t1)| (c + c1, t + t1));
+        let [allow, deny, other] = [0, 1, 2].map(|i| inner.decisions[i].load(Relaxed));
+        let decisions = Decisions {
+            records: allow + deny + other,
+            allow,
+            deny,
+            other,
+            emit_time: clock::ticks_to_duration(inner.decision_ticks.load(Relaxed)),
+        };
+        let endpoint_index = inner.endpoint.load(Relaxed) as usize;
+        Snapshot {
+            endpoint: inner.schema.endpoints.names[endpoint_index],
+            elapsed,
+            phases,
+            store_calls,
+            authz_store_calls,
+            authz_store_time: clock::ticks_to_duration(store_ticks),
+            decisions,
+            sse_events: inner.sse_events.load(Relaxed),
+            db: inner
+                .pool
+                .as_ref()
+                .map(|(pool, start)| DbFigures::between(*start, pool.pool_figures())),
+            sse_stage: None,
+            method: inner.method,
+            request_id: inner.request_id.clone(),
+        }
+        .with_stage(if inner.stream.load(Relaxed) {
+            Some(SseStage::Close)
+        } else {
+            None
+        })
+    }
+}
+
+fn collect(
+    table: &[Stat; MAX_KEYS],
+    names: &'static [&'static str],
+    sorted: &[u16],
+) -> Vec<KeyStat> {
+    sorted
+        .iter()
+        .filter_map(|&i| {
+            let (count, ticks) = table[i as usize].read();
+            (count > 0).then(|| KeyStat {
+                name: names[i as usize],
+                count,
+                duration: clock::ticks_to_duration(ticks),
+            })
+        })
+        .collect()
+}
