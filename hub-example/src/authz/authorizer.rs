@@ -1,0 +1,314 @@
+//! The authorization service: decides what the caller may do, reading its
+//! inputs only through the [`AuthzStore`] behind a request-local
+//! [`AuthzMemo`], and emitting one audit record per decision.
+//!
+//! Permissions come from role bindings (of the caller, of its groups with
+//! their parents, and, limited to the delegated actions, of the users it acts
+//! for), from the creator role on agents the caller created, and are then
+//! narrowed by the project's access constraints.
+
+use std::cell::{OnceCell, RefCell};
+use std::collections::{BTreeSet, HashMap};
+use std::time::SystemTime;
+
+use super::audit::{AuditEmitter, AuditOutcome, AuditRecord, Resource};
+use super::{Action, AuthzMemo, Permissions, Principal};
+use crate::model::{Agent, BindingScope, Id, PrincipalRef, RoleBinding};
+use crate::store::{AuthzStore, StoreResult};
+
+/// The hub setting naming the role a user holds on the agents they created.
+pub const CREATOR_ROLE_SETTING: &str = "authz.creator_role";
+/// The creator role when the setting is absent.
+pub const DEFAULT_CREATOR_ROLE: &str = "agent-creator";
+
+/// Where a caller may list agents across projects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListScope {
+    /// Every project.
+    All,
+    /// These projects (sorted).
+    Projects(Vec<Id>),
+}
+
+/// One request's authorization service.
+pub struct Authorizer<'a, S: ?Sized, A: ?Sized> {
+    memo: AuthzMemo<'a, S>,
+    audit: &'a A,
+    principal: &'a Principal,
+    me: PrincipalRef,
+    scopes: RefCell<HashMap<Option<Id>, Permissions>>,
+    creator: OnceCell<Permissions>,
+}
+
+impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> {
+    /// The service for one request by `principal`.
+    pub fn new(store: &'a S, audit: &'a A, principal: &'a Principal) -> Self {
+        Authorizer {
+            memo: AuthzMemo::new(store),
+            audit,
+            principal,
+            me: principal.reference(),
+            scopes: RefCell::new(HashMap::new()),
+            creator: OnceCell::new(),
+        }
+    }
+
+    /// The request-local memo (for non-decision reads such as creator names).
+    pub fn memo(&self) -> &AuthzMemo<'a, S> {
+        &self.memo
+    }
+
+    /// The caller.
+    pub fn principal(&self) -> &Principal {
+        self.principal
+    }
+
+    fn conclude(
+        &self,
+        action: Action,
+        resource: Resource,
+        result: StoreResult<bool>,
+    ) -> StoreResult<bool> {
+        let outcome = match result {
+            Ok(true) => AuditOutcome::Allow,
+            Ok(false) => AuditOutcome::Deny,
+            Err(_) => AuditOutcome::Error,
+        };
+        self.audit.emit(AuditRecord {
+            at: SystemTime::now(),
+            principal: self.me.clone(),
+            action,
+            resource,
+            outcome,
+        });
+        result
+    }
+
+    /// Records a decision made outside the permission model (such as a
+    /// user's own event subject).
+    pub fn decide(&self, action: Action, resource: Resource, allowed: bool) -> bool {
+        self.conclude(action, resource, Ok(allowed))
+            .unwrap_or(false)
+    }
+
+    /// The caller's permissions at the hub (`None`) or in a project. For a
+    /// user, the creator role is read at the same time, so that the reads a
+    /// request makes do not depend on which agents a page happens to hold.
+    pub fn permissions_at(&self, project: Option<&Id>) -> StoreResult<Permissions> {
+        let key = project.cloned();
+        if let Some(p) = self.scopes.borrow().get(&key) {
+            return Ok(*p);
+        }
+        let perms = self.compute_permissions(project)?;
+        if matches!(self.principal, Principal::User(u) if !u.is_platform_admin) && project.is_some()
+        {
+            self.creator_permissions()?;
+        }
+        self.scopes.borrow_mut().insert(key, perms);
+        Ok(perms)
+    }
+
+    fn compute_permissions(&self, project: Option<&Id>) -> StoreResult<Permissions> {
+        if let Some(limit) = self.principal.project_limit() {
+            if project != Some(limit) {
+                return Ok(Permissions::NONE);
+            }
+        }
+        if self.principal.user().is_some_and(|u| u.is_platform_admin) {
+            return Ok(Permissions::all());
+        }
+        let groups = self.memo.effective_groups(&self.me)?;
+        let edges = self.memo.delegations(&self.me)?;
+        let own: Vec<PrincipalRef> = std::iter::once(self.me.clone())
+            .chain(groups.iter().map(|g| PrincipalRef::group(g.clone())))
+            .collect();
+        let mut everyone = own.clone();
+        everyone.extend(
+            edges
+                .iter()
+                .map(|e| PrincipalRef::user(e.delegator_user_id.clone())),
+        );
+        let bindings = self.memo.bindings_of(&everyone)?;
+        let role_ids: Vec<Id> = bindings
+            .iter()
+            .map(|b| b.role_id.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let roles: HashMap<Id, Permissions> = self
+            .memo
+            .roles(&role_ids)?
+            .iter()
+            .map(|r| (r.id.clone(), Permissions::from_patterns(&r.permissions)))
+            .collect();
+        let applies = |b: &RoleBinding| match &b.scope {
+            BindingScope::Hub => true,
+            BindingScope::Project(p) => Some(p) == project,
+        };
+        let granted = |b: &RoleBinding| roles.get(&b.role_id).copied().unwrap_or_default();
+
+        let mut perms = bindings
+            .iter()
+            .filter(|b| own.contains(&b.principal) && applies(b))
+            .fold(Permissions::NONE, |acc, b| acc.union(granted(b)));
+        for edge in edges.iter() {
+            if edge.project_id.as_ref().is_some_and(|p| Some(p) != project) {
+                continue;
+            }
+            let delegator = PrincipalRef::user(edge.delegator_user_id.clone());
+            let lent = bindings
+                .iter()
+                .filter(|b| b.principal == delegator && applies(b))
+                .fold(Permissions::NONE, |acc, b| acc.union(granted(b)));
+            perms = perms.union(lent.intersection(Permissions::from_patterns(&edge.actions)));
+        }
+        Ok(perms)
+    }
+
+    /// What a user may do with the agents they created (the role named by
+    /// the `authz.creator_role` hub setting).
+    pub fn creator_permissions(&self) -> StoreResult<Permissions> {
+        if let Some(p) = self.creator.get() {
+            return Ok(*p);
+        }
+        let name = match self.memo.hub_setting(CREATOR_ROLE_SETTING)? {
+            Some(json) => serde_json::from_str::<String>(&json)
+                .unwrap_or_else(|_| DEFAULT_CREATOR_ROLE.to_owned()),
+            None => DEFAULT_CREATOR_ROLE.to_owned(),
+        };
+        let perms = self
+            .memo
+            .role_by_name(&name)?
+            .map(|r| Permissions::from_patterns(&r.permissions))
+            .unwrap_or_default();
+        Ok(*self.creator.get_or_init(|| perms))
+    }
+
+    /// Decides `action` at hub scope.
+    pub fn allow_hub(&self, action: Action) -> StoreResult<bool> {
+        let result = self.permissions_at(None).map(|p| p.contains(action));
+        self.conclude(action, Resource::Hub, result)
+    }
+
+    /// Decides `action` on a project.
+    pub fn allow_project(&self, action: Action, project_id: &Id) -> StoreResult<bool> {
+        let result = self
+            .permissions_at(Some(project_id))
+            .map(|p| p.contains(action));
+        self.conclude(action, Resource::Project(project_id.clone()), result)
+    }
+
+    fn agent_allows(&self, action: Action, agent: &Agent) -> StoreResult<bool> {
+        let mut allowed = self
+            .permissions_at(Some(&agent.project_id))?
+            .contains(action);
+        if !allowed {
+            allowed = match self.principal {
+                Principal::User(u) if u.id == agent.created_by && !u.is_platform_admin => {
+                    self.creator_permissions()?.contains(action)
+                }
+                Principal::Agent(a) => a.id == agent.id && action == Action::AgentRead,
+                Principal::User(_) => false,
+            };
+        }
+        let constraints = self.memo.project_constraints(&agent.project_id)?;
+        if allowed
+            && constraints
+                .iter()
+                .any(|c| c.action == action.as_str() && c.deny_phases.contains(&agent.phase))
+        {
+            allowed = false;
+        }
+        Ok(allowed)
+    }
+
+    /// Decides `action` on an agent.
+    pub fn allow_agent(&self, action: Action, agent: &Agent) -> StoreResult<bool> {
+        let result = self.agent_allows(action, agent);
+        self.conclude(action, Resource::Agent(agent.id.clone()), result)
+    }
+
+    /// Decides each of `actions` on an agent (one decision each) and returns
+    /// those allowed.
+    pub fn agent_permissions(&self, agent: &Agent, actions: &[Action]) -> StoreResult<Permissions> {
+        let mut allowed = Permissions::NONE;
+        for &action in actions {
+            if self.allow_agent(action, agent)? {
+                allowed.insert(action);
+            }
+        }
+        Ok(allowed)
+    }
+
+    /// Decides each of `actions` on a project and returns those allowed.
+    pub fn project_permissions(
+        &self,
+        project_id: &Id,
+        actions: &[Action],
+    ) -> StoreResult<Permissions> {
+        let mut allowed = Permissions::NONE;
+        for &action in actions {
+            if self.allow_project(action, project_id)? {
+                allowed.insert(action);
+            }
+        }
+        Ok(allowed)
+    }
+
+    /// Decides each of `actions` at hub scope and returns those allowed.
+    pub fn hub_permissions(&self, actions: &[Action]) -> StoreResult<Permissions> {
+        let mut allowed = Permissions::NONE;
+        for &action in actions {
+            if self.allow_hub(action)? {
+                allowed.insert(action);
+            }
+        }
+        Ok(allowed)
+    }
+
+    /// The projects whose agents the caller may list: one decision for the
+    /// hub when it may list everywhere, otherwise one per candidate project
+    /// (those its credential, bindings or delegations name).
+    pub fn listable_projects(&self) -> StoreResult<ListScope> {
+        if let Some(limit) = self.principal.project_limit() {
+            let limit = limit.clone();
+            let allowed = self.allow_project(Action::AgentList, &limit)?;
+            return Ok(ListScope::Projects(if allowed {
+                vec![limit]
+            } else {
+                Vec::new()
+            }));
+        }
+        if self.permissions_at(None)?.contains(Action::AgentList) {
+            self.allow_hub(Action::AgentList)?;
+            return Ok(ListScope::All);
+        }
+        let groups = self.memo.effective_groups(&self.me)?;
+        let edges = self.memo.delegations(&self.me)?;
+        let mut everyone: Vec<PrincipalRef> = std::iter::once(self.me.clone())
+            .chain(groups.iter().map(|g| PrincipalRef::group(g.clone())))
+            .collect();
+        everyone.extend(
+            edges
+                .iter()
+                .map(|e| PrincipalRef::user(e.delegator_user_id.clone())),
+        );
+        let mut candidates: BTreeSet<Id> = self
+            .memo
+            .bindings_of(&everyone)?
+            .into_iter()
+            .filter_map(|b| match b.scope {
+                BindingScope::Project(p) => Some(p),
+                BindingScope::Hub => None,
+            })
+            .collect();
+        candidates.extend(edges.iter().filter_map(|e| e.project_id.clone()));
+        let mut allowed = Vec::new();
+        for project in candidates {
+            if self.allow_project(Action::AgentList, &project)? {
+                allowed.push(project);
+            }
+        }
+        Ok(ListScope::Projects(allowed))
+    }
+}

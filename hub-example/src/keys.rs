@@ -1,0 +1,179 @@
+//! The Hub's perf-trace key sets: its phases, its endpoint classes, and the
+//! schema that ties them to the authorization store's methods.
+//!
+//! Names and order follow the contract: phases render snake_case, endpoint
+//! classes carry their dotted names, and store methods come from
+//! `#[counted_store]` on [`AuthzStore`](crate::store::AuthzStore).
+
+use perf_trace_core::{KeySet, Schema};
+
+use crate::store::AuthzStoreMethod;
+
+/// The phases of the Hub's request paths, in the order an agent list or an
+/// event stream runs them.
+#[derive(KeySet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[key_set(phases)]
+pub enum Phase {
+    /// Deciding whether the caller may list agents in the requested scope.
+    ListScopeAuthz,
+    /// Reading agent rows from the database.
+    ListDbRead,
+    /// Deciding, per agent row, whether the caller may read it.
+    ListReadAuthz,
+    /// Adding each agent's creator display name.
+    Enrich,
+    /// Deciding which actions the caller may take on each agent.
+    Capabilities,
+    /// Deciding whether each agent can be messaged by the caller.
+    Messageability,
+    /// Deciding which actions the caller may take on the scope itself.
+    ScopeCapabilities,
+    /// Encoding the response body (timed by the tracing layer).
+    Serialize,
+    /// Expanding the requested event subjects.
+    SseExpand,
+    /// Deciding whether the caller may subscribe to each expanded subject.
+    SseAuthorize,
+    /// Writing one event to a stream.
+    SseWrite,
+}
+
+/// The class of a request, as it appears in the `endpoint` key.
+#[derive(KeySet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[key_set(endpoints)]
+pub enum EndpointClass {
+    /// Anything that is not an agent list or an event stream.
+    #[key(default)]
+    Other,
+    /// `GET /api/v1/agents` without paging parameters.
+    #[key(rename = "agents.global.legacy")]
+    GlobalLegacy,
+    /// `GET /api/v1/agents` with `limit`, `cursor` or `sort`.
+    #[key(rename = "agents.global.sorted")]
+    GlobalSorted,
+    /// `GET /api/v1/projects/{id}/agents` without paging parameters.
+    #[key(rename = "agents.project.legacy")]
+    ProjectLegacy,
+    /// `GET /api/v1/projects/{id}/agents` with `limit`, `cursor` or `sort`.
+    #[key(rename = "agents.project.sorted")]
+    ProjectSorted,
+    /// `GET /api/v1/projects/{id}/agents?ids=...`.
+    #[key(rename = "agents.project.sorted_agent")]
+    ProjectSortedAgent,
+    /// `GET /events`.
+    #[key(rename = "sse.events")]
+    SseEvents,
+}
+
+/// The Hub's schema: what one request's recorder holds.
+#[derive(Debug, Clone, Copy)]
+pub struct HubSchema;
+
+impl Schema for HubSchema {
+    type Phase = Phase;
+    type StoreMethod = AuthzStoreMethod;
+    type Endpoint = EndpointClass;
+    const SERIALIZE: Option<Phase> = Some(Phase::Serialize);
+}
+
+/// Query parameters that turn a legacy full list into a sorted page.
+const PAGING_PARAMS: [&str; 3] = ["limit", "cursor", "sort"];
+
+/// Classifies a request from its method, path and query string alone (the
+/// tracing layer asks before any handler runs).
+pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> EndpointClass {
+    if method != http::Method::GET {
+        return EndpointClass::Other;
+    }
+    let has = |names: &[&str]| {
+        query.is_some_and(|q| {
+            form_urlencoded::parse(q.as_bytes()).any(|(k, _)| names.contains(&k.as_ref()))
+        })
+    };
+    match path.trim_end_matches('/') {
+        "/events" => EndpointClass::SseEvents,
+        "/api/v1/agents" => {
+            if has(&PAGING_PARAMS) {
+                EndpointClass::GlobalSorted
+            } else {
+                EndpointClass::GlobalLegacy
+            }
+        }
+        p => match p
+            .strip_prefix("/api/v1/projects/")
+            .and_then(|rest| rest.strip_suffix("/agents"))
+        {
+            Some(id) if !id.is_empty() && !id.contains('/') => {
+                if has(&["ids"]) {
+                    EndpointClass::ProjectSortedAgent
+                } else if has(&PAGING_PARAMS) {
+                    EndpointClass::ProjectSorted
+                } else {
+                    EndpointClass::ProjectLegacy
+                }
+            }
+            _ => EndpointClass::Other,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::Method;
+
+    #[test]
+    fn classifies_agent_lists_by_path_and_query() {
+        let get = Method::GET;
+        let p = "/api/v1/projects/0b7f1f2e-1c1d-4a7e-9a51-0f5b6c0c1d2e/agents";
+        assert_eq!(classify(&get, p, None), EndpointClass::ProjectLegacy);
+        assert_eq!(
+            classify(&get, p, Some("limit=5")),
+            EndpointClass::ProjectSorted
+        );
+        assert_eq!(
+            classify(&get, p, Some("sort=name")),
+            EndpointClass::ProjectSorted
+        );
+        assert_eq!(
+            classify(&get, p, Some("ids=a,b&limit=2")),
+            EndpointClass::ProjectSortedAgent
+        );
+        assert_eq!(
+            classify(&get, "/api/v1/agents", None),
+            EndpointClass::GlobalLegacy
+        );
+        assert_eq!(
+            classify(&get, "/api/v1/agents", Some("projectId=x")),
+            EndpointClass::GlobalLegacy
+        );
+        assert_eq!(
+            classify(&get, "/api/v1/agents", Some("cursor=abc")),
+            EndpointClass::GlobalSorted
+        );
+        assert_eq!(
+            classify(&get, "/events", Some("sub=x")),
+            EndpointClass::SseEvents
+        );
+    }
+
+    #[test]
+    fn everything_else_is_other() {
+        assert_eq!(
+            classify(&Method::GET, "/healthz", None),
+            EndpointClass::Other
+        );
+        assert_eq!(
+            classify(&Method::GET, "/api/v1/agents/abc", None),
+            EndpointClass::Other
+        );
+        assert_eq!(
+            classify(&Method::PUT, "/api/v1/agents", None),
+            EndpointClass::Other
+        );
+        assert_eq!(
+            classify(&Method::GET, "/api/v1/projects//agents", None),
+            EndpointClass::Other
+        );
+    }
+}
