@@ -170,7 +170,7 @@ impl<Svc: fmt::Debug, S, P> fmt::Debug for PerfTrace<Svc, S, P> {
     }
 }
 
-fn method_name(method: &http::Method) -> &'static str {
+pub(crate) fn method_name(method: &http::Method) -> &'static str {
     use http::Method as M;
     match *method {
         M::GET => "GET",

@@ -25,6 +25,8 @@ mod recorder;
 mod scope;
 mod sink;
 mod snapshot;
+#[cfg(feature = "tower")]
+mod testing;
 
 pub use budget::{Bound, BudgetCheck, BudgetExceeded, BudgetOutcome, Margin};
 pub use clock::warm_up;
@@ -37,6 +39,8 @@ pub use layer::{
     REQUEST_ID_HEADER,
 };
 pub use line::LineFormat;
+#[cfg(feature = "tower")]
+pub use testing::{perf_traced_request, TracedRequestError, TracedResponse};
 pub use sink::{Emitter, LineSink};
 pub use pool::{DbFigures, PoolFigures, PoolStats};
 pub use recorder::{Outcome, Recorder, RecorderBuilder};
