@@ -103,7 +103,6 @@ pub(crate) struct SchemaInfo {
     pub(crate) stores: SetInfo,
     pub(crate) endpoints: SetInfo,
     pub(crate) default_endpoint: u16,
-    pub(crate) serialize: Option<u16>,
 }
 
 impl SchemaInfo {
@@ -113,7 +112,6 @@ impl SchemaInfo {
             stores: SetInfo::of::<S::StoreMethod>(),
             endpoints: SetInfo::of::<S::Endpoint>(),
             default_endpoint: <S::Endpoint as EndpointKey>::DEFAULT.index() as u16,
-            serialize: S::SERIALIZE.map(|p| p.index() as u16),
         }
     }
 }

@@ -12,17 +12,36 @@
 
 #![warn(missing_docs)]
 
+mod budget;
 mod clock;
 mod guard;
+mod headers;
 mod key;
+#[cfg(feature = "tower")]
+mod layer;
+mod line;
 mod pool;
 mod recorder;
 mod scope;
+mod sink;
 mod snapshot;
+#[cfg(feature = "tower")]
+mod testing;
 
+pub use budget::{Bound, BudgetCheck, BudgetExceeded, BudgetOutcome, Margin};
 pub use clock::warm_up;
 pub use key::{EndpointKey, KeySet, PhaseKey, Schema, StoreMethodKey, MAX_KEYS};
 pub use perf_trace_macros::{counted_store, traced_phase, KeySet};
+pub use headers::{render_headers, PerfHeader, HEADER_SUFFIXES};
+#[cfg(feature = "tower")]
+pub use layer::{
+    InvalidHeaderPrefix, PerfTrace, PerfTraceLayer, ResponseFuture, TracePolicy, TracedBody,
+    REQUEST_ID_HEADER,
+};
+pub use line::LineFormat;
+#[cfg(feature = "tower")]
+pub use testing::{perf_traced_request, TracedRequestError, TracedResponse};
+pub use sink::{Emitter, LineSink};
 pub use pool::{DbFigures, PoolFigures, PoolStats};
 pub use recorder::{Outcome, Recorder, RecorderBuilder};
 pub use scope::{bind_current, current, FutureExt, Instrumented};

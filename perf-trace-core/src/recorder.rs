@@ -7,10 +7,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use crate::clock;
-use crate::key::{EndpointKey, KeySet, Schema, SchemaInfo, MAX_KEYS};
+use crate::key::{EndpointKey, Schema, SchemaInfo, MAX_KEYS};
 use crate::pool::{DbFigures, PoolFigures, PoolStats};
 use crate::snapshot::{Decisions, KeyStat, Snapshot, SseStage};
 
@@ -65,8 +63,6 @@ pub(crate) struct Inner {
     method: &'static str,
     request_id: String,
     pool: Option<(Arc<dyn PoolStats>, PoolFigures)>,
-    /// Set once the request's final snapshot has been taken for the log line.
-    pub(crate) finished: Mutex<bool>,
 }
 
 impl Inner {
@@ -215,7 +211,6 @@ impl RecorderBuilder {
             method: self.method,
             request_id: self.request_id,
             pool,
-            finished: Mutex::new(false),
         }))
     }
 }

@@ -1,0 +1,401 @@
+//! The tower layer: one recorder per request, the request id, the headers at
+//! response start, the `serialize` phase over the body, and exactly one line
+//! per request, whichever way the request ends.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::header::{HeaderName, HeaderValue};
+use http::{Request, Response};
+use http_body::{Body, Frame, SizeHint};
+
+use crate::clock;
+use crate::headers::{render_headers, HEADER_SUFFIXES};
+use crate::key::{KeySet, Schema};
+use crate::pool::PoolStats;
+use crate::recorder::{Recorder, Table};
+use crate::scope::{current, Instrumented};
+use crate::sink::Emitter;
+use crate::snapshot::SseStage;
+
+/// What the service decides about each request.
+pub trait TracePolicy<S: Schema>: Send + Sync + 'static {
+    /// The request's endpoint class (handlers may refine it with
+    /// [`crate::set_endpoint`]).
+    fn classify<B>(&self, request: &Request<B>) -> S::Endpoint;
+
+    /// Whether the caller may receive the perf headers. Asked only when the
+    /// request carries the trigger header with the exact value `1`; answer
+    /// from the authenticated principal (the layer sits inside
+    /// authentication, so its extensions are set).
+    fn headers_allowed<B>(&self, request: &Request<B>) -> bool;
+}
+
+/// The name of the response header that carries the request id.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+struct Shared<P> {
+    policy: P,
+    emitter: Emitter,
+    pool: Option<Arc<dyn PoolStats>>,
+    trigger: HeaderName,
+    names: Vec<(&'static str, HeaderName)>,
+}
+
+impl<P> Shared<P> {
+    fn header_name(&self, suffix: &str) -> &HeaderName {
+        &self
+            .names
+            .iter()
+            .find(|(s, _)| *s == suffix)
+            .expect("every suffix has a name")
+            .1
+    }
+}
+
+/// Traces every request of the wrapped service. Install it innermost, inside
+/// authentication, and only when tracing is on.
+pub struct PerfTraceLayer<S, P> {
+    shared: Arc<Shared<P>>,
+    _schema: PhantomData<fn() -> S>,
+}
+
+impl<S, P> Clone for PerfTraceLayer<S, P> {
+    fn clone(&self) -> Self {
+        PerfTraceLayer {
+            shared: Arc::clone(&self.shared),
+            _schema: PhantomData,
+        }
+    }
+}
+
+impl<S, P> fmt::Debug for PerfTraceLayer<S, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PerfTraceLayer")
+            .field("emitter", &self.shared.emitter)
+            .field("pool", &self.shared.pool.is_some())
+            .field("trigger", &self.shared.trigger)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A header prefix that is not a valid header name start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidHeaderPrefix(pub String);
+
+impl fmt::Display for InvalidHeaderPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid perf header prefix {:?}", self.0)
+    }
+}
+
+impl std::error::Error for InvalidHeaderPrefix {}
+
+impl<S: Schema, P: TracePolicy<S>> PerfTraceLayer<S, P> {
+    /// A layer with the default header prefix `X-Scion-Perf-` (trigger header
+    /// `X-Scion-Perf-Trace`).
+    pub fn new(policy: P, emitter: Emitter) -> Self {
+        Self::with_prefix(policy, emitter, "X-Scion-Perf-").expect("the default prefix is valid")
+    }
+
+    /// A layer whose headers are named `{prefix}Endpoint`, ... and whose
+    /// trigger header is `{prefix}Trace`.
+    pub fn with_prefix(policy: P, emitter: Emitter, prefix: &str) -> Result<Self, InvalidHeaderPrefix> {
+        let name = |suffix: &str| {
+            HeaderName::from_bytes(format!("{prefix}{suffix}").as_bytes())
+                .map_err(|_| InvalidHeaderPrefix(prefix.to_owned()))
+        };
+        let names = HEADER_SUFFIXES
+            .iter()
+            .map(|s| Ok((*s, name(s)?)))
+            .collect::<Result<_, InvalidHeaderPrefix>>()?;
+        clock::warm_up();
+        Ok(PerfTraceLayer {
+            shared: Arc::new(Shared {
+                policy,
+                emitter,
+                pool: None,
+                trigger: name("Trace")?,
+                names,
+            }),
+            _schema: PhantomData,
+        })
+    }
+
+    /// Reads `pool`'s figures at the start and end of every request.
+    pub fn with_pool(mut self, pool: Arc<dyn PoolStats>) -> Self {
+        Arc::get_mut(&mut self.shared)
+            .expect("with_pool is called before the layer is cloned")
+            .pool = Some(pool);
+        self
+    }
+}
+
+impl<Svc, S, P> tower_layer::Layer<Svc> for PerfTraceLayer<S, P> {
+    type Service = PerfTrace<Svc, S, P>;
+
+    fn layer(&self, inner: Svc) -> Self::Service {
+        PerfTrace {
+            inner,
+            shared: Arc::clone(&self.shared),
+            _schema: PhantomData,
+        }
+    }
+}
+
+/// The service made by [`PerfTraceLayer`].
+pub struct PerfTrace<Svc, S, P> {
+    inner: Svc,
+    shared: Arc<Shared<P>>,
+    _schema: PhantomData<fn() -> S>,
+}
+
+impl<Svc: Clone, S, P> Clone for PerfTrace<Svc, S, P> {
+    fn clone(&self) -> Self {
+        PerfTrace {
+            inner: self.inner.clone(),
+            shared: Arc::clone(&self.shared),
+            _schema: PhantomData,
+        }
+    }
+}
+
+impl<Svc: fmt::Debug, S, P> fmt::Debug for PerfTrace<Svc, S, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PerfTrace").field("inner", &self.inner).finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn method_name(method: &http::Method) -> &'static str {
+    use http::Method as M;
+    match *method {
+        M::GET => "GET",
+        M::POST => "POST",
+        M::PUT => "PUT",
+        M::DELETE => "DELETE",
+        M::PATCH => "PATCH",
+        M::HEAD => "HEAD",
+        M::OPTIONS => "OPTIONS",
+        M::CONNECT => "CONNECT",
+        M::TRACE => "TRACE",
+        // An extension method is request-derived text: never rendered.
+        _ => "OTHER",
+    }
+}
+
+impl<Svc, S, P, ReqB, ResB> tower_service::Service<Request<ReqB>> for PerfTrace<Svc, S, P>
+where
+    Svc: tower_service::Service<Request<ReqB>, Response = Response<ResB>>,
+    S: Schema,
+    P: TracePolicy<S>,
+    ResB: Body,
+{
+    type Response = Response<TracedBody<ResB>>;
+    type Error = Svc::Error;
+    type Future = ResponseFuture<Svc::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<ReqB>) -> Self::Future {
+        let shared = &self.shared;
+        // A recorder already in scope (a test helper tracing one request) is reused.
+        let recorder = current().unwrap_or_else(|| {
+            let mut builder = Recorder::builder()
+                .method(method_name(request.method()))
+                .request_id(uuid::Uuid::new_v4().to_string());
+            if let Some(pool) = &shared.pool {
+                builder = builder.pool(Arc::clone(pool));
+            }
+            builder.build::<S>()
+        });
+        recorder.set_endpoint(shared.policy.classify(&request));
+        let want_headers = request
+            .headers()
+            .get(&shared.trigger)
+            .is_some_and(|v| v.as_bytes() == b"1")
+            && shared.policy.headers_allowed(&request);
+        request.extensions_mut().insert(recorder.clone());
+        let inner = recorder.in_scope(|| self.inner.call(request));
+        ResponseFuture {
+            // Instrumented also keeps the recorder current while the handler
+            // future is dropped, so phases cut short by cancellation count.
+            inner: recorder.instrument(inner),
+            trace: Some(RequestTrace {
+                recorder,
+                emitter: shared.emitter.clone(),
+                want_headers,
+                header_names: Arc::clone(shared) as Arc<dyn HeaderNames>,
+                serialize: S::SERIALIZE.map(|p| p.index()),
+                serialize_start: None,
+                connect_written: false,
+            }),
+        }
+    }
+}
+
+trait HeaderNames: Send + Sync {
+    fn name(&self, suffix: &str) -> &HeaderName;
+}
+
+impl<P: Send + Sync> HeaderNames for Shared<P> {
+    fn name(&self, suffix: &str) -> &HeaderName {
+        self.header_name(suffix)
+    }
+}
+
+/// One request's trace from call to the end of its body; writes the line
+/// when dropped, so it is written exactly once however the request ends.
+struct RequestTrace {
+    recorder: Recorder,
+    emitter: Emitter,
+    want_headers: bool,
+    header_names: Arc<dyn HeaderNames>,
+    serialize: Option<usize>,
+    serialize_start: Option<u64>,
+    connect_written: bool,
+}
+
+impl RequestTrace {
+    fn on_response<B>(&self, response: &mut Response<B>) {
+        let headers = response.headers_mut();
+        if let Ok(id) = HeaderValue::from_str(self.recorder.request_id()) {
+            if !self.recorder.request_id().is_empty() {
+                headers.insert(REQUEST_ID_HEADER, id);
+            }
+        }
+        if self.want_headers {
+            // Taken now, before the body: the headers never include serialize.
+            for header in render_headers(&self.recorder.snapshot()) {
+                if let Ok(value) = HeaderValue::from_str(&header.value) {
+                    headers.insert(self.header_names.name(header.suffix).clone(), value);
+                }
+            }
+        }
+    }
+
+    fn on_first_body_poll(&mut self, success: bool) {
+        if self.recorder.is_stream() {
+            if success && !self.connect_written && !self.recorder.is_discarded() {
+                self.connect_written = true;
+                let snapshot = self.recorder.snapshot().with_stage(Some(SseStage::Connect));
+                self.emitter.emit(&snapshot);
+            }
+        } else if self.serialize.is_some() && self.serialize_start.is_none() {
+            self.serialize_start = Some(clock::now());
+        }
+    }
+}
+
+impl Drop for RequestTrace {
+    fn drop(&mut self) {
+        if let (Some(index), Some(start)) = (self.serialize, self.serialize_start.take()) {
+            let ticks = clock::span(start, clock::now());
+            self.recorder.0.table(Table::Phases)[index].add(ticks);
+        }
+        if !self.recorder.is_discarded() {
+            self.emitter.emit(&self.recorder.snapshot());
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`PerfTrace`]: polls the service with the recorder current.
+    pub struct ResponseFuture<F> {
+        #[pin]
+        inner: Instrumented<F>,
+        trace: Option<RequestTrace>,
+    }
+}
+
+impl<F> fmt::Debug for ResponseFuture<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = Result<Response<TracedBody<B>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let result = match this.inner.poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(result) => result,
+        };
+        // Dropping the trace on error writes the line now.
+        let trace = this.trace.take();
+        Poll::Ready(result.map(|mut response| {
+            if let Some(trace) = &trace {
+                trace.on_response(&mut response);
+            }
+            let success = response.status().is_success();
+            response.map(|body| TracedBody {
+                inner: body,
+                trace,
+                polled: false,
+                success,
+            })
+        }))
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A response body that keeps the request's recorder current while it is
+    /// polled and writes the request's line when it ends or is dropped.
+    pub struct TracedBody<B> {
+        #[pin]
+        inner: B,
+        trace: Option<RequestTrace>,
+        polled: bool,
+        success: bool,
+    }
+}
+
+impl<B> fmt::Debug for TracedBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TracedBody").finish_non_exhaustive()
+    }
+}
+
+impl<B: Body> Body for TracedBody<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let this = self.project();
+        let Some(trace) = this.trace.as_mut() else {
+            return this.inner.poll_frame(cx);
+        };
+        if !*this.polled {
+            *this.polled = true;
+            trace.on_first_body_poll(*this.success);
+        }
+        let inner = this.inner;
+        let polled = trace.recorder.in_scope(|| inner.poll_frame(cx));
+        if matches!(polled, Poll::Ready(None) | Poll::Ready(Some(Err(_)))) {
+            // The body is over: time serialize to here and write the line.
+            this.trace.take();
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

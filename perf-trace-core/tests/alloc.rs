@@ -1,0 +1,72 @@
+//! Recording allocates nothing: a recorded phase, a counted store call, a
+//! decision, and a traced phase with no recorder in scope.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use common::{Method, Phase, TestSchema};
+use perf_trace_core::{traced_phase, Outcome, Recorder, __private::TimedGuard};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|a| a.set(a.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_in(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+#[traced_phase(Phase::Load)]
+fn load(x: u64) -> u64 {
+    std::hint::black_box(x) * 2
+}
+
+#[test]
+fn recording_allocates_nothing() {
+    let recorder = Recorder::new::<TestSchema>();
+    // Warm up the clock and thread-locals outside the measurement.
+    recorder.in_scope(|| load(1));
+    let n = allocations_in(|| {
+        recorder.in_scope(|| {
+            for i in 0..1_000 {
+                load(i);
+                let _call = TimedGuard::store_call(Method::GetUser);
+                perf_trace_core::time_decision(Outcome::Allow, || ());
+            }
+        })
+    });
+    assert_eq!(n, 0);
+    let snapshot = recorder.snapshot();
+    assert_eq!(snapshot.phase(Phase::Load).count, 1_001);
+    assert_eq!(snapshot.store(Method::GetUser).count, 1_000);
+}
+
+#[test]
+fn a_phase_with_no_recorder_allocates_nothing() {
+    load(1);
+    let n = allocations_in(|| {
+        for i in 0..1_000 {
+            load(i);
+        }
+    });
+    assert_eq!(n, 0);
+}

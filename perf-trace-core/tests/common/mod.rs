@@ -1,0 +1,84 @@
+//! Key sets and helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::io::{self, Write};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use perf_trace_core::{KeySet, Schema};
+
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(phases)]
+pub enum Phase {
+    Load,
+    Check,
+    Render,
+    Serialize,
+}
+
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(store_methods)]
+pub enum Method {
+    GetUser,
+    ListThings,
+}
+
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(endpoints)]
+pub enum Endpoint {
+    #[key(default)]
+    Other,
+    #[key(rename = "things.list")]
+    ThingsList,
+    #[key(rename = "things.stream")]
+    ThingsStream,
+}
+
+/// A schema of the sets above.
+pub struct TestSchema;
+
+impl Schema for TestSchema {
+    type Phase = Phase;
+    type StoreMethod = Method;
+    type Endpoint = Endpoint;
+    const SERIALIZE: Option<Phase> = Some(Phase::Serialize);
+}
+
+/// A second, unrelated schema: its keys must never land in a TestSchema recorder.
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(phases)]
+pub enum OtherPhase {
+    Load,
+}
+
+/// A writer whose lines tests read back.
+#[derive(Clone, Default)]
+pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    pub fn lines(&self) -> Vec<String> {
+        String::from_utf8(self.0.lock().clone())
+            .expect("utf-8")
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    pub fn json_lines(&self) -> Vec<serde_json::Value> {
+        self.lines()
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+            .collect()
+    }
+}
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
