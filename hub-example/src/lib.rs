@@ -1,10 +1,33 @@
 //! The example Hub: an HTTP service on SQLite with authorization and event
 //! streams, traced with perf-trace.
+//!
+//! - [`app::Hub`] builds the service (tracing on or off, decided once) and
+//!   serves it, in-process or on a port.
+//! - [`store::AuthzStore`] is the authorization store, `#[counted_store]`;
+//!   [`authz::Authorizer`] reads it only through a request-local memo.
+//! - [`listing`] runs the agent lists phase by phase, each phase a
+//!   `#[traced_phase]` function; [`keys`] holds the key sets.
+//! - [`seed`] writes a reproducible data set into a fresh database.
 #![warn(missing_docs)]
 
+pub mod api;
+pub mod app;
 pub mod authz;
+pub mod cli;
+pub mod clock;
 pub mod db;
+pub mod events;
 mod interim;
 pub mod keys;
+pub mod listing;
+pub mod log;
 pub mod model;
+pub mod paging;
+pub mod perf;
+pub mod seed;
+pub mod settings;
 pub mod store;
+pub mod tokens;
+pub mod views;
+
+pub use app::{build_router, AppState, Hub, HubOptions, RunningHub};

@@ -387,7 +387,7 @@ mod tests {
 
     #[test]
     fn uuids_round_trip_through_the_validator() {
-        let id = uuid_from_bytes([7; 16]);
+        let id = uuid_from_bytes([0xab; 16]);
         assert!(is_uuid(&id), "{id}");
         assert_eq!(&id[14..15], "4");
         assert!(!is_uuid("not-a-uuid"));

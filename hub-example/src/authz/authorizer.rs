@@ -266,6 +266,33 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
         Ok(allowed)
     }
 
+    /// Decides hub administration: allowed to an unscoped platform admin, or
+    /// to a user holding, in their own name (not through a group), a
+    /// hub-scope role that grants `hub.admin`. Rare, so read one binding list
+    /// and one role at a time rather than in batches.
+    pub fn allow_hub_admin(&self) -> StoreResult<bool> {
+        let result = (|| {
+            if self.principal.is_unscoped_platform_admin() {
+                return Ok(true);
+            }
+            if self.principal.project_limit().is_some() || self.principal.user().is_none() {
+                return Ok(false);
+            }
+            for binding in self.memo.bindings_of_one(&self.me)?.iter() {
+                if binding.scope != BindingScope::Hub {
+                    continue;
+                }
+                if let Some(role) = self.memo.role(&binding.role_id)? {
+                    if Permissions::from_patterns(&role.permissions).contains(Action::HubAdmin) {
+                        return Ok(true);
+                    }
+                }
+            }
+            Ok(false)
+        })();
+        self.conclude(Action::HubAdmin, Resource::Hub, result)
+    }
+
     /// The projects whose agents the caller may list: one decision for the
     /// hub when it may list everywhere, otherwise one per candidate project
     /// (those its credential, bindings or delegations name).

@@ -10,7 +10,9 @@
 //! thread hop per store call without freeing anything, and make each count
 //! include scheduling delay rather than the database round trip.
 
+pub mod agent_rows;
 mod sqlite;
+pub mod writes;
 
 pub use sqlite::SqliteStore;
 

@@ -1,0 +1,177 @@
+//! Agent endpoints: the project and global lists, one agent, and status changes.
+
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use bytes::Bytes;
+use serde::Deserialize;
+
+use super::params::{parse_id, parse_id_list, parse_view, Params};
+use super::{ApiError, LazyJson};
+use crate::app::AppState;
+use crate::authz::{Action, AuditEmitter, Authorizer, Principal};
+use crate::events::HubEvent;
+use crate::listing::{self, ListRequest, ListShape, ListTarget};
+use crate::model::{AgentActivity, AgentPhase};
+use crate::paging::PageRequest;
+use crate::store::{writes, AuthzStore};
+use crate::views::CompactAgentView;
+
+const PAGING: [&str; 3] = ["limit", "cursor", "sort"];
+
+fn path_id(
+    path: Result<Path<String>, PathRejection>,
+    what: &str,
+) -> Result<crate::model::Id, ApiError> {
+    let Path(text) = path.map_err(|_| ApiError::bad_request(format!("invalid {what} id")))?;
+    parse_id(&text, what)
+}
+
+fn shape(params: &Params, allow_ids: bool) -> Result<ListShape, ApiError> {
+    if let Some(ids) = params.single("ids")?.filter(|_| allow_ids) {
+        if params.has_any(&["cursor"]) {
+            return Err(ApiError::bad_request("ids cannot be combined with cursor"));
+        }
+        return Ok(ListShape::Ids(parse_id_list(ids)?));
+    }
+    if !params.has_any(&PAGING) {
+        return Ok(ListShape::Legacy);
+    }
+    let page = PageRequest::from_params(
+        params.single("limit")?,
+        params.single("sort")?,
+        params.single("cursor")?,
+    )
+    .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok(ListShape::Page(page))
+}
+
+async fn run_list<S: AuthzStore, A: AuditEmitter>(
+    state: AppState<S, A>,
+    principal: Principal,
+    request: ListRequest,
+) -> Result<Response, ApiError> {
+    let view = perf_trace_core::spawn_blocking(move || {
+        let authz = Authorizer::new(state.store(), state.audit(), &principal);
+        listing::list_agents(&authz, state.db(), &request)
+    })
+    .await??;
+    Ok(LazyJson::new(view).into_response())
+}
+
+/// `GET /api/v1/projects/{id}/agents`: the full list, a sorted page
+/// (`limit`, `cursor`, `sort`), or the agents named by `ids`.
+pub async fn project_agents<S: AuthzStore, A: AuditEmitter>(
+    State(state): State<AppState<S, A>>,
+    Extension(principal): Extension<Principal>,
+    path: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let project = path_id(path, "project")?;
+    let params = Params::parse(query.as_deref());
+    let request = ListRequest {
+        target: ListTarget::Project(project),
+        shape: shape(&params, true)?,
+        view: parse_view(params.single("view")?)?,
+    };
+    run_list(state, principal, request).await
+}
+
+/// `GET /api/v1/agents`: every agent the caller may list, or one project's
+/// (`projectId`), in full or as sorted pages, full or compact (`view`).
+pub async fn global_agents<S: AuthzStore, A: AuditEmitter>(
+    State(state): State<AppState<S, A>>,
+    Extension(principal): Extension<Principal>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = Params::parse(query.as_deref());
+    let target = match params.single("projectId")? {
+        Some(id) => ListTarget::Project(parse_id(id, "project")?),
+        None => ListTarget::Global,
+    };
+    let request = ListRequest {
+        target,
+        shape: shape(&params, false)?,
+        view: parse_view(params.single("view")?)?,
+    };
+    run_list(state, principal, request).await
+}
+
+/// `GET /api/v1/agents/{id}`.
+pub async fn get_agent<S: AuthzStore, A: AuditEmitter>(
+    State(state): State<AppState<S, A>>,
+    Extension(principal): Extension<Principal>,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let id = path_id(path, "agent")?;
+    let view = perf_trace_core::spawn_blocking(move || {
+        let authz = Authorizer::new(state.store(), state.audit(), &principal);
+        let agent = authz
+            .memo()
+            .agent(&id)?
+            .ok_or_else(|| ApiError::not_found("agent"))?;
+        if !authz.allow_agent(Action::AgentRead, &agent)? {
+            return Err(ApiError::forbidden());
+        }
+        let agents = [agent.as_ref().clone()];
+        let creators = listing::enrich(&authz, &agents)?;
+        let caps = listing::capabilities(&authz, &agents)?;
+        let messageable = listing::messageability(&authz, &agents)?;
+        let [agent] = agents;
+        Ok(listing::full_view(
+            agent,
+            &creators,
+            caps[0],
+            messageable[0],
+        ))
+    })
+    .await??;
+    Ok(LazyJson::new(view).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatusChange {
+    phase: AgentPhase,
+    #[serde(default)]
+    activity: Option<AgentActivity>,
+}
+
+/// `PUT /api/v1/agents/{id}/status` with `{"phase": ..., "activity": ...}`:
+/// changes the agent's status and publishes an `agent.status` event.
+pub async fn put_status<S: AuthzStore, A: AuditEmitter>(
+    State(state): State<AppState<S, A>>,
+    Extension(principal): Extension<Principal>,
+    path: Result<Path<String>, PathRejection>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let id = path_id(path, "agent")?;
+    let change: StatusChange = serde_json::from_slice(&body).map_err(|_| {
+        ApiError::bad_request(
+            "body must be {\"phase\": created|provisioning|running|stopped|error, \"activity\"?: idle|working|waiting_for_input|completed|blocked}",
+        )
+    })?;
+    let bus = state.bus().clone();
+    let updated = perf_trace_core::spawn_blocking(move || {
+        let authz = Authorizer::new(state.store(), state.audit(), &principal);
+        let agent = authz
+            .memo()
+            .agent(&id)?
+            .ok_or_else(|| ApiError::not_found("agent"))?;
+        if !authz.allow_agent(Action::AgentUpdate, &agent)? {
+            return Err(ApiError::forbidden());
+        }
+        writes::update_agent_status(
+            state.db(),
+            &id,
+            change.phase,
+            change.activity,
+            crate::clock::now_ms(),
+        )?
+        .ok_or_else(|| ApiError::not_found("agent"))
+    })
+    .await??;
+    bus.publish(HubEvent::agent_status(&updated));
+    Ok(LazyJson::new(CompactAgentView::from(updated)).into_response())
+}

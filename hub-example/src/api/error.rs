@@ -1,0 +1,106 @@
+//! Error responses: every error is a JSON object `{"error": "..."}` with the
+//! right status. Messages describe the problem without echoing the input.
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::db::DbError;
+
+/// An error answered to the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    status: StatusCode,
+    body: serde_json::Value,
+}
+
+impl ApiError {
+    /// An error with `status` and message.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            body: json!({ "error": message.into() }),
+        }
+    }
+
+    /// 400: the request is malformed.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// 401: no valid credential.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, message)
+    }
+
+    /// 403: the caller may not do this.
+    pub fn forbidden() -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden")
+    }
+
+    /// 404: no such thing.
+    pub fn not_found(what: &str) -> Self {
+        Self::new(StatusCode::NOT_FOUND, format!("{what} not found"))
+    }
+
+    /// 422: a server-config change that touches settings that can only be
+    /// set at startup.
+    pub fn layer0_rejected(keys: Vec<String>) -> Self {
+        ApiError {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            body: json!({ "error": "layer0_rejected", "keys": keys }),
+        }
+    }
+
+    /// 500: something failed inside the Hub.
+    pub fn internal() -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+    }
+
+    /// The status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> &serde_json::Value {
+        &self.body
+    }
+}
+
+impl From<DbError> for ApiError {
+    fn from(e: DbError) -> Self {
+        if e.is_busy() {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "database busy, try again")
+        } else {
+            ApiError::internal()
+        }
+    }
+}
+
+impl From<tokio::task::JoinError> for ApiError {
+    fn from(_: tokio::task::JoinError) -> Self {
+        ApiError::internal()
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            [(header::CONTENT_TYPE, "application/json")],
+            self.body.to_string(),
+        )
+            .into_response()
+    }
+}
+
+/// The handler of unknown routes: 404 as JSON.
+pub async fn not_found() -> ApiError {
+    ApiError::not_found("route")
+}
+
+/// The handler of a known route with the wrong method: 405 as JSON.
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+}

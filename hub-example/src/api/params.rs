@@ -1,0 +1,114 @@
+//! Query strings and path ids: parsed by hand so every problem is a JSON 400
+//! that names the parameter, never the value.
+
+use super::ApiError;
+use crate::listing::View;
+use crate::model::{is_uuid, Id};
+
+/// Most ids in an `ids=` list.
+pub const MAX_IDS: usize = 100;
+
+/// The decoded parameters of a query string.
+#[derive(Debug, Default, Clone)]
+pub struct Params(Vec<(String, String)>);
+
+impl Params {
+    /// Decodes a raw query string.
+    pub fn parse(query: Option<&str>) -> Params {
+        Params(
+            query
+                .map(|q| {
+                    form_urlencoded::parse(q.as_bytes())
+                        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        )
+    }
+
+    /// The one value of `name`; 400 when it is given more than once.
+    pub fn single(&self, name: &str) -> Result<Option<&str>, ApiError> {
+        let mut values = self
+            .0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str());
+        let first = values.next();
+        if values.next().is_some() {
+            return Err(ApiError::bad_request(format!(
+                "{name} may be given only once"
+            )));
+        }
+        Ok(first)
+    }
+
+    /// Every value of `name`.
+    pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether any of `names` is present.
+    pub fn has_any(&self, names: &[&str]) -> bool {
+        self.0.iter().any(|(k, _)| names.contains(&k.as_str()))
+    }
+}
+
+/// Checks an id from a path or parameter.
+pub fn parse_id(text: &str, what: &str) -> Result<Id, ApiError> {
+    if is_uuid(text) {
+        Ok(Id::from(text))
+    } else {
+        Err(ApiError::bad_request(format!("invalid {what} id")))
+    }
+}
+
+/// Parses `ids=a,b,...`: 1 to 100 agent ids, duplicates removed.
+pub fn parse_id_list(text: &str) -> Result<Vec<Id>, ApiError> {
+    let mut ids: Vec<Id> = Vec::new();
+    for part in text.split(',') {
+        let id = parse_id(part.trim(), "agent")?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    if ids.len() > MAX_IDS {
+        return Err(ApiError::bad_request("at most 100 ids"));
+    }
+    Ok(ids)
+}
+
+/// Parses `view=`.
+pub fn parse_view(text: Option<&str>) -> Result<View, ApiError> {
+    match text {
+        None | Some("full") => Ok(View::Full),
+        Some("compact") => Ok(View::Compact),
+        Some(_) => Err(ApiError::bad_request("view must be full or compact")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "0b7f1f2e-1c1d-4a7e-9a51-0f5b6c0c1d2e";
+
+    #[test]
+    fn repeated_parameters_are_refused() {
+        let p = Params::parse(Some("limit=1&limit=2&sub=a&sub=b"));
+        assert!(p.single("limit").is_err());
+        assert_eq!(p.all("sub").count(), 2);
+        assert_eq!(p.single("cursor").unwrap(), None);
+    }
+
+    #[test]
+    fn id_lists_are_checked() {
+        assert_eq!(parse_id_list(&format!("{A},{A}")).unwrap().len(), 1);
+        assert!(parse_id_list("x").is_err());
+        assert!(parse_id_list("").is_err());
+        let err = parse_id("<script>", "agent").unwrap_err();
+        assert!(!err.body().to_string().contains("script"));
+    }
+}

@@ -1,0 +1,332 @@
+//! The Hub: application state, the router, and serving.
+//!
+//! Tracing on or off is decided once, when the Hub is built. Off, the state
+//! holds the plain [`SqliteStore`] and [`ChannelAuditSink`] and the router has
+//! no tracing layer; on, the state holds [`CountedAuthzStore`] and
+//! [`TracedAuditEmitter`] around them and the router has the layer, innermost
+//! (inside authentication).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::routing::{get, put};
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::api::{admin, agents, auth, events, method_not_allowed, not_found, public};
+use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
+use crate::db::Db;
+use crate::events::EventBus;
+use crate::log::{Logger, SharedWriter};
+use crate::perf::{trace_layer, HubTraceLayer};
+use crate::settings::{Settings, PERF_TRACE_KEY};
+use crate::store::{AuthzStore, CountedAuthzStore, SqliteStore};
+use crate::tokens::TokenSigner;
+
+/// Records the audit channel holds before it drops.
+const AUDIT_CHANNEL: usize = 65_536;
+/// Latest audit records kept for inspection.
+const AUDIT_RECENT: usize = 1_024;
+
+/// The startup warning when tracing is on.
+pub const PERF_TRACE_WARNING: &str =
+    "Request performance tracing is on (server.hub.perf_trace); per-request perf_trace lines are logged";
+
+struct Shared<S, A> {
+    store: S,
+    audit: A,
+    db: Db,
+    bus: EventBus,
+    signer: TokenSigner,
+}
+
+/// What every handler reads: the authorization store `S`, the audit
+/// emitter `A`, the database, the event bus and the token signer.
+pub struct AppState<S, A> {
+    shared: Arc<Shared<S, A>>,
+}
+
+impl<S, A> Clone for AppState<S, A> {
+    fn clone(&self) -> Self {
+        AppState {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
+    /// State over these parts.
+    pub fn new(store: S, audit: A, db: Db, bus: EventBus, signer: TokenSigner) -> Self {
+        AppState {
+            shared: Arc::new(Shared {
+                store,
+                audit,
+                db,
+                bus,
+                signer,
+            }),
+        }
+    }
+
+    /// The authorization store.
+    pub fn store(&self) -> &S {
+        &self.shared.store
+    }
+
+    /// The audit emitter.
+    pub fn audit(&self) -> &A {
+        &self.shared.audit
+    }
+
+    /// The database (for agent rows and writes).
+    pub fn db(&self) -> &Db {
+        &self.shared.db
+    }
+
+    /// The event bus.
+    pub fn bus(&self) -> &EventBus {
+        &self.shared.bus
+    }
+
+    /// The bearer-token signer.
+    pub fn signer(&self) -> &TokenSigner {
+        &self.shared.signer
+    }
+}
+
+/// Builds the router over `state`. With `trace`, the tracing layer wraps
+/// every route inside authentication (the one place it is installed).
+pub fn build_router<S: AuthzStore, A: AuditEmitter>(
+    state: AppState<S, A>,
+    trace: Option<HubTraceLayer>,
+) -> Router {
+    let routes = Router::new()
+        .route("/healthz", get(public::healthz))
+        .route("/api/v1/settings/public", get(public::public_settings))
+        .route(
+            "/api/v1/projects/{id}/agents",
+            get(agents::project_agents::<S, A>),
+        )
+        .route("/api/v1/agents", get(agents::global_agents::<S, A>))
+        .route("/api/v1/agents/{id}", get(agents::get_agent::<S, A>))
+        .route(
+            "/api/v1/agents/{id}/status",
+            put(agents::put_status::<S, A>),
+        )
+        .route("/events", get(events::events::<S, A>))
+        .route(
+            "/api/v1/admin/server-config",
+            put(admin::put_server_config::<S, A>),
+        )
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed);
+    let routes = match trace {
+        Some(layer) => routes.layer(layer),
+        None => routes,
+    };
+    routes
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::authenticate::<S, A>,
+        ))
+        .with_state(state)
+}
+
+/// How to build a Hub.
+#[derive(Clone)]
+pub struct HubOptions {
+    /// The secret bearer-token keys derive from.
+    pub session_secret: String,
+    /// Startup settings (tracing, log format).
+    pub settings: Settings,
+    /// Where log and perf_trace lines go.
+    pub log: SharedWriter,
+}
+
+impl std::fmt::Debug for HubOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubOptions")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A built Hub, ready to serve.
+pub struct Hub {
+    router: Router,
+    logger: Logger,
+    db: Db,
+    bus: EventBus,
+    audit_log: AuditLog,
+    perf_trace: bool,
+    store_type: &'static str,
+    audit_type: &'static str,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("perf_trace", &self.perf_trace)
+            .field("store_type", &self.store_type)
+            .field("audit_type", &self.audit_type)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Hub {
+    /// Builds the Hub over `db`. Tracing on logs the startup warning and
+    /// installs the layer and both decorators; off installs none of them.
+    pub fn new(db: Db, options: HubOptions) -> Hub {
+        let logger = Logger::new(options.log.clone(), options.settings.gcp_logs);
+        let signer = TokenSigner::from_session_secret(&options.session_secret);
+        let bus = EventBus::default();
+        let (sink, audit_log) = ChannelAuditSink::start(AUDIT_CHANNEL, AUDIT_RECENT);
+        let store = SqliteStore::new(db.clone());
+        let perf_trace = options.settings.perf_trace;
+
+        fn assemble<S: AuthzStore, A: AuditEmitter>(
+            store: S,
+            audit: A,
+            parts: (Db, EventBus, TokenSigner),
+            trace: Option<HubTraceLayer>,
+        ) -> (Router, &'static str, &'static str) {
+            let (db, bus, signer) = parts;
+            let state = AppState::new(store, audit, db, bus, signer);
+            (
+                build_router(state, trace),
+                std::any::type_name::<S>(),
+                std::any::type_name::<A>(),
+            )
+        }
+
+        let parts = (db.clone(), bus.clone(), signer);
+        let (router, store_type, audit_type) = if perf_trace {
+            logger.warn(PERF_TRACE_WARNING, &[("setting", PERF_TRACE_KEY.into())]);
+            let layer = trace_layer(&logger, db.pool_stats());
+            assemble(
+                CountedAuthzStore::new(store),
+                TracedAuditEmitter::new(sink),
+                parts,
+                Some(layer),
+            )
+        } else {
+            assemble(store, sink, parts, None)
+        };
+        Hub {
+            router,
+            logger,
+            db,
+            bus,
+            audit_log,
+            perf_trace,
+            store_type,
+            audit_type,
+        }
+    }
+
+    /// The router (cheap to clone), for serving or for calling in-process.
+    pub fn router(&self) -> Router {
+        self.router.clone()
+    }
+
+    /// Whether request tracing is on.
+    pub fn perf_trace(&self) -> bool {
+        self.perf_trace
+    }
+
+    /// The type name of the authorization store the handlers use.
+    pub fn store_type(&self) -> &'static str {
+        self.store_type
+    }
+
+    /// The type name of the audit emitter the handlers use.
+    pub fn audit_type(&self) -> &'static str {
+        self.audit_type
+    }
+
+    /// The audit pipeline's figures.
+    pub fn audit_log(&self) -> &AuditLog {
+        &self.audit_log
+    }
+
+    /// The event bus.
+    pub fn bus(&self) -> &EventBus {
+        &self.bus
+    }
+
+    /// The database.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// The logger.
+    pub fn logger(&self) -> &Logger {
+        &self.logger
+    }
+
+    /// Serves on `listener` until `shutdown` completes.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let addr = listener.local_addr()?;
+        self.logger.info(
+            "hub listening",
+            &[
+                ("addr", addr.to_string().into()),
+                ("perf_trace", self.perf_trace.into()),
+            ],
+        );
+        axum::serve(listener, self.router)
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+
+    /// Serves in the background on `addr` (port 0 for a free one), for tests
+    /// and benchmarks in the same process.
+    pub async fn spawn(self, addr: SocketAddr) -> std::io::Result<RunningHub> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(self.serve(listener, async {
+            let _ = rx.await;
+        }));
+        Ok(RunningHub {
+            addr,
+            shutdown: Some(tx),
+            task,
+        })
+    }
+}
+
+/// A Hub serving in the background.
+#[derive(Debug)]
+pub struct RunningHub {
+    addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+impl RunningHub {
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Its base URL (`http://127.0.0.1:PORT`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, lets open requests finish, and waits.
+    pub async fn stop(mut self) -> std::io::Result<()> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        (&mut self.task).await.map_err(std::io::Error::other)?
+    }
+}

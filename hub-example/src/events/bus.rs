@@ -1,0 +1,82 @@
+//! The event bus: a broadcast channel. Publishing never waits for
+//! subscribers; a subscriber that falls behind by more than the channel's
+//! capacity loses the oldest events and is told how many.
+
+use std::sync::Arc;
+
+use tokio::sync::broadcast;
+
+use crate::model::Agent;
+use crate::views::Millis;
+
+/// Events kept for slow subscribers before the oldest are dropped for them.
+pub const BUS_CAPACITY: usize = 1024;
+
+/// One published event, encoded once for every subscriber.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HubEvent {
+    /// The SSE event name (`agent.status`).
+    pub kind: &'static str,
+    /// The concrete subjects it is published on.
+    pub subjects: Vec<String>,
+    /// The JSON data.
+    pub data: String,
+}
+
+impl HubEvent {
+    /// The event of an agent's status change, published on
+    /// `projects.<project>.agents.<agent>.status` and `agents.<agent>.status`.
+    pub fn agent_status(agent: &Agent) -> HubEvent {
+        let data = serde_json::json!({
+            "agentId": &*agent.id,
+            "projectId": &*agent.project_id,
+            "phase": agent.phase,
+            "activity": agent.activity,
+            "updatedAt": Millis(agent.updated_at),
+        });
+        HubEvent {
+            kind: "agent.status",
+            subjects: vec![
+                format!("projects.{}.agents.{}.status", agent.project_id, agent.id),
+                format!("agents.{}.status", agent.id),
+            ],
+            data: data.to_string(),
+        }
+    }
+}
+
+/// Publishes events to every current subscriber.
+#[derive(Debug, Clone)]
+pub struct EventBus {
+    tx: broadcast::Sender<Arc<HubEvent>>,
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        EventBus::new(BUS_CAPACITY)
+    }
+}
+
+impl EventBus {
+    /// A bus keeping `capacity` events for slow subscribers.
+    pub fn new(capacity: usize) -> Self {
+        EventBus {
+            tx: broadcast::channel(capacity).0,
+        }
+    }
+
+    /// Publishes `event`; returns how many subscribers will see it.
+    pub fn publish(&self, event: HubEvent) -> usize {
+        self.tx.send(Arc::new(event)).unwrap_or(0)
+    }
+
+    /// A new subscription, starting with the next event.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<HubEvent>> {
+        self.tx.subscribe()
+    }
+
+    /// Current subscribers.
+    pub fn subscribers(&self) -> usize {
+        self.tx.receiver_count()
+    }
+}

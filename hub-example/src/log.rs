@@ -1,0 +1,194 @@
+//! The Hub's own log: one JSON object per line (`time`, `level`, `msg`,
+//! `component`, then fields), written to the same sink as the perf_trace
+//! lines. With the GCP format the message key is `message`.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+
+/// The `component` of every Hub log line.
+pub const COMPONENT: &str = "scion-hub";
+
+/// A shared writer of whole lines.
+pub type SharedWriter = Arc<Mutex<Box<dyn Write + Send>>>;
+
+/// Makes a [`SharedWriter`] for standard output.
+pub fn stdout_writer() -> SharedWriter {
+    Arc::new(Mutex::new(Box::new(std::io::stdout())))
+}
+
+/// A severity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Informational.
+    Info,
+    /// Something to look at.
+    Warn,
+    /// A failure.
+    Error,
+}
+
+impl Level {
+    fn as_str(self) -> &'static str {
+        match self {
+            Level::Info => "INFO",
+            Level::Warn => "WARN",
+            Level::Error => "ERROR",
+        }
+    }
+}
+
+/// Writes JSON log lines.
+#[derive(Clone)]
+pub struct Logger {
+    writer: SharedWriter,
+    gcp: bool,
+}
+
+impl std::fmt::Debug for Logger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Logger")
+            .field("gcp", &self.gcp)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Logger {
+    /// A logger writing to `writer`, in GCP format when `gcp`.
+    pub fn new(writer: SharedWriter, gcp: bool) -> Self {
+        Logger { writer, gcp }
+    }
+
+    /// The writer lines go to.
+    pub fn writer(&self) -> &SharedWriter {
+        &self.writer
+    }
+
+    /// Whether lines use the GCP message key.
+    pub fn gcp(&self) -> bool {
+        self.gcp
+    }
+
+    /// Writes one line. Failures to write are ignored: logging never fails a request.
+    pub fn log(&self, level: Level, msg: &str, fields: &[(&str, Value)]) {
+        let time = humantime::format_rfc3339_nanos(SystemTime::now()).to_string();
+        let mut line = String::with_capacity(128);
+        line.push_str("{\"time\":");
+        line.push_str(&Value::from(time).to_string());
+        line.push_str(",\"level\":\"");
+        line.push_str(level.as_str());
+        line.push_str(if self.gcp {
+            "\",\"message\":"
+        } else {
+            "\",\"msg\":"
+        });
+        line.push_str(&Value::from(msg).to_string());
+        line.push_str(",\"component\":\"");
+        line.push_str(COMPONENT);
+        line.push('"');
+        for (key, value) in fields {
+            line.push(',');
+            line.push_str(&Value::from(*key).to_string());
+            line.push(':');
+            line.push_str(&value.to_string());
+        }
+        line.push_str("}\n");
+        let mut writer = self.writer.lock();
+        let _ = writer
+            .write_all(line.as_bytes())
+            .and_then(|()| writer.flush());
+    }
+
+    /// An informational line.
+    pub fn info(&self, msg: &str, fields: &[(&str, Value)]) {
+        self.log(Level::Info, msg, fields);
+    }
+
+    /// A warning line.
+    pub fn warn(&self, msg: &str, fields: &[(&str, Value)]) {
+        self.log(Level::Warn, msg, fields);
+    }
+
+    /// An error line.
+    pub fn error(&self, msg: &str, fields: &[(&str, Value)]) {
+        self.log(Level::Error, msg, fields);
+    }
+}
+
+/// A writer into a shared buffer, for capturing lines in tests.
+#[derive(Debug, Clone, Default)]
+pub struct CaptureBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl CaptureBuffer {
+    /// An empty buffer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Everything written so far, as text.
+    pub fn contents(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock()).into_owned()
+    }
+
+    /// Every complete line written so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.contents().lines().map(str::to_owned).collect()
+    }
+
+    /// A shared writer into this buffer.
+    pub fn writer(&self) -> SharedWriter {
+        Arc::new(Mutex::new(Box::new(self.clone())))
+    }
+}
+
+impl Write for CaptureBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Forwards writes to a [`SharedWriter`], so the perf_trace sink and the log
+/// share one destination.
+pub struct SharedWrite(pub SharedWriter);
+
+impl Write for SharedWrite {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.0.lock().write_all(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.lock().flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_hold_time_level_message_and_component_in_order() {
+        let buf = CaptureBuffer::new();
+        Logger::new(buf.writer(), false).warn("careful", &[("port", Value::from(1))]);
+        Logger::new(buf.writer(), true).info("hello", &[]);
+        let lines = buf.lines();
+        assert!(lines[0].starts_with("{\"time\":\""), "{}", lines[0]);
+        assert!(lines[0].ends_with(
+            "\"level\":\"WARN\",\"msg\":\"careful\",\"component\":\"scion-hub\",\"port\":1}"
+        ));
+        assert!(lines[1].contains("\"message\":\"hello\""));
+        assert!(!lines[1].contains("\"msg\""));
+        serde_json::from_str::<Value>(&lines[0]).unwrap();
+    }
+}

@@ -1,0 +1,52 @@
+//! The Hub's tracing policy and layer: how a request is classified, who may
+//! see the perf headers, and where the lines go.
+
+use std::sync::Arc;
+
+use http::Request;
+use perf_trace_core::{Emitter, LineFormat, LineSink, PerfTraceLayer, PoolStats, TracePolicy};
+
+use crate::authz::Principal;
+use crate::keys::{classify, EndpointClass, HubSchema};
+use crate::log::{Logger, SharedWrite, COMPONENT};
+
+/// The Hub's answers to the tracing layer's questions.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HubPolicy;
+
+impl TracePolicy<HubSchema> for HubPolicy {
+    fn classify<B>(&self, request: &Request<B>) -> EndpointClass {
+        classify(
+            request.method(),
+            request.uri().path(),
+            request.uri().query(),
+        )
+    }
+
+    /// Only an unscoped local platform admin: never a scoped token, an agent,
+    /// a non-admin, nor an unauthenticated endpoint (which has no principal).
+    fn headers_allowed<B>(&self, request: &Request<B>) -> bool {
+        request
+            .extensions()
+            .get::<Principal>()
+            .is_some_and(Principal::is_unscoped_platform_admin)
+    }
+}
+
+/// The tracing layer the Hub installs when tracing is on.
+pub type HubTraceLayer = PerfTraceLayer<HubSchema, HubPolicy>;
+
+/// Builds the layer: lines in the logger's format and to its destination,
+/// pool figures from `pool`. A failing destination is reported once through
+/// the logger.
+pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>) -> HubTraceLayer {
+    let report = logger.clone();
+    let sink = LineSink::new(SharedWrite(logger.writer().clone())).on_failure(move |e| {
+        report.error(
+            "perf_trace lines cannot be written; further failures are not reported",
+            &[("error", serde_json::Value::from(e.to_string()))],
+        )
+    });
+    let format = LineFormat::new(COMPONENT).gcp(logger.gcp());
+    PerfTraceLayer::new(HubPolicy, Emitter::new(format, sink)).with_pool(pool)
+}

@@ -1,0 +1,191 @@
+//! Startup settings: the YAML settings file and the environment, read once.
+//! `server.hub.perf_trace` (file) or `SCION_SERVER_HUB_PERFTRACE` (environment,
+//! which wins) turns request tracing on; `SCION_LOG_GCP` switches the log
+//! message key to `message`.
+
+use std::path::Path;
+
+/// The environment variable that turns tracing on or off.
+pub const PERF_TRACE_ENV: &str = "SCION_SERVER_HUB_PERFTRACE";
+/// The environment variable that selects the GCP log format.
+pub const GCP_LOG_ENV: &str = "SCION_LOG_GCP";
+/// The settings key of request tracing.
+pub const PERF_TRACE_KEY: &str = "server.hub.perf_trace";
+
+/// What the Hub reads at startup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// Request performance tracing.
+    pub perf_trace: bool,
+    /// GCP log format (`message` instead of `msg`).
+    pub gcp_logs: bool,
+}
+
+/// A setting that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// The settings file could not be read.
+    #[error("cannot read settings file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The settings file is not valid YAML.
+    #[error("settings file {path} is not valid YAML: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// A value is not a boolean.
+    #[error("{name} must be true or false")]
+    NotBoolean {
+        /// The setting or variable.
+        name: &'static str,
+    },
+}
+
+fn parse_bool(text: &str, name: &'static str) -> Result<bool, SettingsError> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" | "" => Ok(false),
+        _ => Err(SettingsError::NotBoolean { name }),
+    }
+}
+
+/// Looks up a dotted key in a YAML document, accepting nested maps
+/// (`server: {hub: {perf_trace: true}}`) and dotted keys at any level
+/// (`server.hub.perf_trace: true`, `server: {hub.perf_trace: true}`).
+fn lookup<'a>(value: &'a serde_yaml::Value, dotted: &str) -> Option<&'a serde_yaml::Value> {
+    if dotted.is_empty() {
+        return Some(value);
+    }
+    let map = value.as_mapping()?;
+    for (key, child) in map {
+        let Some(key) = key.as_str() else { continue };
+        if key == dotted {
+            return Some(child);
+        }
+        if let Some(rest) = dotted.strip_prefix(key).and_then(|r| r.strip_prefix('.')) {
+            if let Some(found) = lookup(child, rest) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}
+
+impl Settings {
+    /// Reads the settings file (if any) and then the environment through
+    /// `env`, which wins over the file.
+    pub fn load(
+        config: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Settings, SettingsError> {
+        let mut settings = Settings::default();
+        if let Some(path) = config {
+            let shown = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read {
+                path: shown.clone(),
+                source,
+            })?;
+            if !text.trim().is_empty() {
+                let doc: serde_yaml::Value =
+                    serde_yaml::from_str(&text).map_err(|e| SettingsError::Parse {
+                        path: shown,
+                        message: e.to_string(),
+                    })?;
+                if let Some(v) = lookup(&doc, PERF_TRACE_KEY) {
+                    settings.perf_trace = match v {
+                        serde_yaml::Value::Bool(b) => *b,
+                        serde_yaml::Value::String(s) => parse_bool(s, PERF_TRACE_KEY)?,
+                        serde_yaml::Value::Null => false,
+                        _ => {
+                            return Err(SettingsError::NotBoolean {
+                                name: PERF_TRACE_KEY,
+                            })
+                        }
+                    };
+                }
+            }
+        }
+        if let Some(v) = env(PERF_TRACE_ENV) {
+            settings.perf_trace = parse_bool(&v, PERF_TRACE_ENV)?;
+        }
+        if let Some(v) = env(GCP_LOG_ENV) {
+            settings.gcp_logs = parse_bool(&v, GCP_LOG_ENV)?;
+        }
+        Ok(settings)
+    }
+
+    /// Reads the settings file and the process environment.
+    pub fn from_process(config: Option<&Path>) -> Result<Settings, SettingsError> {
+        Settings::load(config, |name| std::env::var(name).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), text).unwrap();
+        f
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn off_by_default() {
+        assert_eq!(Settings::load(None, no_env).unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn the_file_turns_tracing_on_in_nested_or_dotted_form() {
+        for text in [
+            "server:\n  hub:\n    perf_trace: true\n",
+            "server.hub.perf_trace: true\n",
+            "server:\n  hub.perf_trace: \"true\"\n",
+        ] {
+            let f = file(text);
+            assert!(
+                Settings::load(Some(f.path()), no_env).unwrap().perf_trace,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_environment_wins_over_the_file() {
+        let f = file("server:\n  hub:\n    perf_trace: true\n");
+        let env = |name: &str| (name == PERF_TRACE_ENV).then(|| "false".to_owned());
+        assert!(!Settings::load(Some(f.path()), env).unwrap().perf_trace);
+        let env = |name: &str| match name {
+            PERF_TRACE_ENV => Some("true".to_owned()),
+            GCP_LOG_ENV => Some("TRUE".to_owned()),
+            _ => None,
+        };
+        assert_eq!(
+            Settings::load(None, env).unwrap(),
+            Settings {
+                perf_trace: true,
+                gcp_logs: true
+            }
+        );
+    }
+
+    #[test]
+    fn bad_values_and_missing_files_are_errors() {
+        let env = |name: &str| (name == PERF_TRACE_ENV).then(|| "maybe".to_owned());
+        assert!(Settings::load(None, env).is_err());
+        assert!(Settings::load(Some(Path::new("/nonexistent/hub.yaml")), no_env).is_err());
+        let f = file("server: [unclosed");
+        assert!(Settings::load(Some(f.path()), no_env).is_err());
+    }
+}
