@@ -11,7 +11,9 @@
 
 mod case;
 mod errors;
+mod item;
 mod key_set;
+mod phase;
 
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};
@@ -62,10 +64,47 @@ pub fn derive_key_set(input: TokenStream) -> TokenStream {
     key_set::derive(&input).into()
 }
 
-/// Records one phase around a fn's body (not implemented yet).
+/// Records one phase (count + 1, duration) around the body of a fn, an
+/// `async fn` or a method, into the request's recorder when one is in scope.
+///
+/// The argument is the phase key, a variant path such as `Phase::ListDbRead`
+/// (the set must be `#[key_set(phases)]`). It is checked at compile time: an
+/// unknown variant is an error at the key that lists the set's keys, and a
+/// string or any other expression is refused.
+///
+/// - A plain fn is timed by a guard made on entry, so every way out (return,
+///   early return, `?`, panic) ends the phase.
+/// - An `async fn` is timed from its first poll until it completes or is
+///   dropped (cancelled).
+/// - A fn whose last expression is an `async` block (`-> impl Future`), or
+///   `Box::pin(async move { .. })` as `#[async_trait]` writes methods, has
+///   that future timed rather than its construction.
+///
+/// ```
+/// use perf_trace_core::{traced_phase, KeySet};
+///
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(phases)]
+/// enum Phase { ListDbRead, Enrich }
+///
+/// #[traced_phase(Phase::ListDbRead)]
+/// fn read(ids: &[u32]) -> Result<Vec<u32>, String> {
+///     if ids.is_empty() {
+///         return Err("no ids".into());
+///     }
+///     Ok(ids.to_vec())
+/// }
+///
+/// #[traced_phase(Phase::Enrich)]
+/// async fn enrich(rows: Vec<u32>) -> Result<usize, String> {
+///     let rows = read(&rows)?;
+///     Ok(rows.len())
+/// }
+/// # assert_eq!(read(&[1]), Ok(vec![1]));
+/// ```
 #[proc_macro_attribute]
-pub fn traced_phase(_args: TokenStream, input: TokenStream) -> TokenStream {
-    input
+pub fn traced_phase(args: TokenStream, input: TokenStream) -> TokenStream {
+    phase::expand(args.into(), input.into()).into()
 }
 
 /// Generates a store trait's method enum and decorator (not implemented yet).
