@@ -14,6 +14,7 @@ mod errors;
 mod item;
 mod key_set;
 mod phase;
+mod store;
 
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};
@@ -107,8 +108,70 @@ pub fn traced_phase(args: TokenStream, input: TokenStream) -> TokenStream {
     phase::expand(args.into(), input.into()).into()
 }
 
-/// Generates a store trait's method enum and decorator (not implemented yet).
+/// Generates, next to a store trait, the enum of its counted methods and a
+/// decorator that implements the trait by forwarding every call unchanged
+/// (arguments, results, errors) while counting and timing it.
+///
+/// For `trait AuthzStore` it generates `enum AuthzStoreMethod` (a
+/// `#[key_set(store_methods)]` set with one variant per counted method, in
+/// declaration order: `get_user` is `GetUser`) and `struct
+/// CountedAuthzStore<S>` with `new`, `inner` and `into_inner`, implementing
+/// `AuthzStore` when `S` does. Both have the trait's visibility.
+///
+/// Options: `#[counted_store(methods = Name, decorator = Name)]` rename the
+/// enum and the decorator. On methods:
+///
+/// - `#[counted(skip)]`: forwarded, not counted, no variant.
+/// - `#[counted(rename = "GetRoleDefinitionsByIDs")]`: the variant's name and
+///   its rendered name.
+///
+/// What is forwarded:
+///
+/// - methods taking `&self`, `&mut self` or `self`, sync or `async fn`, or
+///   returning `impl Future` or `Pin<Box<dyn Future>>` (whose future is timed,
+///   not its construction), generic ones included, `unsafe` ones too;
+/// - methods with a default body: forwarded to the wrapped store like the
+///   others, so its own implementation runs (and the call is counted once);
+/// - associated types and consts: the wrapped store's.
+///
+/// A method that cannot be forwarded (an associated function without `self`,
+/// a receiver such as `self: Arc<Self>`, a signature that takes or returns
+/// `Self`) is an error, unless it has a default body and is marked
+/// `#[counted(skip)]`: the decorator then keeps the trait's default body.
+/// Supertraits other than auto traits, `Clone` and `Debug` must be
+/// implemented for the decorator by hand. `#[async_trait]` may sit below
+/// `#[counted_store]`: it is applied to the decorator's impl too.
+///
+/// ```
+/// use perf_trace_core::counted_store;
+///
+/// #[counted_store]
+/// pub trait AuthzStore {
+///     /// The store's error.
+///     type Error;
+///     /// A user by id.
+///     fn get_user(&self, id: u64) -> Result<String, Self::Error>;
+///     /// Role definitions by ids.
+///     #[counted(rename = "GetRoleDefinitionsByIDs")]
+///     fn get_role_definitions_by_ids(&self, ids: &[u64]) -> Vec<String>;
+///     /// Not counted.
+///     #[counted(skip)]
+///     fn name(&self) -> &'static str { "store" }
+/// }
+///
+/// struct Db;
+/// impl AuthzStore for Db {
+///     type Error = String;
+///     fn get_user(&self, id: u64) -> Result<String, String> { Ok(format!("user{id}")) }
+///     fn get_role_definitions_by_ids(&self, ids: &[u64]) -> Vec<String> { vec![] }
+/// }
+///
+/// use perf_trace_core::KeySet;
+/// let store = CountedAuthzStore::new(Db);
+/// assert_eq!(store.get_user(7), Ok("user7".to_owned()));
+/// assert_eq!(AuthzStoreMethod::NAMES, ["GetUser", "GetRoleDefinitionsByIDs"]);
+/// ```
 #[proc_macro_attribute]
-pub fn counted_store(_args: TokenStream, input: TokenStream) -> TokenStream {
-    input
+pub fn counted_store(args: TokenStream, input: TokenStream) -> TokenStream {
+    store::expand(args.into(), input.into()).into()
 }
