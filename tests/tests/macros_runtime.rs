@@ -403,3 +403,120 @@ fn key_set_tables() {
          Phase::Serialize, Phase::Capabilities"
     );
 }
+
+mod async_trait_stores {
+    //! Stores written with `#[async_trait]`, in either order with
+    //! `#[counted_store]`: the boxed futures are timed and counted.
+
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use perf_trace_core::{counted_store, traced_phase, KeySet, Recorder, Schema};
+
+    use super::{Endpoint, Phase};
+
+    #[counted_store(methods = GroupMethod)]
+    #[async_trait]
+    pub trait GroupStore: Send + Sync {
+        async fn get_parent_groups(&self, id: u64) -> Result<Vec<u64>, String>;
+        async fn get_group_by_slug(&self, slug: &str) -> Option<u64>;
+    }
+
+    #[async_trait]
+    #[counted_store(methods = UserMethod)]
+    pub trait UserStore: Send + Sync {
+        async fn get_user_groups(&self, id: u64) -> Vec<u64>;
+    }
+
+    struct Groups;
+    struct Users;
+    struct Hub;
+
+    #[async_trait]
+    impl GroupStore for Groups {
+        async fn get_parent_groups(&self, id: u64) -> Result<Vec<u64>, String> {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            if id == 0 {
+                return Err("no group 0".to_owned());
+            }
+            Ok(vec![id, id + 1])
+        }
+
+        async fn get_group_by_slug(&self, slug: &str) -> Option<u64> {
+            slug.parse().ok()
+        }
+    }
+
+    #[async_trait]
+    impl UserStore for Users {
+        async fn get_user_groups(&self, id: u64) -> Vec<u64> {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            vec![id * 2]
+        }
+    }
+
+    trait Handler {
+        async fn handle(&self, n: u64) -> Result<u64, String>;
+    }
+
+    impl Handler for Hub {
+        #[traced_phase(Phase::Serialize)]
+        async fn handle(&self, n: u64) -> Result<u64, String> {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let m: u64 = n.to_string().parse().map_err(|_| "bad".to_owned())?;
+            Ok(m + 1)
+        }
+    }
+
+    struct GroupApp;
+    impl Schema for GroupApp {
+        type Phase = Phase;
+        type StoreMethod = GroupMethod;
+        type Endpoint = Endpoint;
+    }
+
+    struct UserApp;
+    impl Schema for UserApp {
+        type Phase = Phase;
+        type StoreMethod = UserMethod;
+        type Endpoint = Endpoint;
+    }
+
+    #[tokio::test]
+    async fn boxed_futures_are_timed_and_counted() {
+        let groups = CountedGroupStore::new(Groups);
+        let recorder = Recorder::new::<GroupApp>();
+        let out = recorder
+            .instrument(async {
+                (
+                    groups.get_parent_groups(3).await,
+                    groups.get_parent_groups(0).await,
+                    groups.get_group_by_slug("7").await,
+                    Hub.handle(1).await,
+                )
+            })
+            .await;
+        assert_eq!(
+            out,
+            (Ok(vec![3, 4]), Err("no group 0".to_owned()), Some(7), Ok(2))
+        );
+        let snap = recorder.snapshot();
+        let parents = snap.store(GroupMethod::GetParentGroups);
+        assert_eq!(parents.count, 2);
+        assert!(parents.duration >= Duration::from_millis(10), "{parents:?}");
+        assert_eq!(snap.store(GroupMethod::GetGroupBySlug).count, 1);
+        let handle = snap.phase(Phase::Serialize);
+        assert_eq!(handle.count, 1);
+        assert!(handle.duration >= Duration::from_millis(5), "{handle:?}");
+
+        let users = CountedUserStore::new(Users);
+        let recorder = Recorder::new::<UserApp>();
+        let out = recorder.instrument(users.get_user_groups(4)).await;
+        assert_eq!(out, [8]);
+        let snap = recorder.snapshot();
+        let calls = snap.store(UserMethod::GetUserGroups);
+        assert_eq!(calls.count, 1);
+        assert!(calls.duration >= Duration::from_millis(5), "{calls:?}");
+        assert_eq!(GroupMethod::NAMES, ["GetParentGroups", "GetGroupBySlug"]);
+    }
+}
