@@ -116,9 +116,10 @@ pub mod __private {
     pub use crate::key::{const_str_eq, lookup_variant};
     pub use crate::key::{EndpointKey, KeySet, PhaseKey, StoreMethodKey, MAX_KEYS};
     pub use core::{
-        any::TypeId, future::Future, marker::Copy, marker::Send, marker::Sync, option::Option,
-        panic, result::Result,
+        any::TypeId, clone::Clone, cmp::Eq, cmp::PartialEq, fmt::Debug, future::Future, hash::Hash,
+        marker::Copy, marker::Send, marker::Sync, option::Option, panic, pin::Pin, result::Result,
     };
+    pub use std::boxed::Box;
 
     /// Compile-time check that a key set fits the recorder's tables.
     pub const fn assert_key_count(count: usize) {
