@@ -30,24 +30,24 @@ mod testing;
 
 pub use budget::{Bound, BudgetCheck, BudgetExceeded, BudgetOutcome, Margin};
 pub use clock::warm_up;
-pub use key::{EndpointKey, KeySet, PhaseKey, Schema, StoreMethodKey, MAX_KEYS};
-pub use perf_trace_macros::{counted_store, traced_phase, KeySet};
 pub use headers::{render_headers, PerfHeader, HEADER_SUFFIXES};
+pub use key::{EndpointKey, KeySet, PhaseKey, Schema, StoreMethodKey, MAX_KEYS};
 #[cfg(feature = "tower")]
 pub use layer::{
     InvalidHeaderPrefix, PerfTrace, PerfTraceLayer, ResponseFuture, TracePolicy, TracedBody,
     REQUEST_ID_HEADER,
 };
 pub use line::LineFormat;
-#[cfg(feature = "tower")]
-pub use testing::{perf_traced_request, TracedRequestError, TracedResponse};
-pub use sink::{Emitter, LineSink};
+pub use perf_trace_macros::{counted_store, traced_phase, KeySet};
 pub use pool::{DbFigures, PoolFigures, PoolStats};
 pub use recorder::{Outcome, Recorder, RecorderBuilder};
 pub use scope::{bind_current, current, FutureExt, Instrumented};
 #[cfg(feature = "tokio")]
 pub use scope::{spawn, spawn_blocking};
+pub use sink::{Emitter, LineSink};
 pub use snapshot::{Decisions, KeyStat, Snapshot, SseStage};
+#[cfg(feature = "tower")]
+pub use testing::{perf_traced_request, TracedRequestError, TracedResponse};
 
 use scope::with_current;
 
