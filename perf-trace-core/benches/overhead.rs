@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use parking_lot::Mutex;
 use perf_trace_core::{
-    counted_store, traced_phase, DbFigures, Decisions, KeySet, KeyStat, LineFormat, Recorder, Schema,
-    Snapshot,
+    counted_store, traced_phase, DbFigures, Decisions, KeySet, KeyStat, LineFormat, Recorder,
+    Schema, Snapshot,
 };
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
@@ -174,7 +174,10 @@ fn line_with_serde_map(s: &Snapshot, time: std::time::SystemTime) -> String {
     use serde_json::{Map, Value};
     let us = |d: Duration| Value::from(d.as_micros() as u64);
     let mut m = Map::new();
-    m.insert("time".into(), humantime::format_rfc3339_nanos(time).to_string().into());
+    m.insert(
+        "time".into(),
+        humantime::format_rfc3339_nanos(time).to_string().into(),
+    );
     m.insert("level".into(), "INFO".into());
     m.insert("msg".into(), "perf_trace".into());
     m.insert("component".into(), "scion-hub".into());
@@ -210,7 +213,9 @@ fn line_with_serde_map(s: &Snapshot, time: std::time::SystemTime) -> String {
 fn phases(c: &mut Criterion) {
     let mut group = c.benchmark_group("phase");
     group.bench_function("plain call", |b| b.iter(|| plain(black_box(1))));
-    group.bench_function("traced, no recorder in scope", |b| b.iter(|| traced(black_box(1))));
+    group.bench_function("traced, no recorder in scope", |b| {
+        b.iter(|| traced(black_box(1)))
+    });
     let recorder = Recorder::new::<Bench>();
     recorder.in_scope(|| {
         group.bench_function("traced, recorded", |b| b.iter(|| traced(black_box(1))));
@@ -238,7 +243,9 @@ fn phases(c: &mut Criterion) {
         fastrace::set_reporter(NullReporter, fastrace::collector::Config::default());
         let root = fastrace::Span::root("bench", fastrace::prelude::SpanContext::random());
         let _guard = root.set_local_parent();
-        group.bench_function("fastrace #[trace], under a root span", |b| b.iter(|| fastraced(black_box(1))));
+        group.bench_function("fastrace #[trace], under a root span", |b| {
+            b.iter(|| fastraced(black_box(1)))
+        });
     }
     group.finish();
 }
@@ -250,7 +257,9 @@ fn store_calls(c: &mut Criterion) {
     group.bench_function("direct", |b| b.iter(|| direct.get_user(black_box(1))));
     let recorder = Recorder::new::<Bench>();
     recorder.in_scope(|| {
-        group.bench_function("counted, recorded", |b| b.iter(|| counted.get_user(black_box(1))));
+        group.bench_function("counted, recorded", |b| {
+            b.iter(|| counted.get_user(black_box(1)))
+        });
     });
     group.finish();
 }

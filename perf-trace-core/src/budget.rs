@@ -66,11 +66,11 @@ impl Bound {
 /// use perf_trace_core::BudgetCheck;
 /// let check = BudgetCheck::new("project-first-page", "main 1a2b3c4")
 ///     .count("authz_store_calls", 12, 12)
-///     .count("audit_records", 310, 300)
+///     .count("audit_records", 305, 300)
 ///     .bytes("response_bytes", 40_100, 40_000);
 /// assert_eq!(
 ///     check.measured_line(),
-///     "measured: project-first-page authz_store_calls=12 audit_records=310 response_bytes=40100"
+///     "measured: project-first-page authz_store_calls=12 audit_records=305 response_bytes=40100"
 /// );
 /// assert!(check.evaluate().failures.is_empty());
 ///
@@ -131,7 +131,13 @@ impl BudgetCheck {
         self.bound(name, measured, baseline, Margin::Bytes)
     }
 
-    fn bound(mut self, name: impl Into<String>, measured: u64, baseline: u64, margin: Margin) -> Self {
+    fn bound(
+        mut self,
+        name: impl Into<String>,
+        measured: u64,
+        baseline: u64,
+        margin: Margin,
+    ) -> Self {
         self.bounds.push(Bound {
             name: name.into(),
             measured,

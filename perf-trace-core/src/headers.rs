@@ -64,7 +64,10 @@ pub fn render_headers(snapshot: &Snapshot) -> Vec<PerfHeader> {
     push("Phases", pairs(&snapshot.phases, |s| micros(s.duration)));
     push("Phase-Counts", pairs(&snapshot.phases, |s| s.count));
     push("Store-Calls", pairs(&snapshot.store_calls, |s| s.count));
-    push("Store-Us", pairs(&snapshot.store_calls, |s| micros(s.duration)));
+    push(
+        "Store-Us",
+        pairs(&snapshot.store_calls, |s| micros(s.duration)),
+    );
     let d = &snapshot.decisions;
     let mut decisions = String::new();
     let _ = write!(

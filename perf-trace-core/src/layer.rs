@@ -104,7 +104,11 @@ impl<S: Schema, P: TracePolicy<S>> PerfTraceLayer<S, P> {
 
     /// A layer whose headers are named `{prefix}Endpoint`, ... and whose
     /// trigger header is `{prefix}Trace`.
-    pub fn with_prefix(policy: P, emitter: Emitter, prefix: &str) -> Result<Self, InvalidHeaderPrefix> {
+    pub fn with_prefix(
+        policy: P,
+        emitter: Emitter,
+        prefix: &str,
+    ) -> Result<Self, InvalidHeaderPrefix> {
         let name = |suffix: &str| {
             HeaderName::from_bytes(format!("{prefix}{suffix}").as_bytes())
                 .map_err(|_| InvalidHeaderPrefix(prefix.to_owned()))
@@ -166,7 +170,9 @@ impl<Svc: Clone, S, P> Clone for PerfTrace<Svc, S, P> {
 
 impl<Svc: fmt::Debug, S, P> fmt::Debug for PerfTrace<Svc, S, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PerfTrace").field("inner", &self.inner).finish_non_exhaustive()
+        f.debug_struct("PerfTrace")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
     }
 }
 

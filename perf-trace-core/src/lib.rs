@@ -30,24 +30,24 @@ mod testing;
 
 pub use budget::{Bound, BudgetCheck, BudgetExceeded, BudgetOutcome, Margin};
 pub use clock::warm_up;
-pub use key::{EndpointKey, KeySet, PhaseKey, Schema, StoreMethodKey, MAX_KEYS};
-pub use perf_trace_macros::{counted_store, traced_phase, KeySet};
 pub use headers::{render_headers, PerfHeader, HEADER_SUFFIXES};
+pub use key::{EndpointKey, KeySet, PhaseKey, Schema, StoreMethodKey, MAX_KEYS};
 #[cfg(feature = "tower")]
 pub use layer::{
     InvalidHeaderPrefix, PerfTrace, PerfTraceLayer, ResponseFuture, TracePolicy, TracedBody,
     REQUEST_ID_HEADER,
 };
 pub use line::LineFormat;
-#[cfg(feature = "tower")]
-pub use testing::{perf_traced_request, TracedRequestError, TracedResponse};
-pub use sink::{Emitter, LineSink};
+pub use perf_trace_macros::{counted_store, traced_phase, KeySet};
 pub use pool::{DbFigures, PoolFigures, PoolStats};
 pub use recorder::{Outcome, Recorder, RecorderBuilder};
 pub use scope::{bind_current, current, FutureExt, Instrumented};
 #[cfg(feature = "tokio")]
 pub use scope::{spawn, spawn_blocking};
+pub use sink::{Emitter, LineSink};
 pub use snapshot::{Decisions, KeyStat, Snapshot, SseStage};
+#[cfg(feature = "tower")]
+pub use testing::{perf_traced_request, TracedRequestError, TracedResponse};
 
 use scope::with_current;
 
@@ -116,9 +116,10 @@ pub mod __private {
     pub use crate::key::{const_str_eq, lookup_variant};
     pub use crate::key::{EndpointKey, KeySet, PhaseKey, StoreMethodKey, MAX_KEYS};
     pub use core::{
-        any::TypeId, future::Future, marker::Copy, marker::Send, marker::Sync, option::Option,
-        panic, result::Result,
+        any::TypeId, clone::Clone, cmp::Eq, cmp::PartialEq, fmt::Debug, future::Future, hash::Hash,
+        marker::Copy, marker::Send, marker::Sync, option::Option, panic, pin::Pin, result::Result,
     };
+    pub use std::boxed::Box;
 
     /// Compile-time check that a key set fits the recorder's tables.
     pub const fn assert_key_count(count: usize) {

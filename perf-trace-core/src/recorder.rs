@@ -144,6 +144,11 @@ impl Inner {
 #[derive(Clone)]
 pub struct Recorder(pub(crate) Arc<Inner>);
 
+// A panic while recording leaves at worst one event uncounted: the tables are
+// independent counters, so observing them after a panic is sound.
+impl std::panic::UnwindSafe for Recorder {}
+impl std::panic::RefUnwindSafe for Recorder {}
+
 impl fmt::Debug for Recorder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Recorder")

@@ -3,7 +3,9 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use perf_trace_core::{render_headers, DbFigures, Decisions, KeyStat, LineFormat, Snapshot, SseStage};
+use perf_trace_core::{
+    render_headers, DbFigures, Decisions, KeyStat, LineFormat, Snapshot, SseStage,
+};
 
 const SEED_LINE: &str = r#"{"time":"2026-01-01T00:00:00.000000000Z","level":"INFO","msg":"perf_trace","component":"scion-hub","subsystem":"hub.perf-trace","endpoint":"agents.project.legacy","elapsed_us":557495,"phase_capabilities_us":484223,"phase_capabilities_n":1,"phase_enrich_us":43829,"phase_enrich_n":1,"phase_list_db_read_us":16435,"phase_list_db_read_n":2,"phase_list_read_authz_us":2695,"phase_list_read_authz_n":2,"phase_list_scope_authz_us":1793,"phase_list_scope_authz_n":1,"phase_scope_capabilities_us":125,"phase_scope_capabilities_n":1,"phase_serialize_us":2917,"phase_serialize_n":1,"store_GetEffectiveGroups_n":1,"store_GetEffectiveGroups_us":631,"store_GetRoleDefinitionsByIDs_n":1,"store_GetRoleDefinitionsByIDs_us":358,"store_GetUser_n":84,"store_GetUser_us":472801,"store_ListAccessConstraints_n":1,"store_ListAccessConstraints_us":303,"store_ListRoleBindingsForPrincipals_n":1,"store_ListRoleBindingsForPrincipals_us":340,"authz_store_calls":88,"authz_store_us":474434,"audit_records":255,"audit_allow":162,"audit_deny":93,"audit_other":0,"audit_emit_us":188,"db_wait_count":306,"db_wait_us":1887753,"db_in_use":1,"db_open":1,"method":"GET","request_id":"00000000-0000-4000-8000-000000000000"}"#;
 
@@ -81,7 +83,10 @@ fn gcp_format_uses_message_key() {
     LineFormat::new("scion-hub")
         .gcp(true)
         .render(&seed_snapshot(), seed_time(), &mut line);
-    assert_eq!(line, SEED_LINE.replace(r#""msg":"perf_trace""#, r#""message":"perf_trace""#));
+    assert_eq!(
+        line,
+        SEED_LINE.replace(r#""msg":"perf_trace""#, r#""message":"perf_trace""#)
+    );
 }
 
 #[test]
@@ -97,7 +102,10 @@ fn optional_keys_are_left_out_and_ordered() {
     assert!(!line.contains("request_id"), "{line}");
     assert!(!line.contains("phase_"), "{line}");
     assert!(!line.contains("sse_"), "{line}");
-    assert!(line.ends_with(r#""audit_emit_us":188,"method":"GET"}"#), "{line}");
+    assert!(
+        line.ends_with(r#""audit_emit_us":188,"method":"GET"}"#),
+        "{line}"
+    );
 
     snapshot.sse_events = 3;
     snapshot.sse_stage = Some(SseStage::Close);
@@ -150,7 +158,10 @@ fn headers_carry_the_same_figures_sorted_by_name() {
         get("Store-Us"),
         "GetEffectiveGroups=631,GetRoleDefinitionsByIDs=358,GetUser=472801,ListAccessConstraints=303,ListRoleBindingsForPrincipals=340"
     );
-    assert_eq!(get("Decisions"), "count=255,allow=162,deny=93,other=0,audit_us=188");
+    assert_eq!(
+        get("Decisions"),
+        "count=255,allow=162,deny=93,other=0,audit_us=188"
+    );
     assert_eq!(get("DB"), "wait_count=306,wait_us=1887753,in_use=1,open=1");
 }
 

@@ -11,8 +11,8 @@ use common::{Captured, Endpoint, Method, Phase, TestSchema};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use perf_trace_core::{
-    traced_phase, Emitter, LineFormat, LineSink, Outcome, PerfTraceLayer, TracePolicy,
-    __private::TimedGuard,
+    __private::TimedGuard, traced_phase, Emitter, LineFormat, LineSink, Outcome, PerfTraceLayer,
+    TracePolicy,
 };
 use tower::{service_fn, Layer, ServiceExt};
 
@@ -38,7 +38,11 @@ async fn load(n: u64) {
 #[traced_phase(Phase::Check)]
 fn check(n: u64) {
     for i in 0..n {
-        let outcome = if i % 3 == 0 { Outcome::Deny } else { Outcome::Allow };
+        let outcome = if i % 3 == 0 {
+            Outcome::Deny
+        } else {
+            Outcome::Allow
+        };
         perf_trace_core::time_decision(outcome, || ());
     }
 }
@@ -47,9 +51,14 @@ async fn handler(request: Request<()>) -> Result<Response<Full<Bytes>>, Infallib
     let n: u64 = request.uri().query().unwrap().parse().unwrap();
     load(n).await;
     tokio::time::sleep(Duration::from_millis(n % 5)).await;
-    perf_trace_core::spawn_blocking(move || check(n)).await.unwrap();
+    perf_trace_core::spawn_blocking(move || check(n))
+        .await
+        .unwrap();
     perf_trace_core::add_sse_events(n);
-    Ok(Response::new(Full::new(Bytes::from(vec![b'x'; n as usize]))))
+    Ok(Response::new(Full::new(Bytes::from(vec![
+        b'x';
+        n as usize
+    ]))))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -63,7 +72,10 @@ async fn concurrent_requests_keep_their_own_counts() {
         tasks.push(tokio::spawn(async move {
             let request = Request::get(format!("/things?{n}")).body(()).unwrap();
             let response = svc.oneshot(request).await.unwrap();
-            let id = response.headers()["x-request-id"].to_str().unwrap().to_owned();
+            let id = response.headers()["x-request-id"]
+                .to_str()
+                .unwrap()
+                .to_owned();
             response.into_body().collect().await.unwrap();
             (id, n)
         }));

@@ -14,7 +14,8 @@ use futures_util::FutureExt as _;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, StreamBody};
 use perf_trace_core::{
-    traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer, PoolFigures, PoolStats, TracePolicy,
+    traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer, PoolFigures, PoolStats,
+    TracePolicy,
 };
 use tower::{service_fn, Layer, Service, ServiceExt};
 
@@ -64,24 +65,34 @@ async fn handler(request: Request<()>) -> Result<Response<BoxBody>, Infallible> 
         "/panic" => panic!("handler panicked"),
         "/discard" => {
             perf_trace_core::discard_line();
-            Ok(Response::builder().status(400).body(Full::new(Bytes::new()).boxed_unsync()).unwrap())
+            Ok(Response::builder()
+                .status(400)
+                .body(Full::new(Bytes::new()).boxed_unsync())
+                .unwrap())
         }
         "/stream" => {
             perf_trace_core::mark_stream();
             let chunks = futures_util::stream::iter((0..3).map(|i| {
                 perf_trace_core::add_sse_events(1);
-                Ok::<_, Infallible>(http_body::Frame::data(Bytes::from(format!("data: {i}\n\n"))))
+                Ok::<_, Infallible>(http_body::Frame::data(Bytes::from(format!(
+                    "data: {i}\n\n"
+                ))))
             }));
             Ok(Response::new(StreamBody::new(chunks).boxed_unsync()))
         }
-        _ => Ok(Response::new(Full::new(Bytes::from_static(b"[1,2,3]")).boxed_unsync())),
+        _ => Ok(Response::new(
+            Full::new(Bytes::from_static(b"[1,2,3]")).boxed_unsync(),
+        )),
     }
 }
 
 fn traced(
     captured: &Captured,
-) -> impl Service<Request<()>, Response = Response<perf_trace_core::TracedBody<BoxBody>>, Error = Infallible>
-       + Clone {
+) -> impl Service<
+    Request<()>,
+    Response = Response<perf_trace_core::TracedBody<BoxBody>>,
+    Error = Infallible,
+> + Clone {
     let emitter = Emitter::new(LineFormat::new("test-svc"), LineSink::new(captured.clone()));
     PerfTraceLayer::<TestSchema, _>::new(Policy, emitter)
         .with_pool(Arc::new(FakePool(AtomicU64::new(0))))
@@ -96,7 +107,10 @@ fn get(path: &str) -> Request<()> {
 async fn one_line_per_request_with_request_id_header() {
     let captured = Captured::default();
     let response = traced(&captured).oneshot(get("/things")).await.unwrap();
-    let id = response.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let id = response.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(id.len(), 36);
     assert!(response.headers().get("x-scion-perf-endpoint").is_none());
     let body = response.into_body().collect().await.unwrap().to_bytes();
@@ -119,7 +133,10 @@ async fn headers_need_the_exact_trigger_and_an_allowed_caller() {
     let captured = Captured::default();
     let svc = traced(&captured);
     let ask = |value: &str, admin: bool| {
-        let mut request = Request::get("/things").header("X-Scion-Perf-Trace", value).body(()).unwrap();
+        let mut request = Request::get("/things")
+            .header("X-Scion-Perf-Trace", value)
+            .body(())
+            .unwrap();
         if admin {
             request.extensions_mut().insert(Admin);
         }
@@ -129,12 +146,27 @@ async fn headers_need_the_exact_trigger_and_an_allowed_caller() {
     let h = allowed.headers();
     assert_eq!(h["x-scion-perf-endpoint"], "things.list");
     assert_eq!(h["x-scion-perf-phase-counts"], "load=1");
-    assert!(h["x-scion-perf-phases"].to_str().unwrap().starts_with("load="));
-    assert_eq!(h["x-scion-perf-decisions"], "count=0,allow=0,deny=0,other=0,audit_us=0");
-    assert!(h["x-scion-perf-db"].to_str().unwrap().starts_with("wait_count=5,"));
-    assert!(h.get("x-scion-perf-store-calls").is_none(), "empty sets are left out");
+    assert!(h["x-scion-perf-phases"]
+        .to_str()
+        .unwrap()
+        .starts_with("load="));
+    assert_eq!(
+        h["x-scion-perf-decisions"],
+        "count=0,allow=0,deny=0,other=0,audit_us=0"
+    );
+    assert!(h["x-scion-perf-db"]
+        .to_str()
+        .unwrap()
+        .starts_with("wait_count=5,"));
     assert!(
-        !h["x-scion-perf-phases"].to_str().unwrap().contains("serialize"),
+        h.get("x-scion-perf-store-calls").is_none(),
+        "empty sets are left out"
+    );
+    assert!(
+        !h["x-scion-perf-phases"]
+            .to_str()
+            .unwrap()
+            .contains("serialize"),
         "headers are set before the body is serialized"
     );
 
@@ -195,7 +227,10 @@ async fn a_stream_writes_connect_then_close() {
     assert_eq!(lines[1]["sse_stage"], "close");
     assert_eq!(lines[1]["sse_events"], 3);
     assert_eq!(lines[1]["endpoint"], "things.stream");
-    assert!(lines[1].get("phase_serialize_n").is_none(), "streams are not serialized");
+    assert!(
+        lines[1].get("phase_serialize_n").is_none(),
+        "streams are not serialized"
+    );
     assert_eq!(lines[0]["request_id"], lines[1]["request_id"]);
 }
 
@@ -204,7 +239,10 @@ async fn a_failing_sink_never_fails_the_request() {
     struct Broken;
     impl std::io::Write for Broken {
         fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-            Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "closed"))
+            Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "closed",
+            ))
         }
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
@@ -216,12 +254,17 @@ async fn a_failing_sink_never_fails_the_request() {
         counted.fetch_add(1, Ordering::Relaxed);
     });
     let emitter = Emitter::new(LineFormat::new("test-svc"), sink);
-    let svc = PerfTraceLayer::<TestSchema, _>::new(Policy, emitter.clone()).layer(service_fn(handler));
+    let svc =
+        PerfTraceLayer::<TestSchema, _>::new(Policy, emitter.clone()).layer(service_fn(handler));
     for _ in 0..5 {
         let response = svc.clone().oneshot(get("/things")).await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
         response.into_body().collect().await.unwrap();
     }
-    assert_eq!(reports.load(Ordering::Relaxed), 1, "reported once, not per request");
+    assert_eq!(
+        reports.load(Ordering::Relaxed),
+        1,
+        "reported once, not per request"
+    );
     assert_eq!(emitter.sink().lost_lines(), 5);
 }

@@ -6,9 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Endpoint, Method, OtherPhase, Phase, TestSchema};
-use perf_trace_core::{
-    current, traced_phase, FutureExt, Outcome, Recorder, __private::TimedGuard,
-};
+use perf_trace_core::{__private::TimedGuard, current, traced_phase, FutureExt, Outcome, Recorder};
 
 #[traced_phase(Phase::Load)]
 fn load(n: u32) -> u32 {
@@ -47,7 +45,11 @@ fn phases_count_each_entry_and_ignore_other_schemas() {
     assert_eq!(snapshot.phase(Phase::Check).count, 2);
     assert_eq!(snapshot.phase(Phase::Render).count, 0);
     let names: Vec<_> = snapshot.phases.iter().map(|p| p.name).collect();
-    assert_eq!(names, ["check", "load"], "sorted by name, only entered phases");
+    assert_eq!(
+        names,
+        ["check", "load"],
+        "sorted by name, only entered phases"
+    );
 }
 
 #[test]
@@ -109,7 +111,12 @@ fn store_calls_sum_into_the_totals() {
 fn decisions_split_by_outcome() {
     let recorder = Recorder::new::<TestSchema>();
     recorder.in_scope(|| {
-        for outcome in [Outcome::Allow, Outcome::Allow, Outcome::Deny, Outcome::Other] {
+        for outcome in [
+            Outcome::Allow,
+            Outcome::Allow,
+            Outcome::Deny,
+            Outcome::Other,
+        ] {
             let emitted = perf_trace_core::time_decision(outcome, || 5);
             assert_eq!(emitted, 5);
         }
@@ -119,7 +126,12 @@ fn decisions_split_by_outcome() {
     });
     let s = recorder.snapshot();
     assert_eq!(
-        (s.decisions.records, s.decisions.allow, s.decisions.deny, s.decisions.other),
+        (
+            s.decisions.records,
+            s.decisions.allow,
+            s.decisions.deny,
+            s.decisions.other
+        ),
         (5, 2, 2, 1)
     );
     assert_eq!(s.sse_events, 2);

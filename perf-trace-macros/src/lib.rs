@@ -1,14 +1,177 @@
-//! Placeholder, replaced by the real macros.
+//! Procedural macros of perf-trace. Use them through `perf_trace_core`,
+//! which re-exports them: generated code names `::perf_trace_core` paths only.
+//!
+//! - [`KeySet`](derive@KeySet): a fixed set of keys from a fieldless enum.
+//! - [`traced_phase`](macro@traced_phase): records one phase around a fn's body.
+//! - [`counted_store`](macro@counted_store): a store trait's method enum and a
+//!   decorator that counts and times each call.
+//!
+//! Keys are enum variants named in code: an unknown key is a compile error
+//! that points at it and lists the valid ones.
+
+mod case;
+mod errors;
+mod item;
+mod key_set;
+mod phase;
+mod store;
+
 use proc_macro::TokenStream;
+use syn::{parse_macro_input, DeriveInput};
+
+/// Derives `perf_trace_core::KeySet` for a fieldless enum: its rendered names,
+/// variant names, keys, sorted order and the message of an unknown key, all
+/// computed at compile time, plus the marker trait of its role.
+///
+/// The enum needs one role, `#[key_set(phases)]`, `#[key_set(store_methods)]`
+/// or `#[key_set(endpoints)]`, and must also derive `Clone, Copy, PartialEq, Eq`.
+///
+/// - `#[key_set(rename_all = "...")]` picks how variant names are rendered:
+///   `"snake_case"` (default for phases and endpoints), `"PascalCase"` (default
+///   for store methods), `"camelCase"`, `"kebab-case"` or
+///   `"SCREAMING_SNAKE_CASE"`. Words split at case changes, and a PascalCase
+///   name renders unchanged in PascalCase (`GetRoleDefinitionsByIDs`).
+/// - `#[key(rename = "agents.project.sorted")]` on a variant sets its name.
+/// - `#[key(default)]` marks the default class of an endpoint set (exactly one).
+///
+/// A set has 1 to 64 keys. Rendered names are distinct, non-empty ASCII
+/// without whitespace, control characters, `=`, `,`, `"` or `\`: they go into
+/// log keys and `name=value` headers.
+///
+/// ```
+/// use perf_trace_core::{KeySet, EndpointKey};
+///
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(phases)]
+/// enum Phase { ListScopeAuthz, ListDbRead }
+///
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(endpoints)]
+/// enum Endpoint {
+///     #[key(default)]
+///     Other,
+///     #[key(rename = "agents.project.sorted")]
+///     AgentsProjectSorted,
+/// }
+///
+/// assert_eq!(Phase::NAMES, ["list_scope_authz", "list_db_read"]);
+/// assert_eq!(Phase::SORTED, [1, 0]);
+/// assert_eq!(Endpoint::AgentsProjectSorted.name(), "agents.project.sorted");
+/// assert_eq!(Endpoint::DEFAULT, Endpoint::Other);
+/// ```
 #[proc_macro_derive(KeySet, attributes(key_set, key))]
-pub fn derive_key_set(_input: TokenStream) -> TokenStream {
-    TokenStream::new()
+pub fn derive_key_set(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    key_set::derive(&input).into()
 }
+
+/// Records one phase (count + 1, duration) around the body of a fn, an
+/// `async fn` or a method, into the request's recorder when one is in scope.
+///
+/// The argument is the phase key, a variant path such as `Phase::ListDbRead`
+/// (the set must be `#[key_set(phases)]`). It is checked at compile time: an
+/// unknown variant is an error at the key that lists the set's keys, and a
+/// string or any other expression is refused.
+///
+/// - A plain fn is timed by a guard made on entry, so every way out (return,
+///   early return, `?`, panic) ends the phase.
+/// - An `async fn` is timed from its first poll until it completes or is
+///   dropped (cancelled).
+/// - A fn whose last expression is an `async` block (`-> impl Future`), or
+///   `Box::pin(async move { .. })` as `#[async_trait]` writes methods, has
+///   that future timed rather than its construction.
+///
+/// ```
+/// use perf_trace_core::{traced_phase, KeySet};
+///
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(phases)]
+/// enum Phase { ListDbRead, Enrich }
+///
+/// #[traced_phase(Phase::ListDbRead)]
+/// fn read(ids: &[u32]) -> Result<Vec<u32>, String> {
+///     if ids.is_empty() {
+///         return Err("no ids".into());
+///     }
+///     Ok(ids.to_vec())
+/// }
+///
+/// #[traced_phase(Phase::Enrich)]
+/// async fn enrich(rows: Vec<u32>) -> Result<usize, String> {
+///     let rows = read(&rows)?;
+///     Ok(rows.len())
+/// }
+/// # assert_eq!(read(&[1]), Ok(vec![1]));
+/// ```
 #[proc_macro_attribute]
-pub fn traced_phase(_args: TokenStream, input: TokenStream) -> TokenStream {
-    input
+pub fn traced_phase(args: TokenStream, input: TokenStream) -> TokenStream {
+    phase::expand(args.into(), input.into()).into()
 }
+
+/// Generates, next to a store trait, the enum of its counted methods and a
+/// decorator that implements the trait by forwarding every call unchanged
+/// (arguments, results, errors) while counting and timing it.
+///
+/// For `trait AuthzStore` it generates `enum AuthzStoreMethod` (a
+/// `#[key_set(store_methods)]` set with one variant per counted method, in
+/// declaration order: `get_user` is `GetUser`) and `struct
+/// CountedAuthzStore<S>` with `new`, `inner` and `into_inner`, implementing
+/// `AuthzStore` when `S` does. Both have the trait's visibility.
+///
+/// Options: `#[counted_store(methods = Name, decorator = Name)]` rename the
+/// enum and the decorator. On methods:
+///
+/// - `#[counted(skip)]`: forwarded, not counted, no variant.
+/// - `#[counted(rename = "GetRoleDefinitionsByIDs")]`: the variant's name and
+///   its rendered name.
+///
+/// What is forwarded:
+///
+/// - methods taking `&self`, `&mut self` or `self`, sync or `async fn`, or
+///   returning `impl Future` or `Pin<Box<dyn Future>>` (whose future is timed,
+///   not its construction), generic ones included, `unsafe` ones too;
+/// - methods with a default body: forwarded to the wrapped store like the
+///   others, so its own implementation runs (and the call is counted once);
+/// - associated types and consts: the wrapped store's.
+///
+/// A method that cannot be forwarded (an associated function without `self`,
+/// a receiver such as `self: Arc<Self>`, a signature that takes or returns
+/// `Self`) is an error, unless it has a default body and is marked
+/// `#[counted(skip)]`: the decorator then keeps the trait's default body.
+/// Supertraits other than auto traits, `Clone` and `Debug` must be
+/// implemented for the decorator by hand. `#[async_trait]` may sit below
+/// `#[counted_store]`: it is applied to the decorator's impl too.
+///
+/// ```
+/// use perf_trace_core::counted_store;
+///
+/// #[counted_store]
+/// pub trait AuthzStore {
+///     /// The store's error.
+///     type Error;
+///     /// A user by id.
+///     fn get_user(&self, id: u64) -> Result<String, Self::Error>;
+///     /// Role definitions by ids.
+///     #[counted(rename = "GetRoleDefinitionsByIDs")]
+///     fn get_role_definitions_by_ids(&self, ids: &[u64]) -> Vec<String>;
+///     /// Not counted.
+///     #[counted(skip)]
+///     fn name(&self) -> &'static str { "store" }
+/// }
+///
+/// struct Db;
+/// impl AuthzStore for Db {
+///     type Error = String;
+///     fn get_user(&self, id: u64) -> Result<String, String> { Ok(format!("user{id}")) }
+///     fn get_role_definitions_by_ids(&self, ids: &[u64]) -> Vec<String> { vec![] }
+/// }
+///
+/// use perf_trace_core::KeySet;
+/// let store = CountedAuthzStore::new(Db);
+/// assert_eq!(store.get_user(7), Ok("user7".to_owned()));
+/// assert_eq!(AuthzStoreMethod::NAMES, ["GetUser", "GetRoleDefinitionsByIDs"]);
+/// ```
 #[proc_macro_attribute]
-pub fn counted_store(_args: TokenStream, input: TokenStream) -> TokenStream {
-    input
+pub fn counted_store(args: TokenStream, input: TokenStream) -> TokenStream {
+    store::expand(args.into(), input.into()).into()
 }

@@ -1,0 +1,125 @@
+//! `#[counted_store(...)]` options and the `#[counted(...)]` method attribute.
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::Parser;
+use syn::{Attribute, Ident, LitStr};
+
+use crate::errors::{has_value, option_name, skip_value, Errors};
+
+/// `#[counted_store(methods = ..., decorator = ...)]`.
+#[derive(Default)]
+pub(crate) struct Options {
+    /// The name of the method enum (default `<Trait>Method`).
+    pub(crate) methods: Option<Ident>,
+    /// The name of the decorator (default `Counted<Trait>`).
+    pub(crate) decorator: Option<Ident>,
+}
+
+/// Reads the attribute's arguments.
+pub(crate) fn parse_args(args: TokenStream, errors: &mut Errors) -> Options {
+    let mut options = Options::default();
+    let parser = syn::meta::parser(|meta| {
+        let name = option_name(&meta);
+        let slot = match name.as_str() {
+            "methods" => &mut options.methods,
+            "decorator" => &mut options.decorator,
+            _ => {
+                errors.spanned(
+                    &meta.path,
+                    format!(
+                        "unknown #[counted_store] option `{name}`; expected `methods = EnumName` \
+                         or `decorator = TypeName`"
+                    ),
+                );
+                return skip_value(&meta);
+            }
+        };
+        let value = meta.value()?;
+        let ident: Ident = value.parse().map_err(|e| {
+            syn::Error::new(
+                e.span(),
+                format!(
+                    "`{name}` takes the name of the generated type, e.g. `{name} = {}`",
+                    if name == "methods" {
+                        "AuthzStoreMethod"
+                    } else {
+                        "CountedAuthzStore"
+                    }
+                ),
+            )
+        })?;
+        if slot.is_some() {
+            errors.spanned(
+                &meta.path,
+                format!("duplicate #[counted_store] option `{name}`"),
+            );
+        } else {
+            *slot = Some(ident);
+        }
+        Ok(())
+    });
+    if let Err(error) = parser.parse2(args) {
+        errors.push(error);
+    }
+    options
+}
+
+/// What `#[counted(...)]` said on one method.
+#[derive(Default)]
+pub(crate) struct Counted {
+    /// `skip`: forwarded, not counted.
+    pub(crate) skip: Option<Span>,
+    /// `rename = "Variant"`: the variant's name and rendered name.
+    pub(crate) rename: Option<LitStr>,
+}
+
+/// Whether `attr` is one of ours.
+pub(crate) fn is_counted(attr: &Attribute) -> bool {
+    attr.path().is_ident("counted")
+}
+
+/// Reads and removes the `#[counted(...)]` attributes of one trait item.
+pub(crate) fn take_counted(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Counted {
+    let mut out = Counted::default();
+    for attr in attrs.iter().filter(|a| is_counted(a)) {
+        let result = attr.parse_nested_meta(|meta| {
+            let name = option_name(&meta);
+            match name.as_str() {
+                "skip" => {
+                    if has_value(&meta) {
+                        errors.spanned(&meta.path, "`skip` takes no value");
+                        return skip_value(&meta);
+                    }
+                    if out.skip.is_some() {
+                        errors.spanned(&meta.path, "duplicate #[counted] option `skip`");
+                    }
+                    out.skip = meta.path.get_ident().map(Ident::span);
+                }
+                "rename" => {
+                    let lit: LitStr = meta.value()?.parse()?;
+                    if out.rename.is_some() {
+                        errors.spanned(&meta.path, "duplicate #[counted] option `rename`");
+                    } else {
+                        out.rename = Some(lit);
+                    }
+                }
+                _ => {
+                    errors.spanned(
+                        &meta.path,
+                        format!(
+                            "unknown #[counted] option `{name}`; expected `skip` or \
+                             `rename = \"VariantName\"`"
+                        ),
+                    );
+                    return skip_value(&meta);
+                }
+            }
+            Ok(())
+        });
+        if let Err(error) = result {
+            errors.push(error);
+        }
+    }
+    attrs.retain(|a| !is_counted(a));
+    out
+}

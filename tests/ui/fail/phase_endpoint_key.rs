@@ -1,0 +1,27 @@
+use perf_trace_core::{traced_phase, KeySet};
+
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(phases)]
+pub enum Phase {
+    ListScopeAuthz,
+    ListDbRead,
+    Enrich,
+}
+
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(endpoints)]
+pub enum Endpoint {
+    #[key(default)]
+    Other,
+    #[key(rename = "agents.project.sorted")]
+    AgentsProjectSorted,
+}
+
+#[traced_phase(Endpoint::AgentsProjectSorted)]
+fn list() -> usize {
+    1
+}
+
+fn main() {
+    list();
+}
