@@ -121,6 +121,64 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Endpo
 mod tests {
     use super::*;
     use http::Method;
+    use perf_trace_core::{EndpointKey, KeySet};
+
+    #[test]
+    fn key_names_follow_the_contract() {
+        assert_eq!(
+            Phase::NAMES,
+            [
+                "list_scope_authz",
+                "list_db_read",
+                "list_read_authz",
+                "enrich",
+                "capabilities",
+                "messageability",
+                "scope_capabilities",
+                "serialize",
+                "sse_expand",
+                "sse_authorize",
+                "sse_write",
+            ]
+        );
+        assert_eq!(
+            EndpointClass::NAMES,
+            [
+                "other",
+                "agents.global.legacy",
+                "agents.global.sorted",
+                "agents.project.legacy",
+                "agents.project.sorted",
+                "agents.project.sorted_agent",
+                "sse.events",
+            ]
+        );
+        assert_eq!(EndpointClass::DEFAULT, EndpointClass::Other);
+        assert_eq!(
+            AuthzStoreMethod::NAMES,
+            [
+                "GetEffectiveGroups",
+                "GetEffectiveGroupsForAgent",
+                "GetParentGroups",
+                "GetUserGroups",
+                "GetGroupMembership",
+                "GetGroupBySlug",
+                "ListRoleBindingsForPrincipals",
+                "ListRoleBindingsForPrincipal",
+                "GetRoleDefinition",
+                "GetRoleDefinitionsByIDs",
+                "GetRoleDefinitionByName",
+                "ListAccessConstraints",
+                "GetDelegationEdgesForDelegate",
+                "GetUser",
+                "GetUserAccessToken",
+                "GetAgent",
+                "GetProject",
+                "GetProjectMembership",
+                "GetHubSetting",
+            ]
+        );
+    }
 
     #[test]
     fn classifies_agent_lists_by_path_and_query() {

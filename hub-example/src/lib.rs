@@ -17,7 +17,6 @@ pub mod cli;
 pub mod clock;
 pub mod db;
 pub mod events;
-mod interim;
 pub mod keys;
 pub mod listing;
 pub mod log;

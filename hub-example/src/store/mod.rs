@@ -24,9 +24,6 @@ use crate::model::{
     ProjectMembership, RoleBinding, RoleDefinition, User, UserAccessToken,
 };
 
-// Until the procedural macros land, their expansion is written out by hand.
-pub use crate::interim::{AuthzStoreMethod, CountedAuthzStore};
-
 /// A failed store read.
 pub type StoreResult<T> = Result<T, DbError>;
 
@@ -63,7 +60,7 @@ pub trait AuthzStore: Send + Sync + 'static {
     /// One role definition.
     fn get_role_definition(&self, id: &str) -> StoreResult<Option<RoleDefinition>>;
     /// Several role definitions, in one read.
-    #[cfg_attr(any(), counted(rename = "GetRoleDefinitionsByIDs"))]
+    #[counted(rename = "GetRoleDefinitionsByIDs")]
     fn get_role_definitions_by_ids(&self, ids: &[Id]) -> StoreResult<Vec<RoleDefinition>>;
     /// A role definition by its name.
     fn get_role_definition_by_name(&self, name: &str) -> StoreResult<Option<RoleDefinition>>;
