@@ -238,6 +238,11 @@ where
     S: AuthzStore + ?Sized,
     A: AuditEmitter + ?Sized,
 {
+    // The constraints of every project on the page, in one read.
+    let mut projects: Vec<Id> = agents.iter().map(|a| a.project_id.clone()).collect();
+    projects.sort();
+    projects.dedup();
+    authz.memo().constraints(&projects)?;
     let mut readable = Vec::with_capacity(agents.len());
     for agent in agents {
         if authz.allow_agent(Action::AgentRead, &agent)? {

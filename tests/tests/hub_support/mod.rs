@@ -1,0 +1,268 @@
+//! Shared fixtures of the hub tests: a seeded database in a temporary
+//! folder, the Hub built over it in-process with its log captured, and
+//! helpers to call it and read its lines.
+
+#![allow(dead_code)]
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use hub_example::db::{Db, OpenMode, PoolOptions};
+use hub_example::log::CaptureBuffer;
+use hub_example::seed::{seed, SeedDocument, SeedOptions};
+use hub_example::settings::Settings;
+use hub_example::{Hub, HubOptions};
+use serde_json::Value;
+use tower::ServiceExt;
+
+/// The session secret every fixture uses.
+pub const SECRET: &str = "bench-secret-1";
+
+/// A seeded database.
+pub struct Seeded {
+    pub doc: SeedDocument,
+    pub dir: tempfile::TempDir,
+}
+
+impl Seeded {
+    pub fn new(agents: u32) -> Seeded {
+        let dir = tempfile::tempdir().unwrap();
+        let doc = seed(&SeedOptions {
+            db_path: dir.path().join("hub.db"),
+            session_secret: SECRET.into(),
+            agents,
+            project_slug: format!("bench-{agents}"),
+            rand_seed: 42,
+        })
+        .unwrap();
+        Seeded { doc, dir }
+    }
+
+    pub fn db(&self) -> Db {
+        Db::open(
+            &self.dir.path().join("hub.db"),
+            OpenMode::MustExist,
+            PoolOptions::default(),
+        )
+        .unwrap()
+    }
+}
+
+/// A Hub over a seeded database, with its log captured.
+pub struct TestHub {
+    pub seeded: Seeded,
+    pub hub: Hub,
+    pub router: Router,
+    pub log: CaptureBuffer,
+}
+
+/// A response, body read to the end (so the request's line is written).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    pub fn perf_headers(&self) -> Vec<(String, String)> {
+        let mut h: Vec<(String, String)> = self
+            .headers
+            .iter()
+            .filter(|(k, _)| k.as_str().starts_with("x-scion-perf-"))
+            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+            .collect();
+        h.sort();
+        h
+    }
+}
+
+impl TestHub {
+    pub fn new(agents: u32, settings: Settings) -> TestHub {
+        Self::over(Seeded::new(agents), settings)
+    }
+
+    pub fn traced(agents: u32) -> TestHub {
+        Self::new(
+            agents,
+            Settings {
+                perf_trace: true,
+                gcp_logs: false,
+            },
+        )
+    }
+
+    pub fn over(seeded: Seeded, settings: Settings) -> TestHub {
+        let log = CaptureBuffer::new();
+        let hub = Hub::new(
+            seeded.db(),
+            HubOptions {
+                session_secret: SECRET.into(),
+                settings,
+                log: log.writer(),
+            },
+        );
+        let router = hub.router();
+        TestHub {
+            seeded,
+            hub,
+            router,
+            log,
+        }
+    }
+
+    pub fn doc(&self) -> &SeedDocument {
+        &self.seeded.doc
+    }
+
+    pub async fn call(
+        &self,
+        method: Method,
+        uri: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Reply {
+        let mut builder = Request::builder().method(method).uri(uri);
+        if let Some(token) = token {
+            builder = builder.header("authorization", format!("Bearer {token}"));
+        }
+        for (k, v) in headers {
+            builder = builder.header(*k, *v);
+        }
+        let request = builder.body(Body::from(body.to_owned())).unwrap();
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec();
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn get(&self, uri: &str, token: Option<&str>) -> Reply {
+        self.call(Method::GET, uri, token, &[], "").await
+    }
+
+    /// Every log line, raw.
+    pub fn lines(&self) -> Vec<String> {
+        self.log.lines()
+    }
+
+    /// The perf_trace lines, raw.
+    pub fn perf_lines(&self) -> Vec<String> {
+        self.lines()
+            .into_iter()
+            .filter(|l| l.contains("\"subsystem\":\"hub.perf-trace\""))
+            .collect()
+    }
+
+    /// The perf_trace lines, parsed.
+    pub fn perf_values(&self) -> Vec<Value> {
+        self.perf_lines()
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// The perf_trace line of one request id.
+    pub fn line_of(&self, request_id: &str) -> Value {
+        let found: Vec<Value> = self
+            .perf_values()
+            .into_iter()
+            .filter(|v| v["request_id"] == request_id)
+            .collect();
+        assert_eq!(found.len(), 1, "one line for {request_id}: {found:?}");
+        found.into_iter().next().unwrap()
+    }
+
+    pub fn project_agents_uri(&self) -> String {
+        format!("/api/v1/projects/{}/agents", self.doc().project_id)
+    }
+}
+
+/// The keys of a one-level JSON object line, in order.
+pub fn keys_in_order(line: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut chars = line.chars().peekable();
+    let mut depth = 0;
+    let mut expect_key = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '{' | '[' => {
+                depth += 1;
+                expect_key = c == '{' && depth == 1;
+            }
+            '}' | ']' => depth -= 1,
+            ',' if depth == 1 => expect_key = true,
+            '"' => {
+                let mut s = String::new();
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            s.push(c);
+                            if let Some(n) = chars.next() {
+                                s.push(n);
+                            }
+                        }
+                        '"' => break,
+                        _ => s.push(c),
+                    }
+                }
+                if expect_key && depth == 1 {
+                    keys.push(s);
+                    expect_key = false;
+                }
+            }
+            _ => {}
+        }
+    }
+    keys
+}
+
+/// The host-independent counts of a line: phase counts, store calls per
+/// method, totals and decisions.
+pub fn counts(line: &Value) -> Vec<(String, i64)> {
+    let mut out: Vec<(String, i64)> = line
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| {
+            (k.starts_with("phase_") && k.ends_with("_n"))
+                || (k.starts_with("store_") && k.ends_with("_n"))
+                || matches!(
+                    k.as_str(),
+                    "authz_store_calls"
+                        | "audit_records"
+                        | "audit_allow"
+                        | "audit_deny"
+                        | "audit_other"
+                )
+        })
+        .map(|(k, v)| (k.clone(), v.as_i64().unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The store-call counts of a line (per method and total).
+pub fn store_counts(line: &Value) -> Vec<(String, i64)> {
+    counts(line)
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("store_") || k == "authz_store_calls")
+        .collect()
+}
