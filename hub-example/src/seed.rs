@@ -498,3 +498,126 @@ pub enum SeedFileError {
     #[error("cannot write {0}: {1}")]
     Write(PathBuf, std::io::Error),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(dir: &Path, name: &str, agents: u32, rand_seed: u64) -> SeedOptions {
+        SeedOptions {
+            db_path: dir.join(name),
+            session_secret: "s".into(),
+            agents,
+            project_slug: "bench".into(),
+            rand_seed,
+        }
+    }
+
+    /// Every row of every table, in a stable order.
+    fn dump(path: &Path) -> Vec<String> {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let mut rows = Vec::new();
+        for table in tables {
+            let mut stmt = conn
+                .prepare(&format!("SELECT * FROM {table} ORDER BY 1, 2"))
+                .unwrap();
+            let n = stmt.column_count();
+            let mut q = stmt.query([]).unwrap();
+            while let Some(row) = q.next().unwrap() {
+                let values: Vec<String> = (0..n)
+                    .map(|i| format!("{:?}", row.get_ref(i).unwrap()))
+                    .collect();
+                rows.push(format!("{table}: {}", values.join("|")));
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = seed(&options(dir.path(), "a.db", 40, 7)).unwrap();
+        let b = seed(&options(dir.path(), "b.db", 40, 7)).unwrap();
+        let c = seed(&options(dir.path(), "c.db", 40, 8)).unwrap();
+        assert_eq!(
+            dump(&dir.path().join("a.db")),
+            dump(&dir.path().join("b.db"))
+        );
+        assert_ne!(
+            dump(&dir.path().join("a.db")),
+            dump(&dir.path().join("c.db"))
+        );
+        let same = |d: &SeedDocument| SeedDocument {
+            db_path: String::new(),
+            seeded_at: String::new(),
+            ..d.clone()
+        };
+        assert_eq!(same(&a), same(&b));
+        assert_ne!(a.project_id, c.project_id);
+    }
+
+    #[test]
+    fn the_document_records_the_distribution_generated() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc = seed(&options(dir.path(), "hub.db", 25, 42)).unwrap();
+        for counts in [&doc.phase_counts, &doc.activity_counts, &doc.creator_counts] {
+            assert_eq!(counts.values().sum::<u32>(), 25);
+        }
+        assert_eq!(doc.creator_counts.len(), 4, "every creator appears");
+        assert!(doc.creator_counts.contains_key(&doc.member_user_id));
+        let text = serde_json::to_string(&doc).unwrap();
+        for field in [
+            "projectId",
+            "otherProjectId",
+            "memberToken",
+            "adminEmail",
+            "phaseCounts",
+            "randSeed",
+            "seededAt",
+            "dbPath",
+        ] {
+            assert!(text.contains(&format!("\"{field}\"")), "{field}");
+        }
+        assert!(
+            !text.contains("\"s\""),
+            "the session secret is not recorded"
+        );
+    }
+
+    #[test]
+    fn a_non_empty_database_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("used.db");
+        std::fs::write(&path, b"not empty").unwrap();
+        let err = seed(&options(dir.path(), "used.db", 5, 42)).unwrap_err();
+        assert!(matches!(err, SeedError::NotEmpty(_)), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"not empty");
+
+        seed(&options(dir.path(), "hub.db", 5, 42)).unwrap();
+        let before = dump(&dir.path().join("hub.db"));
+        assert!(matches!(
+            seed(&options(dir.path(), "hub.db", 5, 1)),
+            Err(SeedError::NotEmpty(_))
+        ));
+        assert_eq!(dump(&dir.path().join("hub.db")), before);
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = options(dir.path(), "hub.db", 5, 42);
+        o.project_slug = "Not A Slug".into();
+        assert!(matches!(seed(&o), Err(SeedError::BadSlug)));
+        o.project_slug = "ok".into();
+        o.agents = MAX_AGENTS + 1;
+        assert!(matches!(seed(&o), Err(SeedError::TooManyAgents)));
+        assert!(!dir.path().join("hub.db").exists());
+    }
+}

@@ -1,0 +1,223 @@
+//! The command line as a user meets it: help, one-line errors, seed and serve.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn hub_example() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hub-example"))
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = hub_example().args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    for args in [&["--help"][..], &["serve", "--help"], &["seed", "--help"]] {
+        let (code, stdout, _) = run(args);
+        assert_eq!(code, 0, "{args:?}");
+        assert!(stdout.contains("Usage"), "{args:?}: {stdout}");
+    }
+    let (_, serve, _) = run(&["serve", "--help"]);
+    for flag in [
+        "--db",
+        "--session-secret",
+        "--port",
+        "--host",
+        "--config",
+        "--no-auto-migrate",
+    ] {
+        assert!(serve.contains(flag), "{flag}");
+    }
+    let (_, seed, _) = run(&["seed", "--help"]);
+    for flag in [
+        "--db",
+        "--session-secret",
+        "--agents",
+        "--project-slug",
+        "--rand-seed",
+        "--out",
+    ] {
+        assert!(seed.contains(flag), "{flag}");
+    }
+}
+
+#[test]
+fn bad_flags_and_missing_files_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.db");
+    let missing = missing.to_str().unwrap();
+    for (args, code) in [
+        (vec!["serve", "--bogus"], 2),
+        (vec!["seed", "--db", "x.db"], 2),
+        (
+            vec![
+                "seed",
+                "--db",
+                "x.db",
+                "--session-secret",
+                "s",
+                "--agents",
+                "-3",
+                "--out",
+                "o.json",
+            ],
+            2,
+        ),
+        (
+            vec![
+                "serve",
+                "--db",
+                missing,
+                "--session-secret",
+                "s",
+                "--port",
+                "0",
+            ],
+            1,
+        ),
+        (
+            vec![
+                "serve",
+                "--db",
+                missing,
+                "--session-secret",
+                "s",
+                "--config",
+                "/nonexistent/hub.yaml",
+            ],
+            1,
+        ),
+        (
+            vec![
+                "seed",
+                "--db",
+                missing,
+                "--session-secret",
+                "s",
+                "--agents",
+                "1",
+                "--out",
+                "/nonexistent/dir/seed.json",
+            ],
+            1,
+        ),
+    ] {
+        let (got, stdout, stderr) = run(&args);
+        assert_eq!(got, code, "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("hub-example: error: "), "{stderr}");
+        assert!(!stderr.contains("panicked"));
+    }
+    assert!(!Path::new(missing).exists());
+}
+
+fn http_get(addr: &str, path: &str, token: &str) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn seed_then_serve_with_tracing_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("hub.db");
+    let out = dir.path().join("seed.json");
+    let (code, _, stderr) = run(&[
+        "seed",
+        "--db",
+        db.to_str().unwrap(),
+        "--session-secret",
+        "bench-secret-1",
+        "--agents",
+        "25",
+        "--project-slug",
+        "bench-25",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut child = hub_example()
+        .args([
+            "serve",
+            "--db",
+            db.to_str().unwrap(),
+            "--session-secret",
+            "bench-secret-1",
+            "--port",
+            &port.to_string(),
+            "--no-auto-migrate",
+        ])
+        .env("SCION_SERVER_HUB_PERFTRACE", "true")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    let started = Instant::now();
+    while TcpStream::connect(&addr).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "hub did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let path = format!(
+        "/api/v1/projects/{}/agents",
+        doc["projectId"].as_str().unwrap()
+    );
+    let response = http_get(&addr, &path, doc["memberToken"].as_str().unwrap());
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let request_id = response
+        .lines()
+        .find_map(|l| l.strip_prefix("x-request-id: "))
+        .unwrap()
+        .trim()
+        .to_owned();
+
+    // SIGTERM-free stop: kill the child we started, then read what it logged.
+    child.kill().unwrap();
+    let mut log = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    child.wait().unwrap();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines[0]["msg"],
+        "Request performance tracing is on (server.hub.perf_trace); per-request perf_trace lines are logged"
+    );
+    let traced: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["msg"] == "perf_trace" && l["endpoint"] == "agents.project.legacy")
+        .collect();
+    assert_eq!(traced.len(), 1);
+    assert_eq!(traced[0]["request_id"], request_id.as_str());
+}
