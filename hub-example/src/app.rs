@@ -27,7 +27,7 @@ use crate::store::{AuthzStore, CountedAuthzStore, SqliteStore};
 use crate::tokens::TokenSigner;
 
 /// Records the audit channel holds before it drops.
-const AUDIT_CHANNEL: usize = 65_536;
+const AUDIT_CHANNEL: usize = 16_384;
 /// Latest audit records kept for inspection.
 const AUDIT_RECENT: usize = 1_024;
 
