@@ -240,11 +240,48 @@ fn phases(c: &mut Criterion) {
         });
     }
     {
+        // A local span stack holds a bounded number of spans, beyond which
+        // children are dropped unrecorded; so children are measured in
+        // batches under a fresh root each, as requests would make them.
         fastrace::set_reporter(NullReporter, fastrace::collector::Config::default());
-        let root = fastrace::Span::root("bench", fastrace::prelude::SpanContext::random());
-        let _guard = root.set_local_parent();
-        group.bench_function("fastrace #[trace], under a root span", |b| {
-            b.iter(|| fastraced(black_box(1)))
+        const CHILDREN: u64 = 256;
+        group.bench_function(
+            "fastrace #[trace] child span (root per 256 children)",
+            |b| {
+                b.iter_custom(|iters| {
+                    let start = Instant::now();
+                    let mut done = 0;
+                    while done < iters {
+                        let root = fastrace::Span::root(
+                            "request",
+                            fastrace::prelude::SpanContext::random(),
+                        );
+                        let _parent = root.set_local_parent();
+                        for _ in 0..CHILDREN.min(iters - done) {
+                            fastraced(black_box(1));
+                        }
+                        done += CHILDREN;
+                    }
+                    start.elapsed()
+                })
+            },
+        );
+        group.bench_function("traced, recorded (recorder per 256 phases)", |b| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                let mut done = 0;
+                while done < iters {
+                    let recorder = Recorder::new::<Bench>();
+                    recorder.in_scope(|| {
+                        for _ in 0..CHILDREN.min(iters - done) {
+                            traced(black_box(1));
+                        }
+                    });
+                    black_box(recorder.snapshot());
+                    done += CHILDREN;
+                }
+                start.elapsed()
+            })
         });
     }
     group.finish();

@@ -27,6 +27,7 @@ mod sink;
 mod snapshot;
 #[cfg(feature = "tower")]
 mod testing;
+mod timestamp;
 
 pub use budget::{Bound, BudgetCheck, BudgetExceeded, BudgetOutcome, Margin};
 pub use clock::warm_up;

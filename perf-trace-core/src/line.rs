@@ -69,56 +69,93 @@ impl LineFormat {
     /// );
     /// ```
     pub fn render(&self, snapshot: &Snapshot, time: SystemTime, out: &mut String) {
+        // Fixed keys are written as one literal each, separators and quotes
+        // included: the line is mostly keys, and each push costs a copy.
         out.clear();
-        let mut w = JsonObject::new(out);
-        w.raw_key("time");
-        // humantime writes RFC 3339 with nanoseconds and `Z`; infallible into a String.
-        w.out.push('"');
-        let _ = write!(w.out, "{}", humantime::format_rfc3339_nanos(time));
-        w.out.push('"');
-        w.str("level", "INFO");
-        w.str(self.message_key(), "perf_trace");
-        w.str("component", &self.component);
-        w.str("subsystem", "hub.perf-trace");
-        w.str("endpoint", snapshot.endpoint);
-        w.us("elapsed_us", snapshot.elapsed);
+        out.reserve(1024);
+        out.push_str("{\"time\":\"");
+        crate::timestamp::push_rfc3339_nanos(out, time);
+        out.push_str(if self.gcp {
+            "\",\"level\":\"INFO\",\"message\":\"perf_trace\",\"component\":"
+        } else {
+            "\",\"level\":\"INFO\",\"msg\":\"perf_trace\",\"component\":"
+        });
+        push_json_string(out, &self.component);
+        out.push_str(",\"subsystem\":\"hub.perf-trace\",\"endpoint\":");
+        push_json_string(out, snapshot.endpoint);
+        out.push_str(",\"elapsed_us\":");
+        push_int(out, micros(snapshot.elapsed));
         for phase in &snapshot.phases {
-            w.key_parts("phase_", phase.name, "_us");
-            w.int(micros(phase.duration));
-            w.key_parts("phase_", phase.name, "_n");
-            w.int(phase.count);
+            // Key-set names are checked at compile time to need no escaping.
+            out.push_str(",\"phase_");
+            out.push_str(phase.name);
+            out.push_str("_us\":");
+            push_int(out, micros(phase.duration));
+            out.push_str(",\"phase_");
+            out.push_str(phase.name);
+            out.push_str("_n\":");
+            push_int(out, phase.count);
         }
         for store in &snapshot.store_calls {
-            w.key_parts("store_", store.name, "_n");
-            w.int(store.count);
-            w.key_parts("store_", store.name, "_us");
-            w.int(micros(store.duration));
+            out.push_str(",\"store_");
+            out.push_str(store.name);
+            out.push_str("_n\":");
+            push_int(out, store.count);
+            out.push_str(",\"store_");
+            out.push_str(store.name);
+            out.push_str("_us\":");
+            push_int(out, micros(store.duration));
         }
-        w.u64("authz_store_calls", snapshot.authz_store_calls);
-        w.us("authz_store_us", snapshot.authz_store_time);
         let d = &snapshot.decisions;
-        w.u64("audit_records", d.records);
-        w.u64("audit_allow", d.allow);
-        w.u64("audit_deny", d.deny);
-        w.u64("audit_other", d.other);
-        w.us("audit_emit_us", d.emit_time);
+        for (key, value) in [
+            (",\"authz_store_calls\":", snapshot.authz_store_calls),
+            (",\"authz_store_us\":", micros(snapshot.authz_store_time)),
+            (",\"audit_records\":", d.records),
+            (",\"audit_allow\":", d.allow),
+            (",\"audit_deny\":", d.deny),
+            (",\"audit_other\":", d.other),
+            (",\"audit_emit_us\":", micros(d.emit_time)),
+        ] {
+            out.push_str(key);
+            push_int(out, value);
+        }
         if snapshot.sse_events > 0 {
-            w.u64("sse_events", snapshot.sse_events);
+            out.push_str(",\"sse_events\":");
+            push_int(out, snapshot.sse_events);
         }
         if let Some(db) = &snapshot.db {
-            w.u64("db_wait_count", db.wait_count);
-            w.us("db_wait_us", db.wait_time);
-            w.u64("db_in_use", db.in_use);
-            w.u64("db_open", db.open);
+            for (key, value) in [
+                (",\"db_wait_count\":", db.wait_count),
+                (",\"db_wait_us\":", micros(db.wait_time)),
+                (",\"db_in_use\":", db.in_use),
+                (",\"db_open\":", db.open),
+            ] {
+                out.push_str(key);
+                push_int(out, value);
+            }
         }
         if let Some(stage) = snapshot.sse_stage {
-            w.str("sse_stage", stage.as_str());
+            out.push_str(",\"sse_stage\":\"");
+            out.push_str(stage.as_str());
+            out.push('"');
         }
-        w.str("method", snapshot.method);
+        out.push_str(",\"method\":");
+        push_json_string(out, snapshot.method);
         if !snapshot.request_id.is_empty() {
-            w.str("request_id", &snapshot.request_id);
+            out.push_str(",\"request_id\":");
+            push_json_string(out, &snapshot.request_id);
         }
-        w.out.push('}');
+        out.push('}');
+    }
+}
+
+#[inline]
+fn push_int(out: &mut String, value: u64) {
+    // Most counts are single digits.
+    if value < 10 {
+        out.push(char::from(b'0' + value as u8));
+    } else {
+        out.push_str(itoa::Buffer::new().format(value));
     }
 }
 
@@ -126,62 +163,6 @@ impl LineFormat {
 #[inline]
 pub(crate) fn micros(d: Duration) -> u64 {
     (d.as_nanos() / 1_000) as u64
-}
-
-/// Appends keys and values of one JSON object without building a map.
-struct JsonObject<'a> {
-    out: &'a mut String,
-    first: bool,
-}
-
-impl<'a> JsonObject<'a> {
-    fn new(out: &'a mut String) -> Self {
-        out.push('{');
-        JsonObject { out, first: true }
-    }
-
-    fn separator(&mut self) {
-        if !std::mem::take(&mut self.first) {
-            self.out.push(',');
-        }
-    }
-
-    /// A key known to need no escaping.
-    fn raw_key(&mut self, key: &str) {
-        self.separator();
-        self.out.push('"');
-        self.out.push_str(key);
-        self.out.push_str("\":");
-    }
-
-    /// A key made of a prefix, a key-set name (validated at compile time to
-    /// need no escaping) and a suffix.
-    fn key_parts(&mut self, prefix: &str, name: &str, suffix: &str) {
-        self.separator();
-        self.out.push('"');
-        self.out.push_str(prefix);
-        self.out.push_str(name);
-        self.out.push_str(suffix);
-        self.out.push_str("\":");
-    }
-
-    fn int(&mut self, v: u64) {
-        self.out.push_str(itoa::Buffer::new().format(v));
-    }
-
-    fn u64(&mut self, key: &str, v: u64) {
-        self.raw_key(key);
-        self.int(v);
-    }
-
-    fn us(&mut self, key: &str, d: Duration) {
-        self.u64(key, micros(d));
-    }
-
-    fn str(&mut self, key: &str, v: &str) {
-        self.raw_key(key);
-        push_json_string(self.out, v);
-    }
 }
 
 /// Appends `s` as a JSON string literal.
