@@ -272,7 +272,10 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
             }
         }
         let mut all = Vec::new();
-        for id in project_ids {
+        for (i, id) in project_ids.iter().enumerate() {
+            if project_ids[..i].contains(id) {
+                continue;
+            }
             all.extend(
                 self.constraints
                     .get(&**id)
@@ -347,5 +350,78 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
                     .get_group_membership(group_id, principal)?
                     .map(Rc::new))
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::{OpenMode, PoolOptions};
+    use crate::keys::HubSchema;
+    use crate::seed::{seed, SeedOptions};
+    use crate::store::{AuthzStoreMethod, CountedAuthzStore, SqliteStore};
+    use perf_trace_core::Recorder;
+
+    fn seeded_store(
+        dir: &std::path::Path,
+    ) -> (CountedAuthzStore<SqliteStore>, crate::seed::SeedDocument) {
+        let path = dir.join("hub.db");
+        let doc = seed(&SeedOptions {
+            db_path: path.clone(),
+            session_secret: "s".into(),
+            agents: 30,
+            project_slug: "memo".into(),
+            rand_seed: 42,
+        })
+        .unwrap();
+        let db = crate::db::Db::open(&path, OpenMode::MustExist, PoolOptions::default()).unwrap();
+        (CountedAuthzStore::new(SqliteStore::new(db)), doc)
+    }
+
+    #[test]
+    fn each_input_is_read_once_and_lists_in_one_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, doc) = seeded_store(dir.path());
+        let recorder = Recorder::new::<HubSchema>();
+        recorder.in_scope(|| {
+            let memo = AuthzMemo::new(&store);
+            let owner = Id::from(doc.owner_user_id.as_str());
+            let member = Id::from(doc.member_user_id.as_str());
+            let creators = [owner.clone(), member.clone(), owner.clone(), member.clone()];
+            assert_eq!(memo.users(&creators).unwrap().len(), 2);
+            assert_eq!(memo.users(&creators).unwrap().len(), 2);
+
+            let me = PrincipalRef::user(member.clone());
+            let groups = memo.effective_groups(&me).unwrap();
+            assert_eq!(groups.len(), 3, "the group and its two ancestors");
+            memo.effective_groups(&me).unwrap();
+            let mut principals = vec![me.clone(), PrincipalRef::user(owner.clone())];
+            principals.extend(groups.iter().map(|g| PrincipalRef::group(g.clone())));
+            let bindings = memo.bindings_of(&principals).unwrap();
+            assert_eq!(bindings.len(), 3);
+            memo.bindings_of(&principals).unwrap();
+            let role_ids: Vec<Id> = bindings.iter().map(|b| b.role_id.clone()).collect();
+            assert_eq!(memo.roles(&role_ids).unwrap().len(), 3);
+            memo.roles(&role_ids).unwrap();
+            let project = Id::from(doc.project_id.as_str());
+            assert_eq!(
+                memo.constraints(&[project.clone(), project.clone()])
+                    .unwrap()
+                    .len(),
+                3
+            );
+            assert_eq!(memo.project_constraints(&project).unwrap().len(), 3);
+        });
+        let snapshot = recorder.snapshot();
+        for (method, count) in [
+            (AuthzStoreMethod::GetUser, 2),
+            (AuthzStoreMethod::GetEffectiveGroups, 1),
+            (AuthzStoreMethod::ListRoleBindingsForPrincipals, 1),
+            (AuthzStoreMethod::GetRoleDefinitionsByIDs, 1),
+            (AuthzStoreMethod::ListAccessConstraints, 1),
+        ] {
+            assert_eq!(snapshot.store(method).count, count, "{method:?}");
+        }
+        assert_eq!(snapshot.authz_store_calls, 6);
     }
 }
