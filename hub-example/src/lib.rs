@@ -1,0 +1,3 @@
+//! The example hub: a service traced with perf-trace, and its harness.
+
+pub mod harness;
