@@ -8,6 +8,7 @@
 //! - [`listing`] runs the agent lists phase by phase, each phase a
 //!   `#[traced_phase]` function; [`keys`] holds the key sets.
 //! - [`seed`] writes a reproducible data set into a fresh database.
+//! - [`harness`] holds the benchmark and load clients (`apibench`, `load`).
 #![warn(missing_docs)]
 
 pub mod api;
@@ -17,6 +18,7 @@ pub mod cli;
 pub mod clock;
 pub mod db;
 pub mod events;
+pub mod harness;
 pub mod keys;
 pub mod listing;
 pub mod log;

@@ -1,0 +1,634 @@
+//! Reading the hub's `perf_trace` log lines and turning them into the
+//! header-shaped trace that reports carry.
+//!
+//! The hub writes one JSON object per line. [`parse_perf_line`] keeps a line
+//! only when it is a JSON object whose `msg` is `"perf_trace"` and whose
+//! `endpoint` is a string; anything else (other messages, non-JSON output,
+//! truncated lines) is `None`. Lines in GCP format carry the message under
+//! `message` instead of `msg` and are deliberately *not* recognised: apibench
+//! expects the default format, as the hub's guide says.
+//!
+//! Figures that are absent read as 0 (the hub leaves out empty phases, store
+//! methods and pool figures). A known figure of the wrong type (a string, a
+//! negative or fractional number) makes the whole line `None`: it was not
+//! written by the hub.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::io::{BufRead as _, BufReader};
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde_json::{Map, Value};
+
+use super::report::PerfTraceMap;
+
+/// `X-Scion-Perf-Endpoint`: the endpoint class.
+pub const HEADER_ENDPOINT: &str = "X-Scion-Perf-Endpoint";
+/// `X-Scion-Perf-Phases`: phase durations in microseconds.
+pub const HEADER_PHASES: &str = "X-Scion-Perf-Phases";
+/// `X-Scion-Perf-Phase-Counts`: phase entry counts.
+pub const HEADER_PHASE_COUNTS: &str = "X-Scion-Perf-Phase-Counts";
+/// `X-Scion-Perf-Store-Calls`: store round trips per method.
+pub const HEADER_STORE_CALLS: &str = "X-Scion-Perf-Store-Calls";
+/// `X-Scion-Perf-Store-Us`: store time per method in microseconds.
+pub const HEADER_STORE_US: &str = "X-Scion-Perf-Store-Us";
+/// `X-Scion-Perf-Decisions`: `count=..,allow=..,deny=..,other=..,audit_us=..`.
+pub const HEADER_DECISIONS: &str = "X-Scion-Perf-Decisions";
+/// `X-Scion-Perf-DB`: `wait_count=..,wait_us=..,in_use=..,open=..`.
+pub const HEADER_DB: &str = "X-Scion-Perf-DB";
+
+/// Every `X-Scion-Perf-*` trace header, in rendering order.
+pub const PERF_HEADERS: [&str; 7] = [
+    HEADER_ENDPOINT,
+    HEADER_PHASES,
+    HEADER_PHASE_COUNTS,
+    HEADER_STORE_CALLS,
+    HEADER_STORE_US,
+    HEADER_DECISIONS,
+    HEADER_DB,
+];
+
+/// The prefix every trace header shares (compare case-insensitively).
+pub const PERF_HEADER_PREFIX: &str = "X-Scion-Perf-";
+
+/// The request header that asks the hub for trace headers.
+pub const PERF_TRACE_REQUEST_HEADER: &str = "X-Scion-Perf-Trace";
+
+/// How many times a phase or store method was entered, and for how long.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CountUs {
+    /// Entries (`_n`).
+    pub count: u64,
+    /// Total microseconds (`_us`).
+    pub us: u64,
+}
+
+/// The decision (audit) figures of a line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DecisionFigures {
+    /// `audit_records`.
+    pub records: u64,
+    /// `audit_allow`.
+    pub allow: u64,
+    /// `audit_deny`.
+    pub deny: u64,
+    /// `audit_other`.
+    pub other: u64,
+    /// `audit_emit_us`.
+    pub emit_us: u64,
+}
+
+/// The database pool figures of a line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DbFigures {
+    /// `db_wait_count`.
+    pub wait_count: u64,
+    /// `db_wait_us`.
+    pub wait_us: u64,
+    /// `db_in_use`.
+    pub in_use: u64,
+    /// `db_open`.
+    pub open: u64,
+}
+
+/// One parsed `perf_trace` line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PerfLine {
+    /// The endpoint class.
+    pub endpoint: String,
+    /// `elapsed_us`.
+    pub elapsed_us: u64,
+    /// Phases by name (`phase_<name>_us` / `_n`).
+    pub phases: BTreeMap<String, CountUs>,
+    /// Store methods by name (`store_<Method>_n` / `_us`).
+    pub store_calls: BTreeMap<String, CountUs>,
+    /// `authz_store_calls`.
+    pub authz_store_calls: u64,
+    /// `authz_store_us`.
+    pub authz_store_us: u64,
+    /// The `audit_*` figures.
+    pub decisions: DecisionFigures,
+    /// `sse_events` (0 when absent).
+    pub sse_events: u64,
+    /// The `db_*` figures, when the line has any.
+    pub db: Option<DbFigures>,
+    /// `sse_stage` on SSE lines.
+    pub sse_stage: Option<String>,
+    /// The HTTP method.
+    pub method: String,
+    /// The request id, when present and not empty.
+    pub request_id: Option<String>,
+}
+
+fn uint(v: &Value) -> Option<u64> {
+    v.as_u64()
+}
+
+fn string(v: &Value) -> Option<String> {
+    v.as_str().map(str::to_owned)
+}
+
+/// Splits `<name>_us` / `<name>_n` into the name and whether it is the duration.
+fn split_figure(rest: &str) -> Option<(&str, bool)> {
+    let (name, is_us) = if let Some(name) = rest.strip_suffix("_us") {
+        (name, true)
+    } else {
+        (rest.strip_suffix("_n")?, false)
+    };
+    (!name.is_empty()).then_some((name, is_us))
+}
+
+fn put(map: &mut BTreeMap<String, CountUs>, name: &str, is_us: bool, value: u64) {
+    let entry = map.entry(name.to_owned()).or_default();
+    if is_us {
+        entry.us = value;
+    } else {
+        entry.count = value;
+    }
+}
+
+/// Parses one log line. Returns `None` for anything that is not a
+/// default-format `perf_trace` line (see the module documentation). Never
+/// panics, whatever the input.
+pub fn parse_perf_line(line: &str) -> Option<PerfLine> {
+    let line = line.trim();
+    if !line.starts_with('{') {
+        return None;
+    }
+    let obj: Map<String, Value> = serde_json::from_str(line).ok()?;
+    if obj.get("msg")?.as_str()? != "perf_trace" {
+        return None;
+    }
+    let mut out = PerfLine {
+        endpoint: obj.get("endpoint")?.as_str()?.to_owned(),
+        ..PerfLine::default()
+    };
+    let mut db = DbFigures::default();
+    let mut has_db = false;
+    for (key, value) in &obj {
+        match key.as_str() {
+            "time" | "level" | "msg" | "component" | "subsystem" | "endpoint" => {}
+            "elapsed_us" => out.elapsed_us = uint(value)?,
+            "authz_store_calls" => out.authz_store_calls = uint(value)?,
+            "authz_store_us" => out.authz_store_us = uint(value)?,
+            "audit_records" => out.decisions.records = uint(value)?,
+            "audit_allow" => out.decisions.allow = uint(value)?,
+            "audit_deny" => out.decisions.deny = uint(value)?,
+            "audit_other" => out.decisions.other = uint(value)?,
+            "audit_emit_us" => out.decisions.emit_us = uint(value)?,
+            "sse_events" => out.sse_events = uint(value)?,
+            "db_wait_count" | "db_wait_us" | "db_in_use" | "db_open" => {
+                let v = uint(value)?;
+                has_db = true;
+                match key.as_str() {
+                    "db_wait_count" => db.wait_count = v,
+                    "db_wait_us" => db.wait_us = v,
+                    "db_in_use" => db.in_use = v,
+                    _ => db.open = v,
+                }
+            }
+            "sse_stage" => out.sse_stage = Some(string(value)?),
+            "method" => out.method = string(value)?,
+            "request_id" => {
+                let id = string(value)?;
+                out.request_id = (!id.is_empty()).then_some(id);
+            }
+            other => {
+                if let Some(rest) = other.strip_prefix("phase_") {
+                    if let Some((name, is_us)) = split_figure(rest) {
+                        put(&mut out.phases, name, is_us, uint(value)?);
+                    }
+                } else if let Some(rest) = other.strip_prefix("store_") {
+                    if let Some((name, is_us)) = split_figure(rest) {
+                        put(&mut out.store_calls, name, is_us, uint(value)?);
+                    }
+                }
+                // Anything else is a key this reader does not know: ignored.
+            }
+        }
+    }
+    out.db = has_db.then_some(db);
+    Some(out)
+}
+
+fn pairs(map: &BTreeMap<String, CountUs>, value: impl Fn(&CountUs) -> u64) -> String {
+    let mut s = String::new();
+    for (i, (name, stat)) in map.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(s, "{name}={}", value(stat));
+    }
+    s
+}
+
+impl PerfLine {
+    /// The trace as the hub's response headers would render it: `name=int`
+    /// pairs sorted by name, joined by `,`; empty sets left out; `Decisions`
+    /// always; `DB` when the line has pool figures. Unlike real headers, the
+    /// phases include `serialize` (the line is written after the body).
+    pub fn header_map(&self) -> PerfTraceMap {
+        let mut m = PerfTraceMap::new();
+        let mut put = |name: &str, value: String| {
+            if !value.is_empty() {
+                m.insert(name.to_owned(), value);
+            }
+        };
+        put(HEADER_ENDPOINT, self.endpoint.clone());
+        put(HEADER_PHASES, pairs(&self.phases, |s| s.us));
+        put(HEADER_PHASE_COUNTS, pairs(&self.phases, |s| s.count));
+        put(HEADER_STORE_CALLS, pairs(&self.store_calls, |s| s.count));
+        put(HEADER_STORE_US, pairs(&self.store_calls, |s| s.us));
+        let d = &self.decisions;
+        put(
+            HEADER_DECISIONS,
+            format!(
+                "count={},allow={},deny={},other={},audit_us={}",
+                d.records, d.allow, d.deny, d.other, d.emit_us
+            ),
+        );
+        if let Some(db) = &self.db {
+            put(
+                HEADER_DB,
+                format!(
+                    "wait_count={},wait_us={},in_use={},open={}",
+                    db.wait_count, db.wait_us, db.in_use, db.open
+                ),
+            );
+        }
+        m
+    }
+}
+
+/// Checks that the log at `path` can be opened for reading. The error reads
+/// `read hub perf log: <path>: <reason>`.
+pub fn check_perf_log(path: &Path) -> anyhow::Result<()> {
+    open(path).map(drop)
+}
+
+fn open(path: &Path) -> anyhow::Result<std::fs::File> {
+    let context = || format!("read hub perf log: {}", path.display());
+    let file = std::fs::File::open(path).with_context(context)?;
+    let meta = file.metadata().with_context(context)?;
+    if meta.is_dir() {
+        return Err(anyhow::anyhow!("is a directory")).with_context(context);
+    }
+    Ok(file)
+}
+
+/// Reads every `perf_trace` line of the log at `path`, in file order. Lines
+/// that [`parse_perf_line`] rejects (and lines that are not UTF-8) are
+/// skipped. Errors read `read hub perf log: <path>: <reason>`.
+pub fn read_perf_lines(path: &Path) -> anyhow::Result<Vec<PerfLine>> {
+    let mut reader = BufReader::new(open(path)?);
+    let mut buf = Vec::new();
+    let mut lines = Vec::new();
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .with_context(|| format!("read hub perf log: {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        if let Ok(text) = std::str::from_utf8(&buf) {
+            if let Some(line) = parse_perf_line(text) {
+                lines.push(line);
+            }
+        }
+    }
+    Ok(lines)
+}
+
+/// Indexes lines by request id; lines without one are left out. When two
+/// lines share an id (it is random per request, so only a foreign log would
+/// do that) the first one is kept.
+pub fn index_by_request_id(lines: Vec<PerfLine>) -> HashMap<String, PerfLine> {
+    let mut index = HashMap::with_capacity(lines.len());
+    for line in lines {
+        if let Some(id) = line.request_id.clone() {
+            index.entry(id).or_insert(line);
+        }
+    }
+    index
+}
+
+/// Reads the log at `path` and indexes its `perf_trace` lines by request id.
+pub fn read_perf_log(path: &Path) -> anyhow::Result<HashMap<String, PerfLine>> {
+    read_perf_lines(path).map(index_by_request_id)
+}
+
+/// Whether a response header name is a trace header (`X-Scion-Perf-*`, any case).
+pub fn is_perf_header(name: &str) -> bool {
+    name.len() > PERF_HEADER_PREFIX.len()
+        && name.is_char_boundary(PERF_HEADER_PREFIX.len())
+        && name[..PERF_HEADER_PREFIX.len()].eq_ignore_ascii_case(PERF_HEADER_PREFIX)
+}
+
+/// The canonical spelling of a trace header name as received (HTTP/1 header
+/// names arrive lower-cased): the known names as the hub documents them
+/// (`X-Scion-Perf-DB`), any other as `Title-Case`.
+pub fn canonical_header_name(name: &str) -> String {
+    if let Some(known) = PERF_HEADERS.iter().find(|h| h.eq_ignore_ascii_case(name)) {
+        return (*known).to_owned();
+    }
+    name.split('-')
+        .map(|part| {
+            let mut chars = part.chars();
+            match chars.next() {
+                Some(first) => {
+                    first.to_ascii_uppercase().to_string() + &chars.as_str().to_ascii_lowercase()
+                }
+                None => String::new(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example line of the hub's guide (a member listing a 25-agent project).
+    const GUIDE_LINE: &str = r#"{"time":"2026-01-01T00:00:00.000000000Z","level":"INFO","msg":"perf_trace","component":"scion-hub","subsystem":"hub.perf-trace","endpoint":"agents.project.legacy","elapsed_us":557495,"phase_capabilities_us":484223,"phase_capabilities_n":1,"phase_enrich_us":43829,"phase_enrich_n":1,"phase_list_db_read_us":16435,"phase_list_db_read_n":2,"phase_list_read_authz_us":2695,"phase_list_read_authz_n":2,"phase_list_scope_authz_us":1793,"phase_list_scope_authz_n":1,"phase_scope_capabilities_us":125,"phase_scope_capabilities_n":1,"phase_serialize_us":2917,"phase_serialize_n":1,"store_GetEffectiveGroups_n":1,"store_GetEffectiveGroups_us":631,"store_GetRoleDefinitionsByIDs_n":1,"store_GetRoleDefinitionsByIDs_us":358,"store_GetUser_n":84,"store_GetUser_us":472801,"store_ListAccessConstraints_n":1,"store_ListAccessConstraints_us":303,"store_ListRoleBindingsForPrincipals_n":1,"store_ListRoleBindingsForPrincipals_us":340,"authz_store_calls":88,"authz_store_us":474434,"audit_records":255,"audit_allow":162,"audit_deny":93,"audit_other":0,"audit_emit_us":188,"db_wait_count":306,"db_wait_us":1887753,"db_in_use":1,"db_open":1,"method":"GET","request_id":"00000000-0000-4000-8000-000000000000"}"#;
+
+    #[test]
+    fn parses_the_guide_line() {
+        let l = parse_perf_line(GUIDE_LINE).expect("valid line");
+        assert_eq!(l.endpoint, "agents.project.legacy");
+        assert_eq!(l.elapsed_us, 557495);
+        assert_eq!(l.phases.len(), 7);
+        assert_eq!(
+            l.phases["list_db_read"],
+            CountUs {
+                count: 2,
+                us: 16435
+            }
+        );
+        assert_eq!(
+            l.store_calls["GetUser"],
+            CountUs {
+                count: 84,
+                us: 472801
+            }
+        );
+        assert_eq!(l.authz_store_calls, 88);
+        assert_eq!(l.authz_store_us, 474434);
+        assert_eq!(
+            l.decisions,
+            DecisionFigures {
+                records: 255,
+                allow: 162,
+                deny: 93,
+                other: 0,
+                emit_us: 188
+            }
+        );
+        assert_eq!(
+            l.db,
+            Some(DbFigures {
+                wait_count: 306,
+                wait_us: 1887753,
+                in_use: 1,
+                open: 1
+            })
+        );
+        assert_eq!(l.method, "GET");
+        assert_eq!(
+            l.request_id.as_deref(),
+            Some("00000000-0000-4000-8000-000000000000")
+        );
+        assert_eq!(l.sse_stage, None);
+        assert_eq!(l.sse_events, 0);
+    }
+
+    #[test]
+    fn rebuilds_the_headers_of_the_guide_line() {
+        let h = parse_perf_line(GUIDE_LINE).unwrap().header_map();
+        let expected: Vec<(&str, &str)> = vec![
+            ("X-Scion-Perf-DB", "wait_count=306,wait_us=1887753,in_use=1,open=1"),
+            ("X-Scion-Perf-Decisions", "count=255,allow=162,deny=93,other=0,audit_us=188"),
+            ("X-Scion-Perf-Endpoint", "agents.project.legacy"),
+            (
+                "X-Scion-Perf-Phase-Counts",
+                "capabilities=1,enrich=1,list_db_read=2,list_read_authz=2,list_scope_authz=1,scope_capabilities=1,serialize=1",
+            ),
+            (
+                "X-Scion-Perf-Phases",
+                "capabilities=484223,enrich=43829,list_db_read=16435,list_read_authz=2695,list_scope_authz=1793,scope_capabilities=125,serialize=2917",
+            ),
+            (
+                "X-Scion-Perf-Store-Calls",
+                "GetEffectiveGroups=1,GetRoleDefinitionsByIDs=1,GetUser=84,ListAccessConstraints=1,ListRoleBindingsForPrincipals=1",
+            ),
+            (
+                "X-Scion-Perf-Store-Us",
+                "GetEffectiveGroups=631,GetRoleDefinitionsByIDs=358,GetUser=472801,ListAccessConstraints=303,ListRoleBindingsForPrincipals=340",
+            ),
+        ];
+        let got: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn minimal_line_has_endpoint_and_decisions_only() {
+        let l = parse_perf_line(
+            r#"{"msg":"perf_trace","endpoint":"other","elapsed_us":12,"authz_store_calls":0,"authz_store_us":0,"audit_records":0,"audit_allow":0,"audit_deny":0,"audit_other":0,"audit_emit_us":0,"method":"GET"}"#,
+        )
+        .unwrap();
+        assert_eq!(l.request_id, None);
+        let h = l.header_map();
+        assert_eq!(h.len(), 2);
+        assert_eq!(h[HEADER_ENDPOINT], "other");
+        assert_eq!(
+            h[HEADER_DECISIONS],
+            "count=0,allow=0,deny=0,other=0,audit_us=0"
+        );
+    }
+
+    #[test]
+    fn sse_line_fields() {
+        let l = parse_perf_line(
+            r#"{"msg":"perf_trace","endpoint":"sse.events","elapsed_us":5,"phase_sse_write_us":3,"phase_sse_write_n":2,"sse_events":2,"sse_stage":"close","method":"GET","request_id":""}"#,
+        )
+        .unwrap();
+        assert_eq!(l.sse_events, 2);
+        assert_eq!(l.sse_stage.as_deref(), Some("close"));
+        assert_eq!(l.phases["sse_write"], CountUs { count: 2, us: 3 });
+        // An empty request id is no request id.
+        assert_eq!(l.request_id, None);
+    }
+
+    #[test]
+    fn gcp_line_is_not_joined() {
+        let gcp = GUIDE_LINE.replace(r#""msg":"perf_trace""#, r#""message":"perf_trace""#);
+        assert_eq!(parse_perf_line(&gcp), None);
+    }
+
+    #[test]
+    fn other_messages_and_garbage_are_skipped() {
+        for line in [
+            "",
+            "   ",
+            "not json at all",
+            "Request performance tracing is on",
+            r#"{"msg":"server started","endpoint":"x"}"#,
+            r#"{"msg":"perf_trace"}"#,
+            r#"{"msg":5,"endpoint":"other"}"#,
+            r#"["msg","perf_trace"]"#,
+            "null",
+            "{",
+            "{}",
+            "\u{0}\u{1}{\"msg\"",
+        ] {
+            assert_eq!(parse_perf_line(line), None, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn truncated_line_is_skipped() {
+        for cut in [1, 10, GUIDE_LINE.len() / 2, GUIDE_LINE.len() - 1] {
+            assert_eq!(parse_perf_line(&GUIDE_LINE[..cut]), None, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn wrong_types_reject_the_line() {
+        for (from, to) in [
+            (r#""elapsed_us":557495"#, r#""elapsed_us":"557495""#),
+            (r#""store_GetUser_n":84"#, r#""store_GetUser_n":-84"#),
+            (r#""phase_enrich_us":43829"#, r#""phase_enrich_us":4.5"#),
+            (r#""audit_records":255"#, r#""audit_records":null"#),
+            (r#""db_open":1"#, r#""db_open":true"#),
+            (
+                r#""request_id":"00000000-0000-4000-8000-000000000000""#,
+                r#""request_id":7"#,
+            ),
+            (r#""method":"GET""#, r#""method":["GET"]"#),
+            (r#""endpoint":"agents.project.legacy""#, r#""endpoint":{}"#),
+        ] {
+            let line = GUIDE_LINE.replace(from, to);
+            assert_ne!(line, GUIDE_LINE);
+            assert_eq!(parse_perf_line(&line), None, "{to}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_ignored() {
+        let line = GUIDE_LINE.replace(
+            r#""method":"GET""#,
+            r#""method":"GET","phase_x":1,"store_":"a","future_key":[1]"#,
+        );
+        let l = parse_perf_line(&line).unwrap();
+        assert_eq!(l.phases.len(), 7);
+        assert_eq!(l.store_calls.len(), 5);
+    }
+
+    #[test]
+    fn reads_and_indexes_a_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hub.log");
+        let gcp = GUIDE_LINE.replace(r#""msg":"perf_trace""#, r#""message":"perf_trace""#);
+        let second = GUIDE_LINE.replace("00000000-0000-4000-8000-000000000000", "r-2");
+        let mut text = String::new();
+        text.push_str("plain startup text\n");
+        text.push_str(r#"{"level":"WARN","msg":"Request performance tracing is on"}"#);
+        text.push('\n');
+        text.push_str(GUIDE_LINE);
+        text.push('\n');
+        text.push_str(&gcp);
+        text.push('\n');
+        text.push_str(&second);
+        text.push('\n');
+        text.push_str(&GUIDE_LINE[..40]); // a truncated last line, no newline
+        std::fs::write(&path, &text).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(b"\n\xff\xfe not utf-8\n");
+        std::fs::write(&path, bytes).unwrap();
+
+        let lines = read_perf_lines(&path).unwrap();
+        assert_eq!(lines.len(), 2);
+        let index = read_perf_log(&path).unwrap();
+        assert_eq!(index.len(), 2);
+        assert!(index.contains_key("r-2"));
+        assert!(index.contains_key("00000000-0000-4000-8000-000000000000"));
+    }
+
+    #[test]
+    fn missing_log_error() {
+        let e = read_perf_log(Path::new("/nonexistent/hub.log")).unwrap_err();
+        let msg = format!("{e:#}");
+        assert!(
+            msg.starts_with("read hub perf log: /nonexistent/hub.log: "),
+            "{msg}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let e = check_perf_log(dir.path()).unwrap_err();
+        assert!(format!("{e:#}").ends_with("is a directory"), "{e:#}");
+    }
+
+    #[test]
+    fn header_names() {
+        assert!(is_perf_header("x-scion-perf-db"));
+        assert!(is_perf_header("X-Scion-Perf-Phases"));
+        assert!(!is_perf_header("x-scion-perf-"));
+        assert!(!is_perf_header("x-request-id"));
+        assert!(!is_perf_header("x-scion-perf\u{e9}-a"));
+        assert_eq!(canonical_header_name("x-scion-perf-db"), "X-Scion-Perf-DB");
+        assert_eq!(
+            canonical_header_name("x-scion-perf-store-us"),
+            "X-Scion-Perf-Store-Us"
+        );
+        assert_eq!(
+            canonical_header_name("x-scion-perf-new-thing"),
+            "X-Scion-Perf-New-Thing"
+        );
+    }
+
+    mod fuzz {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            #[test]
+            fn never_panics_on_any_text(s in "\\PC*") {
+                let _ = parse_perf_line(&s);
+            }
+
+            #[test]
+            fn never_panics_on_json_like_text(s in r#"[{}\[\]":,0-9a-z_ .\-\\]{0,200}"#) {
+                let _ = parse_perf_line(&s);
+            }
+
+            #[test]
+            fn never_panics_on_mutated_guide_lines(
+                cut in 0..GUIDE_LINE.len(),
+                at in 0..GUIDE_LINE.len(),
+                insert in "\\PC{0,8}",
+            ) {
+                let mut line = GUIDE_LINE.to_owned();
+                line.truncate(cut.max(at));
+                line.insert_str(at.min(line.len()), &insert);
+                let _ = parse_perf_line(&line);
+            }
+
+            #[test]
+            fn any_figure_value_never_panics(value in prop_oneof![
+                any::<i64>().prop_map(|v| v.to_string()),
+                any::<f64>().prop_map(|v| format!("{v:?}")),
+                "\\PC{0,12}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+                Just("1e400".to_owned()),
+                Just("18446744073709551616".to_owned()),
+            ]) {
+                let line = GUIDE_LINE.replace("\"elapsed_us\":557495", &format!("\"elapsed_us\":{value}"));
+                if let Some(parsed) = parse_perf_line(&line) {
+                    prop_assert_eq!(parsed.elapsed_us.to_string(), value);
+                }
+            }
+        }
+    }
+}

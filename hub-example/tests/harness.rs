@@ -1,0 +1,817 @@
+//! End-to-end tests of apibench and load against an in-process mock hub.
+//!
+//! The mock serves the endpoints the harness uses, answers every request with
+//! an `X-Request-ID`, writes one `perf_trace` JSON line per request to a log
+//! file (with fixed, known figures), and returns `X-Scion-Perf-*` headers to
+//! any caller that sends `X-Scion-Perf-Trace: 1` (the real hub restricts them
+//! to admins; the mock does not, so the header path can be tested).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path as UrlPath, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, put};
+use axum::{Json, Router};
+use hub_example::harness::apibench::{self, ApibenchArgs};
+use hub_example::harness::load::{run_load, LoadArgs, DEFAULT_MAX_REQUESTS};
+use hub_example::harness::report::{PerfTraceSource, Report};
+use serde_json::{json, Value};
+
+const MEMBER_TOKEN: &str = "member-token-s3cr3t";
+const SESSION_SECRET: &str = "mock-session-secret";
+const PROJECT_ID: &str = "p-bench";
+const AGENTS: [&str; 3] = [
+    "11111111-1111-4111-8111-000000000001",
+    "11111111-1111-4111-8111-000000000002",
+    "11111111-1111-4111-8111-000000000003",
+];
+
+#[derive(Clone, Copy, Default)]
+struct MockOptions {
+    /// Write log lines in GCP format (`message` instead of `msg`).
+    gcp: bool,
+    /// Answer `/healthz` with 500.
+    broken_health: bool,
+}
+
+struct MockState {
+    options: MockOptions,
+    log: Mutex<std::fs::File>,
+    next_id: AtomicU64,
+    hits: Mutex<BTreeMap<String, u64>>,
+}
+
+struct MockHub {
+    addr: SocketAddr,
+    state: Arc<MockState>,
+    dir: tempfile::TempDir,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MockHub {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl MockHub {
+    async fn start(options: MockOptions) -> MockHub {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = std::fs::File::create(dir.path().join("hub.log")).unwrap();
+        writeln!(log, "hub starting (plain text)").unwrap();
+        writeln!(
+            log,
+            r#"{{"time":"2026-01-01T00:00:00Z","level":"WARN","msg":"Request performance tracing is on (server.hub.perf_trace); per-request perf_trace lines are logged"}}"#
+        )
+        .unwrap();
+        let seed = json!({
+            "phaseCounts": {"running": 2, "stopped": 1},
+            "activityCounts": {"idle": 3},
+            "creatorCounts": {"u-owner": 3},
+            "projectId": PROJECT_ID,
+            "projectSlug": "bench-3",
+            "otherProjectId": "p-other",
+            "ownerUserId": "u-owner",
+            "ownerEmail": "owner@example.test",
+            "ownerToken": "owner-token-s3cr3t",
+            "memberUserId": "u-member",
+            "memberEmail": "member@example.test",
+            "memberToken": MEMBER_TOKEN,
+            "adminUserId": "u-admin",
+            "adminEmail": "admin@example.test",
+            "adminToken": "admin-token-s3cr3t",
+            "agentCount": AGENTS.len(),
+            "randSeed": 42,
+            "dbPath": "/tmp/hub3.db",
+            "seededAt": "2026-01-01T00:00:00Z",
+            "sessionSecret": SESSION_SECRET,
+        });
+        std::fs::write(dir.path().join("seed.json"), seed.to_string()).unwrap();
+
+        let state = Arc::new(MockState {
+            options,
+            log: Mutex::new(log),
+            next_id: AtomicU64::new(1),
+            hits: Mutex::new(BTreeMap::new()),
+        });
+        let app = Router::new()
+            .route("/healthz", get(healthz))
+            .route("/api/v1/settings/public", get(settings_public))
+            .route("/api/v1/projects/{id}/agents", get(project_agents))
+            .route("/api/v1/agents", get(global_agents))
+            .route("/api/v1/agents/{id}", get(agent_by_id))
+            .route("/api/v1/admin/server-config", put(server_config))
+            .layer(middleware::from_fn_with_state(state.clone(), trace))
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        MockHub {
+            addr,
+            state,
+            dir,
+            server,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn seed(&self) -> PathBuf {
+        self.dir.path().join("seed.json")
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.path().join("hub.log")
+    }
+
+    fn out(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn hits(&self) -> BTreeMap<String, u64> {
+        self.state.hits.lock().unwrap().clone()
+    }
+
+    fn total_hits(&self) -> u64 {
+        self.hits().values().sum()
+    }
+}
+
+fn member(headers: &HeaderMap) -> bool {
+    headers.get("authorization").and_then(|v| v.to_str().ok())
+        == Some(&format!("Bearer {MEMBER_TOKEN}"))
+}
+
+fn agent_list() -> Value {
+    json!({
+        "agents": AGENTS.iter().map(|id| json!({"id": id, "name": format!("agent {id}")})).collect::<Vec<_>>(),
+        "capabilities": {"create": false},
+    })
+}
+
+async fn healthz(State(st): State<Arc<MockState>>) -> Response {
+    if st.options.broken_health {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({"error": "down"})),
+        )
+            .into_response();
+    }
+    Json(json!({"status": "ok"})).into_response()
+}
+
+async fn settings_public() -> Response {
+    Json(json!({"version": "0.1.0-mock", "name": "mock hub"})).into_response()
+}
+
+async fn project_agents(headers: HeaderMap, UrlPath(id): UrlPath<String>) -> Response {
+    if !member(&headers) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"error": "unauthenticated"})),
+        )
+            .into_response();
+    }
+    if id != PROJECT_ID {
+        return (StatusCode::FORBIDDEN, Json(json!({"error": "forbidden"}))).into_response();
+    }
+    Json(agent_list()).into_response()
+}
+
+async fn global_agents(headers: HeaderMap) -> Response {
+    if !member(&headers) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"error": "unauthenticated"})),
+        )
+            .into_response();
+    }
+    Json(agent_list()).into_response()
+}
+
+async fn agent_by_id(headers: HeaderMap, UrlPath(id): UrlPath<String>) -> Response {
+    if !member(&headers) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"error": "unauthenticated"})),
+        )
+            .into_response();
+    }
+    if AGENTS.contains(&id.as_str()) {
+        Json(json!({"id": id})).into_response()
+    } else {
+        (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": "agent not found"})),
+        )
+            .into_response()
+    }
+}
+
+async fn server_config(headers: HeaderMap) -> Response {
+    if !member(&headers) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"error": "unauthenticated"})),
+        )
+            .into_response();
+    }
+    (StatusCode::FORBIDDEN, Json(json!({"error": "forbidden"}))).into_response()
+}
+
+/// The mock's name for a request: the load mix's endpoint names.
+fn route_name(method: &str, path: &str) -> String {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match (method, parts.as_slice()) {
+        ("GET", ["healthz"]) => "healthz".into(),
+        ("GET", ["api", "v1", "settings", "public"]) => "settings-public".into(),
+        ("GET", ["api", "v1", "projects", _, "agents"]) => "project-agents-list".into(),
+        ("GET", ["api", "v1", "agents"]) => "global-agents-list".into(),
+        ("GET", ["api", "v1", "agents", id]) if AGENTS.contains(id) => "agent-by-id".into(),
+        ("GET", ["api", "v1", "agents", _]) => "missing-agent".into(),
+        ("PUT", ["api", "v1", "admin", "server-config"]) => "server-config-forbidden".into(),
+        _ => format!("{method} {path}"),
+    }
+}
+
+/// The tracing middleware of the mock: request id, optional headers, one line.
+async fn trace(State(st): State<Arc<MockState>>, req: Request, next: Next) -> Response {
+    let n = st.next_id.fetch_add(1, Ordering::Relaxed);
+    let request_id = format!("00000000-0000-4000-8000-{n:012}");
+    let want = req
+        .headers()
+        .get("x-scion-perf-trace")
+        .is_some_and(|v| v == "1");
+    let method = req.method().to_string();
+    let route = route_name(&method, req.uri().path());
+    *st.hits.lock().unwrap().entry(route.clone()).or_default() += 1;
+    let mut resp = next.run(req).await;
+    let endpoint = match route.as_str() {
+        "project-agents-list" => "agents.project.legacy",
+        "global-agents-list" => "agents.global.legacy",
+        _ => "other",
+    };
+    let h = resp.headers_mut();
+    h.insert("x-request-id", HeaderValue::from_str(&request_id).unwrap());
+    if want {
+        h.insert("x-scion-perf-endpoint", HeaderValue::from_static(endpoint));
+        h.insert(
+            "x-scion-perf-phases",
+            HeaderValue::from_static("list_db_read=10"),
+        );
+        h.insert(
+            "x-scion-perf-phase-counts",
+            HeaderValue::from_static("list_db_read=2"),
+        );
+        h.insert(
+            "x-scion-perf-store-calls",
+            HeaderValue::from_static("GetEffectiveGroups=1,GetUser=3"),
+        );
+        h.insert(
+            "x-scion-perf-store-us",
+            HeaderValue::from_static("GetEffectiveGroups=7,GetUser=9"),
+        );
+        h.insert(
+            "x-scion-perf-decisions",
+            HeaderValue::from_static("count=6,allow=4,deny=2,other=0,audit_us=1"),
+        );
+        h.insert(
+            "x-scion-perf-db",
+            HeaderValue::from_static("wait_count=0,wait_us=0,in_use=1,open=2"),
+        );
+    }
+    let msg_key = if st.options.gcp { "message" } else { "msg" };
+    let line = format!(
+        r#"{{"time":"2026-01-01T00:00:00.000000000Z","level":"INFO","{msg_key}":"perf_trace","component":"scion-hub","subsystem":"hub.perf-trace","endpoint":"{endpoint}","elapsed_us":42,"phase_list_db_read_us":10,"phase_list_db_read_n":2,"phase_serialize_us":5,"phase_serialize_n":1,"store_GetEffectiveGroups_n":1,"store_GetEffectiveGroups_us":7,"store_GetUser_n":3,"store_GetUser_us":9,"authz_store_calls":4,"authz_store_us":16,"audit_records":6,"audit_allow":4,"audit_deny":2,"audit_other":0,"audit_emit_us":1,"db_wait_count":0,"db_wait_us":0,"db_in_use":1,"db_open":2,"method":"{method}","request_id":"{request_id}","mock_route":"{route}"}}"#
+    );
+    let mut log = st.log.lock().unwrap();
+    writeln!(log, "{line}").unwrap();
+    if n % 2 == 0 {
+        writeln!(
+            log,
+            r#"{{"level":"INFO","msg":"request served","request_id":"{request_id}"}}"#
+        )
+        .unwrap();
+    }
+    resp
+}
+
+fn apibench_args(hub: &MockHub, out: &Path) -> ApibenchArgs {
+    ApibenchArgs {
+        hub: hub.url(),
+        seed: hub.seed(),
+        runs: 3,
+        warmup: 1,
+        timeout_seconds: 10,
+        want_perf_trace: false,
+        hub_perf_log: None,
+        out: out.to_path_buf(),
+        notes: "mock hub".into(),
+    }
+}
+
+fn read_report(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn assert_report_shape(json: &Value) {
+    for key in [
+        "generatedAt",
+        "harnessCommit",
+        "harnessCommitDirty",
+        "harnessCommitSource",
+        "hubScionVersion",
+        "hubBaseUrl",
+        "effectiveSettings",
+        "seed",
+        "scenarios",
+        "machine",
+    ] {
+        assert!(json.get(key).is_some(), "report lacks {key}");
+    }
+    for key in [
+        "os",
+        "arch",
+        "numCpu",
+        "rustVersion",
+        "hostname",
+        "notes",
+        "loadAvgStart",
+        "loadAvgEnd",
+        "uptimeSeconds",
+    ] {
+        assert!(json["machine"].get(key).is_some(), "machine lacks {key}");
+    }
+    for s in json["scenarios"].as_array().unwrap() {
+        for key in [
+            "name",
+            "endpoint",
+            "agentCount",
+            "runs",
+            "attempts",
+            "successCount",
+            "failureCount",
+            "medianTtfbMs",
+            "medianTotalMs",
+            "minTotalMs",
+            "maxTotalMs",
+            "stddevTotalMs",
+            "perfTraceAvailable",
+        ] {
+            assert!(s.get(key).is_some(), "scenario lacks {key}");
+        }
+        for a in s["attempts"].as_array().unwrap() {
+            for key in [
+                "index",
+                "status",
+                "success",
+                "error",
+                "bytes",
+                "ttfbMs",
+                "totalMs",
+                "requestId",
+            ] {
+                assert!(a.get(key).is_some(), "attempt lacks {key}");
+            }
+        }
+    }
+    let text = json.to_string();
+    for secret in [
+        MEMBER_TOKEN,
+        SESSION_SECRET,
+        "owner-token-s3cr3t",
+        "admin-token-s3cr3t",
+    ] {
+        assert!(!text.contains(secret), "report leaks {secret}");
+    }
+    assert_eq!(json["seed"]["memberToken"], "REDACTED");
+    assert_eq!(json["seed"]["sessionSecret"], "REDACTED");
+    assert_eq!(json["seed"]["projectId"], PROJECT_ID);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apibench_keeps_perf_headers() {
+    let hub = MockHub::start(MockOptions::default()).await;
+    let out = hub.out("api.json");
+    let mut args = apibench_args(&hub, &out);
+    args.want_perf_trace = true;
+    let report = apibench::run(args).await.unwrap();
+
+    let json = read_report(&out);
+    assert_report_shape(&json);
+    assert_eq!(
+        serde_json::from_value::<Report>(json.clone()).unwrap(),
+        report
+    );
+    assert_eq!(report.hub_scion_version, "0.1.0-mock");
+    assert_eq!(report.hub_base_url, hub.url());
+    assert_eq!(
+        json["effectiveSettings"],
+        json!({"runs": 3, "warmup": 1, "timeoutSeconds": 10, "wantPerfTrace": true})
+    );
+    assert_eq!(report.machine.notes, "mock hub");
+
+    let names: Vec<&str> = report.scenarios.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "project-agents-list",
+            "global-agents-list-unscoped",
+            "global-agents-list-scoped"
+        ]
+    );
+    assert_eq!(
+        report.scenarios[0].endpoint,
+        format!("GET /api/v1/projects/{PROJECT_ID}/agents")
+    );
+    assert_eq!(
+        report.scenarios[2].endpoint,
+        format!("GET /api/v1/agents?projectId={PROJECT_ID}")
+    );
+    for s in &report.scenarios {
+        assert_eq!(
+            (s.runs, s.success_count, s.failure_count),
+            (3, 3, 0),
+            "{}",
+            s.name
+        );
+        assert_eq!(s.agent_count, 3);
+        assert!(s.perf_trace_available);
+        assert!(s.median_total_ms.is_some() && s.stddev_total_ms.is_some());
+        for (i, a) in s.attempts.iter().enumerate() {
+            assert_eq!(a.index as usize, i);
+            assert_eq!(a.status, 200);
+            assert!(a.success && a.error.is_none());
+            assert!(a.bytes > 0);
+            assert!(a.ttfb_ms <= a.total_ms);
+            assert!(a.request_id.starts_with("00000000-0000-4000-8000-"));
+            assert_eq!(a.perf_trace_source, Some(PerfTraceSource::Headers));
+            let t = a.perf_trace.as_ref().unwrap();
+            assert_eq!(t["X-Scion-Perf-Phases"], "list_db_read=10");
+            assert_eq!(
+                t["X-Scion-Perf-DB"],
+                "wait_count=0,wait_us=0,in_use=1,open=2"
+            );
+            assert_eq!(t.len(), 7);
+        }
+    }
+    assert_eq!(
+        json["scenarios"][0]["attempts"][0]["perfTraceSource"],
+        "headers"
+    );
+    // Warmups were sent (not recorded): 3 scenarios x (1 + 3), plus the version lookup.
+    let hits = hub.hits();
+    assert_eq!(hits["project-agents-list"], 4);
+    assert_eq!(hits["global-agents-list"], 8);
+    assert_eq!(hits["settings-public"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apibench_joins_the_hub_log() {
+    let hub = MockHub::start(MockOptions::default()).await;
+    let out = hub.out("api.json");
+    let mut args = apibench_args(&hub, &out);
+    args.want_perf_trace = true;
+    args.hub_perf_log = Some(hub.log());
+    let report = apibench::run(args).await.unwrap();
+    for s in &report.scenarios {
+        assert!(s.perf_trace_available);
+        for a in &s.attempts {
+            // The log wins over the headers, and carries serialize.
+            assert_eq!(a.perf_trace_source, Some(PerfTraceSource::HubLog));
+            let t = a.perf_trace.as_ref().unwrap();
+            assert_eq!(t["X-Scion-Perf-Phases"], "list_db_read=10,serialize=5");
+            assert_eq!(t["X-Scion-Perf-Phase-Counts"], "list_db_read=2,serialize=1");
+            assert_eq!(
+                t["X-Scion-Perf-Store-Calls"],
+                "GetEffectiveGroups=1,GetUser=3"
+            );
+            assert_eq!(t["X-Scion-Perf-Store-Us"], "GetEffectiveGroups=7,GetUser=9");
+            assert_eq!(
+                t["X-Scion-Perf-Decisions"],
+                "count=6,allow=4,deny=2,other=0,audit_us=1"
+            );
+            assert_eq!(
+                t["X-Scion-Perf-DB"],
+                "wait_count=0,wait_us=0,in_use=1,open=2"
+            );
+        }
+    }
+    assert_eq!(
+        report.scenarios[0].attempts[0].perf_trace.as_ref().unwrap()["X-Scion-Perf-Endpoint"],
+        "agents.project.legacy"
+    );
+    assert_eq!(
+        report.scenarios[1].attempts[0].perf_trace.as_ref().unwrap()["X-Scion-Perf-Endpoint"],
+        "agents.global.legacy"
+    );
+    let json = read_report(&out);
+    assert_eq!(
+        json["scenarios"][1]["attempts"][2]["perfTraceSource"],
+        "hub-log"
+    );
+    // The guide's jq join: the attempt's request id finds exactly its raw line.
+    let id = json["scenarios"][0]["attempts"][0]["requestId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let log = std::fs::read_to_string(hub.log()).unwrap();
+    let matching: Vec<&str> = log
+        .lines()
+        .filter(|l| {
+            serde_json::from_str::<Value>(l)
+                .is_ok_and(|v| v["msg"] == "perf_trace" && v["request_id"] == id.as_str())
+        })
+        .collect();
+    assert_eq!(matching.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apibench_log_join_without_headers() {
+    let hub = MockHub::start(MockOptions::default()).await;
+    let out = hub.out("api.json");
+    let mut args = apibench_args(&hub, &out);
+    args.hub_perf_log = Some(hub.log());
+    let report = apibench::run(args).await.unwrap();
+    for s in &report.scenarios {
+        assert!(s.perf_trace_available);
+        for a in &s.attempts {
+            assert_eq!(a.perf_trace_source, Some(PerfTraceSource::HubLog));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apibench_gcp_log_is_not_joined() {
+    let hub = MockHub::start(MockOptions {
+        gcp: true,
+        ..MockOptions::default()
+    })
+    .await;
+    let out = hub.out("api.json");
+    let mut args = apibench_args(&hub, &out);
+    args.hub_perf_log = Some(hub.log());
+    let report = apibench::run(args).await.unwrap();
+    for s in &report.scenarios {
+        assert!(!s.perf_trace_available);
+        assert!(s.attempts.iter().all(|a| a.perf_trace.is_none()));
+    }
+    let json = read_report(&out);
+    assert_eq!(json["scenarios"][0]["perfTraceAvailable"], false);
+    assert!(json["scenarios"][0]["attempts"][0]
+        .get("perfTrace")
+        .is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apibench_missing_log_fails_before_any_request_or_report() {
+    let hub = MockHub::start(MockOptions::default()).await;
+    let out = hub.out("api.json");
+    let mut args = apibench_args(&hub, &out);
+    args.hub_perf_log = Some(hub.out("no-such.log"));
+    let e = apibench::run(args).await.unwrap_err();
+    let msg = format!("{e:#}");
+    assert!(msg.starts_with("read hub perf log: "), "{msg}");
+    assert!(!msg.contains('\n'));
+    assert!(!out.exists(), "a report was written");
+    assert_eq!(hub.total_hits(), 0, "requests were sent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apibench_missing_seed_is_one_line_error() {
+    let hub = MockHub::start(MockOptions::default()).await;
+    let out = hub.out("api.json");
+    let mut args = apibench_args(&hub, &out);
+    args.seed = hub.out("no-such-seed.json");
+    let msg = format!("{:#}", apibench::run(args).await.unwrap_err());
+    assert!(msg.starts_with("read seed file "), "{msg}");
+    assert!(!msg.contains('\n'));
+    assert!(!out.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apibench_records_failures_when_the_hub_is_down() {
+    let hub = MockHub::start(MockOptions::default()).await;
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let out = hub.out("api.json");
+    let mut args = apibench_args(&hub, &out);
+    args.hub = format!("http://127.0.0.1:{port}");
+    args.warmup = 0;
+    args.runs = 2;
+    let report = apibench::run(args).await.unwrap();
+    assert_eq!(report.hub_scion_version, "");
+    for s in &report.scenarios {
+        assert_eq!((s.success_count, s.failure_count), (0, 2));
+        assert_eq!(s.median_total_ms, None);
+        assert_eq!(s.stddev_total_ms, None);
+        assert!(!s.perf_trace_available);
+        for a in &s.attempts {
+            assert_eq!(a.status, 0);
+            assert!(!a.success);
+            let err = a.error.as_deref().unwrap();
+            assert!(!err.is_empty() && !err.contains('\n'), "{err}");
+            assert_eq!(a.request_id, "");
+        }
+    }
+    let json = read_report(&out);
+    assert_eq!(json["scenarios"][0]["medianTotalMs"], Value::Null);
+    assert_eq!(json["scenarios"][0]["attempts"][0]["status"], 0);
+}
+
+fn load_args(hub: &MockHub, users: u32, duration: Duration) -> LoadArgs {
+    LoadArgs {
+        hub: hub.url(),
+        seed: hub.seed(),
+        users,
+        duration,
+        spawn_rate: 100,
+        max_requests: DEFAULT_MAX_REQUESTS,
+        out: hub.out("load.json"),
+        notes: String::new(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_counts_add_up() {
+    let hub = MockHub::start(MockOptions::default()).await;
+    let args = load_args(&hub, 5, Duration::from_secs(2));
+    let out = args.out.clone();
+    let started = std::time::Instant::now();
+    let report = run_load(args).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the run did not stop by itself"
+    );
+
+    assert_eq!(report.users_started, 5);
+    assert_eq!(report.unexpected_failures, 0, "{:#?}", report.endpoints);
+    assert_eq!(report.abandoned_requests, 0);
+    assert!(!report.request_cap_reached);
+    assert!(report.total_requests > 0);
+    assert!(report.duration_seconds >= 2.0 && report.duration_seconds < 5.0);
+    assert!(report.rps > 0.0);
+
+    let names: Vec<&str> = report.endpoints.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "project-agents-list",
+            "global-agents-list",
+            "agent-by-id",
+            "missing-agent",
+            "healthz",
+            "settings-public",
+            "server-config-forbidden"
+        ]
+    );
+    let by_name: BTreeMap<&str, _> = report
+        .endpoints
+        .iter()
+        .map(|e| (e.name.as_str(), e))
+        .collect();
+    // Counts per endpoint add up to the totals.
+    assert_eq!(
+        report
+            .endpoints
+            .iter()
+            .map(|e| e.latency.count)
+            .sum::<u64>(),
+        report.total_requests
+    );
+    assert_eq!(report.overall.count, report.total_requests);
+    assert_eq!(
+        report.sent_requests,
+        report.total_requests + report.abandoned_requests
+    );
+    for e in &report.endpoints {
+        assert!(e.latency.count > 0, "{} never ran", e.name);
+        assert_eq!(e.sent, e.latency.count + e.abandoned, "{}", e.name);
+        assert_eq!(
+            e.status_counts.values().sum::<u64>(),
+            e.latency.count,
+            "{}",
+            e.name
+        );
+        assert_eq!(e.unexpected_failures, 0);
+        assert!(e.latency.p50_ms <= e.latency.p95_ms && e.latency.p95_ms <= e.latency.max_ms);
+    }
+    // Expected 4xx are counted as expected failures, and only those.
+    let missing = by_name["missing-agent"];
+    let forbidden = by_name["server-config-forbidden"];
+    assert_eq!(missing.expected_failures, missing.latency.count);
+    assert_eq!(missing.status_counts["404"], missing.latency.count);
+    assert_eq!(forbidden.expected_failures, forbidden.latency.count);
+    assert_eq!(forbidden.status_counts["403"], forbidden.latency.count);
+    assert_eq!(
+        report.expected_failures,
+        missing.latency.count + forbidden.latency.count
+    );
+    assert_eq!(by_name["healthz"].expected_failures, 0);
+    // The mix's proportions hold (each user walks the 17-step schedule).
+    let project = by_name["project-agents-list"].sent as f64;
+    let health = by_name["healthz"].sent as f64;
+    assert!(project > 2.0 * health, "{project} vs {health}");
+
+    // What the hub saw matches what the tool sent, endpoint by endpoint (the
+    // project list once more: the agent-id lookup at the start).
+    let hits = hub.hits();
+    for e in &report.endpoints {
+        let extra = u64::from(e.name == "project-agents-list");
+        assert_eq!(hits[&e.name], e.sent + extra, "{}", e.name);
+    }
+    // One perf_trace line per request served.
+    let log = std::fs::read_to_string(hub.log()).unwrap();
+    let lines = log
+        .lines()
+        .filter(|l| hub_example::harness::parse_perf_line(l).is_some())
+        .count() as u64;
+    assert_eq!(lines, report.sent_requests + 1);
+
+    let json = read_report(&out);
+    for key in [
+        "totalRequests",
+        "durationSeconds",
+        "rps",
+        "expectedFailures",
+        "unexpectedFailures",
+        "overall",
+        "endpoints",
+        "machine",
+    ] {
+        assert!(json.get(key).is_some(), "load report lacks {key}");
+    }
+    for key in [
+        "count", "avgMs", "p50Ms", "p90Ms", "p95Ms", "p99Ms", "maxMs",
+    ] {
+        assert!(json["overall"].get(key).is_some(), "overall lacks {key}");
+        assert!(
+            json["endpoints"][0].get(key).is_some(),
+            "endpoint lacks {key}"
+        );
+    }
+    assert!(!json.to_string().contains(MEMBER_TOKEN));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_counts_unexpected_failures_and_respects_the_cap() {
+    let hub = MockHub::start(MockOptions {
+        broken_health: true,
+        ..MockOptions::default()
+    })
+    .await;
+    let mut args = load_args(&hub, 2, Duration::from_secs(30));
+    args.max_requests = 40;
+    let started = std::time::Instant::now();
+    let report = run_load(args).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the cap did not stop the run"
+    );
+    assert!(report.request_cap_reached);
+    assert_eq!(report.sent_requests, 40);
+    let health = report
+        .endpoints
+        .iter()
+        .find(|e| e.name == "healthz")
+        .unwrap();
+    assert!(health.latency.count > 0);
+    assert_eq!(health.unexpected_failures, health.latency.count);
+    assert_eq!(report.unexpected_failures, health.unexpected_failures);
+    assert_eq!(health.status_counts["500"], health.latency.count);
+    assert!(health
+        .first_unexpected
+        .as_deref()
+        .unwrap()
+        .starts_with("HTTP 500"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_refuses_a_hub_that_does_not_list_the_project() {
+    let hub = MockHub::start(MockOptions::default()).await;
+    let seed = hub.out("other-seed.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(hub.seed()).unwrap()).unwrap();
+    v["memberToken"] = json!("wrong");
+    std::fs::write(&seed, v.to_string()).unwrap();
+    let mut args = load_args(&hub, 1, Duration::from_secs(1));
+    args.seed = seed;
+    let out = args.out.clone();
+    let msg = format!("{:#}", run_load(args).await.unwrap_err());
+    assert!(msg.contains("HTTP 401"), "{msg}");
+    assert!(!msg.contains('\n'));
+    assert!(!out.exists());
+}
