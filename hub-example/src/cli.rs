@@ -1,6 +1,6 @@
-//! The command line: `hub-example serve` and `hub-example seed` (more
-//! subcommands join the [`Command`] enum). Every failure is one line on
-//! standard error and a non-zero exit.
+//! The command line: `serve`, `seed`, `apibench`, `load` and `demo` (also
+//! what runs with no subcommand). Every failure is one line on standard
+//! error and a non-zero exit.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -13,6 +13,8 @@ use crate::app::{Hub, HubOptions};
 use crate::db::{
     migrate, pending_migrations, schema_version, Db, DbError, OpenMode, PoolOptions, LATEST_VERSION,
 };
+use crate::demo::{self, DemoArgs};
+use crate::harness::HarnessCommand;
 use crate::log::stdout_writer;
 use crate::seed::{seed_to_file, SeedOptions};
 use crate::settings::Settings;
@@ -33,6 +35,11 @@ pub enum Command {
     Serve(ServeArgs),
     /// Write a reproducible data set into a fresh database.
     Seed(SeedArgs),
+    /// Seed Hubs at 25, 100 and 500 agents, serve them traced, benchmark them and print a summary
+    Demo(DemoArgs),
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    Harness(HarnessCommand),
 }
 
 /// `hub-example serve`.
@@ -112,11 +119,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let result = match cli.command {
         Some(Command::Serve(args)) => serve(args),
         Some(Command::Seed(args)) => seed(args),
-        None => {
-            use clap::CommandFactory;
-            let _ = Cli::command().print_help();
-            return ExitCode::from(2);
-        }
+        Some(Command::Demo(args)) => run_async(demo::run(args)),
+        Some(Command::Harness(command)) => run_async(command.run()),
+        None => run_async(demo::run(DemoArgs::default())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -125,6 +130,16 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn run_async<T>(
+    work: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> Result<(), CliError> {
+    runtime()?
+        .block_on(work)
+        .map(drop)
+        // `{:#}` keeps the context chain on one line.
+        .map_err(|e| CliError::from(format!("{e:#}")))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {

@@ -17,6 +17,7 @@ pub mod authz;
 pub mod cli;
 pub mod clock;
 pub mod db;
+pub mod demo;
 pub mod events;
 pub mod harness;
 pub mod keys;

@@ -319,6 +319,7 @@ fn apibench_args(hub: &MockHub, out: &Path) -> ApibenchArgs {
         hub_perf_log: None,
         out: out.to_path_buf(),
         notes: "mock hub".into(),
+        quiet: false,
     }
 }
 

@@ -68,13 +68,19 @@ pub fn record_decision(outcome: Outcome) {
 /// its emission time. With no recorder in scope, just runs `emit`.
 #[inline]
 pub fn time_decision<R>(outcome: Outcome, emit: impl FnOnce() -> R) -> R {
-    if !is_tracing() {
+    let recorder = scope::current_ptr();
+    if recorder.is_null() {
         return emit();
     }
     let start = clock::now();
     let result = emit();
     let ticks = clock::span(start, clock::now());
-    with_current(|r| r.add_decision(outcome, ticks));
+    // Re-read: `emit` may have run in (and left) a nested scope; record only
+    // into the recorder that is still current.
+    if scope::current_ptr() == recorder {
+        // SAFETY: the current pointer is kept alive by its scope.
+        unsafe { &*recorder }.add_decision(outcome, ticks);
+    }
     result
 }
 

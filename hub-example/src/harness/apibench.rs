@@ -70,6 +70,9 @@ pub struct ApibenchArgs {
     /// Free text for the report: anything it cannot capture (e.g. other hubs on the host)
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub notes: String,
+    /// Print nothing and draw no progress bar (for callers with their own output).
+    #[arg(skip)]
+    pub quiet: bool,
 }
 
 /// One scenario to run: its name and the URL it requests.
@@ -281,7 +284,9 @@ pub fn trace_count(trace: &PerfTraceMap, header: &str) -> Option<u64> {
         .sum()
 }
 
-fn count_cell(s: &ScenarioReport, header: &str) -> String {
+/// One scenario's count over its attempts: the value when every attempt
+/// agrees, `min..max` when they differ, `-` without trace data.
+pub fn count_cell(s: &ScenarioReport, header: &str) -> String {
     let values: BTreeSet<u64> = s
         .attempts
         .iter()
@@ -346,7 +351,11 @@ pub async fn run(args: ApibenchArgs) -> anyhow::Result<Report> {
 
     let plan = scenarios(&base, &seed.project_id);
     let per_scenario = u64::from(args.warmup) + u64::from(args.runs);
-    let bar = progress_bar(per_scenario * plan.len() as u64);
+    let bar = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        progress_bar(per_scenario * plan.len() as u64)
+    };
     let mut reports = Vec::with_capacity(plan.len());
     for scenario in &plan {
         bar.set_message(scenario.name);
@@ -386,7 +395,9 @@ pub async fn run(args: ApibenchArgs) -> anyhow::Result<Report> {
 
     if let Some(log) = &args.hub_perf_log {
         let (joined, total) = join_with_settle(log, &mut reports).await?;
-        println!("joined {joined} of {total} attempts to hub perf_trace lines");
+        if !args.quiet {
+            println!("joined {joined} of {total} attempts to hub perf_trace lines");
+        }
     }
 
     let report = Report {
@@ -405,8 +416,10 @@ pub async fn run(args: ApibenchArgs) -> anyhow::Result<Report> {
         machine: machine_info,
     };
     write_json(&args.out, &report)?;
-    print!("{}", summary_table(&report));
-    println!("wrote {}", args.out.display());
+    if !args.quiet {
+        print!("{}", summary_table(&report));
+        println!("wrote {}", args.out.display());
+    }
     Ok(report)
 }
 
