@@ -1,0 +1,444 @@
+//! The guide's steps with this binary: seed a 25-agent Hub, start it with
+//! tracing on in a scrubbed environment with its output in a log file, run
+//! apibench with `--want-perf-trace --hub-perf-log`, and join a trace line
+//! to its attempt by request id (in Rust, and with the guide's literal `jq`
+//! commands when `jq` is installed). Then the demo, at two small sizes.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hub_example::app::PERF_TRACE_WARNING;
+use serde_json::Value;
+
+const SECRET: &str = "bench-secret-1";
+
+fn hub_example() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hub-example"))
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("temporary paths are UTF-8")
+}
+
+/// Runs the binary to the end; returns the exit code, stdout and stderr.
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = hub_example().args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A Hub process this test started; killed when dropped, failures included.
+struct Server {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the Hub accepts connections (or fails with its log).
+    fn wait_until_listening(&mut self, addr: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while TcpStream::connect(addr).is_err() {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("hub exited with {status}:\n{}", self.log_text());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "hub did not start:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// The JSON lines of a log (anything else is skipped).
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(Value::is_object)
+        .collect()
+}
+
+/// `name=value` pairs of a log line's keys `<prefix><name><suffix>`, sorted
+/// by name and joined by `,`: the header form apibench rebuilds.
+fn pairs_of(line: &Value, prefix: &str, suffix: &str) -> String {
+    let found: BTreeMap<&str, u64> = line
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_prefix(prefix)?.strip_suffix(suffix)?;
+            Some((name, v.as_u64().unwrap()))
+        })
+        .collect();
+    found
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The `count=..,allow=..,deny=..,other=..` part of a Decisions value.
+fn decision_counts(decisions: &str) -> String {
+    decisions
+        .split(',')
+        .filter(|p| !p.starts_with("audit_us="))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn jq_available() -> bool {
+    Command::new("jq")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Runs a shell script with `BENCH` set to the bench folder.
+fn sh(script: &str, bench: &Path) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .env("BENCH", bench)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_guides_steps_work_with_this_binary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bench = tmp.path();
+    let home = bench.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let db = bench.join("hub25.db");
+    let seed = bench.join("seed-25.json");
+    let log = bench.join("hub25.log");
+    let report_path = bench.join("api-25.json");
+
+    // Step 2: seed.
+    let (code, _, stderr) = run(&[
+        "seed",
+        "--db",
+        path(&db),
+        "--session-secret",
+        SECRET,
+        "--agents",
+        "25",
+        "--project-slug",
+        "bench-25",
+        "--out",
+        path(&seed),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let seed_doc: Value = serde_json::from_slice(&std::fs::read(&seed).unwrap()).unwrap();
+    let member_token = seed_doc["memberToken"].as_str().unwrap().to_owned();
+
+    // Step 3: start the Hub in a scrubbed environment, from the bench
+    // folder, output to the log file.
+    let port = free_port();
+    let out = File::create(&log).unwrap();
+    let err = out.try_clone().unwrap();
+    let child = hub_example()
+        .args([
+            "serve",
+            "--db",
+            path(&db),
+            "--session-secret",
+            SECRET,
+            "--port",
+            &port.to_string(),
+            "--host",
+            "127.0.0.1",
+            "--no-auto-migrate",
+        ])
+        .current_dir(bench)
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("SCION_CLI_MODE", "human")
+        .env("GCE_METADATA_HOST", "127.0.0.1:1")
+        .env("GCE_METADATA_IP", "127.0.0.1:1")
+        .env("SCION_SERVER_HUB_PERFTRACE", "true")
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap();
+    let mut server = Server {
+        child,
+        log: log.clone(),
+    };
+    let addr = format!("127.0.0.1:{port}");
+    server.wait_until_listening(&addr);
+    let startup = json_lines(&server.log_text());
+    assert!(
+        startup
+            .iter()
+            .any(|l| l["level"] == "WARN" && l["msg"] == PERF_TRACE_WARNING),
+        "no startup warning in the log: {startup:?}"
+    );
+
+    // Step 4: apibench with the trace headers asked for and the log joined.
+    let hub_url = format!("http://{addr}");
+    let (code, stdout, stderr) = run(&[
+        "apibench",
+        "--hub",
+        &hub_url,
+        "--seed",
+        path(&seed),
+        "--runs",
+        "5",
+        "--warmup",
+        "1",
+        "--want-perf-trace",
+        "--hub-perf-log",
+        path(&log),
+        "--out",
+        path(&report_path),
+        "--notes",
+        "one hub, otherwise idle host",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("joined 15 of 15 attempts"),
+        "stdout: {stdout}"
+    );
+    let report_text = std::fs::read_to_string(&report_path).unwrap();
+    assert!(!report_text.contains(&member_token), "a token leaked");
+    assert!(!report_text.contains(SECRET), "the secret leaked");
+    let report: Value = serde_json::from_str(&report_text).unwrap();
+    for key in ["memberToken", "ownerToken", "adminToken"] {
+        assert_eq!(report["seed"][key], "REDACTED", "{key}");
+    }
+    assert_eq!(report["machine"]["notes"], "one hub, otherwise idle host");
+    assert_eq!(report["effectiveSettings"]["wantPerfTrace"], true);
+    let scenarios = report["scenarios"].as_array().unwrap();
+    let names: Vec<&str> = scenarios
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "project-agents-list",
+            "global-agents-list-unscoped",
+            "global-agents-list-scoped"
+        ]
+    );
+    for scenario in scenarios {
+        let name = scenario["name"].as_str().unwrap();
+        assert_eq!(scenario["perfTraceAvailable"], true, "{name}");
+        assert_eq!(scenario["agentCount"], 25, "{name}");
+        assert_eq!(scenario["successCount"], 5, "{name}");
+        let attempts = scenario["attempts"].as_array().unwrap();
+        assert_eq!(attempts.len(), 5, "{name}");
+        for attempt in attempts {
+            assert_eq!(attempt["status"], 200, "{name}");
+            assert_eq!(attempt["perfTraceSource"], "hub-log", "{name}");
+            let calls = attempt["perfTrace"]["X-Scion-Perf-Store-Calls"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{name}: no store calls: {attempt}"));
+            assert!(!calls.is_empty(), "{name}");
+            // The member is no admin: the trace came from the log, so it
+            // includes serialize, which headers never carry.
+            assert!(
+                attempt["perfTrace"]["X-Scion-Perf-Phase-Counts"]
+                    .as_str()
+                    .unwrap()
+                    .contains("serialize=1"),
+                "{name}"
+            );
+        }
+        // Counts repeat exactly on every attempt (the warm-up took the first request).
+        let counts: Vec<(&Value, String)> = attempts
+            .iter()
+            .map(|a| {
+                (
+                    &a["perfTrace"]["X-Scion-Perf-Store-Calls"],
+                    decision_counts(a["perfTrace"]["X-Scion-Perf-Decisions"].as_str().unwrap()),
+                )
+            })
+            .collect();
+        assert!(counts.iter().all(|c| *c == counts[0]), "{name}: {counts:?}");
+    }
+
+    // Step 5: the raw line of the first project-list attempt, by request id.
+    let project = &scenarios[0];
+    let attempt = &project["attempts"][0];
+    let request_id = attempt["requestId"].as_str().unwrap();
+    assert!(!request_id.is_empty());
+    let lines = json_lines(&server.log_text());
+    let matching: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["msg"] == "perf_trace" && l["request_id"] == request_id)
+        .collect();
+    assert_eq!(matching.len(), 1, "one line for {request_id}");
+    let line = matching[0];
+    let trace = &attempt["perfTrace"];
+    assert_eq!(line["endpoint"], "agents.project.legacy");
+    assert_eq!(trace["X-Scion-Perf-Endpoint"], line["endpoint"]);
+    assert_eq!(
+        trace["X-Scion-Perf-Store-Calls"],
+        pairs_of(line, "store_", "_n").as_str()
+    );
+    assert_eq!(
+        trace["X-Scion-Perf-Phase-Counts"],
+        pairs_of(line, "phase_", "_n").as_str()
+    );
+    assert_eq!(
+        decision_counts(trace["X-Scion-Perf-Decisions"].as_str().unwrap()),
+        format!(
+            "count={},allow={},deny={},other={}",
+            line["audit_records"], line["audit_allow"], line["audit_deny"], line["audit_other"]
+        )
+    );
+    let per_method: u64 = line
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| k.starts_with("store_") && k.ends_with("_n"))
+        .map(|(_, v)| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(line["authz_store_calls"].as_u64(), Some(per_method));
+
+    // The same join with the guide's jq commands, when jq is installed.
+    if jq_available() {
+        let joined = sh(
+            r#"id=$(jq -r '.scenarios[] | select(.name == "project-agents-list") | .attempts[0].requestId' "$BENCH/api-25.json")
+jq -c --arg id "$id" 'select(.msg == "perf_trace" and .request_id == $id)' "$BENCH/hub25.log""#,
+            bench,
+        );
+        let jq_lines: Vec<Value> = joined
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(
+            jq_lines,
+            std::slice::from_ref(line),
+            "jq found another line"
+        );
+
+        let tsv = sh(
+            r#"jq -r '.scenarios[] | .name as $s | .attempts[] |
+  [$s, .perfTrace["X-Scion-Perf-Store-Calls"], .perfTrace["X-Scion-Perf-Decisions"]] | @tsv' \
+  "$BENCH/api-25.json""#,
+            bench,
+        );
+        let rows: Vec<Vec<&str>> = tsv.lines().map(|l| l.split('\t').collect()).collect();
+        assert_eq!(rows.len(), 15, "{tsv}");
+        for row in &rows {
+            assert_eq!(row.len(), 3, "{row:?}");
+            assert!(names.contains(&row[0]), "{row:?}");
+            assert!(row[1].contains('='), "{row:?}");
+            assert!(row[2].starts_with("count="), "{row:?}");
+        }
+    } else {
+        println!("jq is not installed: skipped the guide's literal jq commands");
+    }
+
+    drop(server);
+}
+
+#[test]
+fn the_demo_prints_its_table_and_keeps_its_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("demo");
+    let (code, stdout, stderr) = run(&[
+        "demo",
+        "--sizes",
+        "5,12",
+        "--runs",
+        "2",
+        "--compare-rounds",
+        "5",
+        "--out-dir",
+        path(&out_dir),
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+
+    let header = stdout
+        .lines()
+        .position(|l| l.starts_with("scenario") && l.contains("store calls"))
+        .unwrap_or_else(|| panic!("no table: {stdout}"));
+    let scenarios = [
+        "project-agents-list",
+        "global-agents-list-unscoped",
+        "global-agents-list-scoped",
+    ];
+    let mut rows = Vec::new();
+    for line in stdout.lines().skip(header + 2) {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        if cells.len() != 6 || !scenarios.contains(&cells[0]) {
+            break;
+        }
+        rows.push((cells[0].to_owned(), cells[1].to_owned()));
+    }
+    let mut expected = Vec::new();
+    for size in ["5", "12"] {
+        for scenario in scenarios {
+            expected.push((scenario.to_owned(), size.to_owned()));
+        }
+    }
+    assert_eq!(rows, expected, "{stdout}");
+    assert!(
+        stdout.contains("store calls equal at every size: yes"),
+        "{stdout}"
+    );
+
+    for name in [
+        "api-5.json",
+        "api-12.json",
+        "seed-5.json",
+        "seed-12.json",
+        "hub5.log",
+        "hub12.log",
+        "hub5-off.log",
+        "hub12-off.log",
+    ] {
+        assert!(out_dir.join(name).is_file(), "{name} missing");
+    }
+    for size in [5, 12] {
+        let report: Value = serde_json::from_slice(
+            &std::fs::read(out_dir.join(format!("api-{size}.json"))).unwrap(),
+        )
+        .unwrap();
+        for scenario in report["scenarios"].as_array().unwrap() {
+            assert_eq!(scenario["agentCount"], size);
+            assert_eq!(scenario["perfTraceAvailable"], true);
+            assert_eq!(scenario["successCount"], 2);
+        }
+        let log = std::fs::read_to_string(out_dir.join(format!("hub{size}.log"))).unwrap();
+        assert!(json_lines(&log).iter().any(|l| l["msg"] == "perf_trace"));
+    }
+}

@@ -1,0 +1,560 @@
+//! Counts as regression budgets: the agent endpoints' authorization store
+//! calls, decisions, agent-row reads and response bytes, on a fixed fixture,
+//! against baselines written below.
+//!
+//! The fixture is a fresh database seeded with rand seed 42: 100 agents in
+//! the main project and 10 in the second one (the seeder's fixed
+//! `OTHER_PROJECT_AGENTS`), read by the seeded non-admin member, on a Hub
+//! built with tracing on. Every request is served in-process with
+//! `perf_traced_request`, so no server is started and nothing depends on
+//! the host: the counts repeat exactly on every attempt after the first
+//! request.
+//!
+//! Updating a baseline for an intended change: run
+//!
+//! ```text
+//! cargo test -p hub-tests --test perf_budget -- --nocapture
+//! ```
+//!
+//! read the `measured:` line of each request, set its row in
+//! [`PERF_BUDGETS`] to the new values and [`PERF_BUDGET_BASELINE`] to where
+//! they were measured (`main <sha>`, or a short description of the change),
+//! and give the reason in the commit message. A value below its baseline by
+//! more than the margin prints a note (never a failure): lower the baseline
+//! in the same change so the improvement is held.
+
+mod hub_support;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use hub_example::authz::{ChannelAuditSink, TracedAuditEmitter};
+use hub_example::db::Db;
+use hub_example::events::EventBus;
+use hub_example::keys::{HubSchema, Phase};
+use hub_example::log::{CaptureBuffer, Logger};
+use hub_example::model::{
+    AccessConstraint, Agent, DelegationEdge, Group, GroupMembership, Id, PrincipalRef, Project,
+    ProjectMembership, RoleBinding, RoleDefinition, User, UserAccessToken,
+};
+use hub_example::perf::trace_layer;
+use hub_example::seed::{SeedDocument, OTHER_PROJECT_AGENTS};
+use hub_example::store::agent_rows::{read_agents, RowQuery, RowScope};
+use hub_example::store::{AuthzStore, CountedAuthzStore, SqliteStore, StoreResult};
+use hub_example::tokens::TokenSigner;
+use hub_example::{build_router, AppState};
+use hub_support::{Seeded, TestHub, SECRET};
+use perf_trace_core::{perf_traced_request, BudgetCheck, Snapshot};
+
+/// Where the baselines below were measured.
+const PERF_BUDGET_BASELINE: &str = "main adfea9d";
+
+/// Agents in the main project of the budget fixture.
+const AGENTS: u32 = 100;
+
+/// Agents in the main project of the second size, for the growth check.
+const SMALL_AGENTS: u32 = 25;
+
+/// One request's baseline.
+#[derive(Debug, Clone, Copy)]
+struct PerfBudget {
+    request: &'static str,
+    /// `authz_store_calls`: authorization store round trips.
+    authz_store_calls: u64,
+    /// `audit_records`: decisions.
+    audit_records: u64,
+    /// `audit_allow`: decisions that allowed.
+    audit_allow: u64,
+    /// `audit_deny`: decisions that denied.
+    audit_deny: u64,
+    /// `list_db_read`: agent-row reads (the phase's count).
+    list_db_read: u64,
+    /// `response_bytes`: the body's length.
+    response_bytes: u64,
+}
+
+/// The baselines, measured at [`PERF_BUDGET_BASELINE`] on the 100-agent fixture.
+const PERF_BUDGETS: &[PerfBudget] = &[
+    PerfBudget {
+        request: "project-first-page",
+        authz_store_calls: 13,
+        audit_records: 355,
+        audit_allow: 196,
+        audit_deny: 159,
+        list_db_read: 1,
+        response_bytes: 26018,
+    },
+    PerfBudget {
+        request: "project-page-by-ids",
+        authz_store_calls: 12,
+        audit_records: 26,
+        audit_allow: 16,
+        audit_deny: 10,
+        list_db_read: 1,
+        response_bytes: 1703,
+    },
+    PerfBudget {
+        request: "project-graph",
+        authz_store_calls: 13,
+        audit_records: 705,
+        audit_allow: 398,
+        audit_deny: 307,
+        list_db_read: 1,
+        response_bytes: 51772,
+    },
+    PerfBudget {
+        request: "global-first-page",
+        authz_store_calls: 11,
+        audit_records: 354,
+        audit_allow: 194,
+        audit_deny: 160,
+        list_db_read: 1,
+        response_bytes: 25915,
+    },
+    PerfBudget {
+        request: "global-legacy-full",
+        authz_store_calls: 11,
+        audit_records: 704,
+        audit_allow: 396,
+        audit_deny: 308,
+        list_db_read: 1,
+        response_bytes: 51669,
+    },
+    PerfBudget {
+        request: "global-compact",
+        authz_store_calls: 7,
+        audit_records: 104,
+        audit_allow: 101,
+        audit_deny: 3,
+        list_db_read: 1,
+        response_bytes: 20432,
+    },
+    PerfBudget {
+        request: "agent-by-id",
+        authz_store_calls: 9,
+        audit_records: 7,
+        audit_allow: 6,
+        audit_deny: 1,
+        list_db_read: 0,
+        response_bytes: 523,
+    },
+];
+
+/// One budgeted request.
+#[derive(Debug, Clone)]
+struct Shape {
+    name: &'static str,
+    uri: String,
+    /// Whether it lists agents (every request but the single agent).
+    list: bool,
+}
+
+/// The agents the by-id requests name: those the seeder writes first, by
+/// index, so they are the same kind of agent at every size (the first four
+/// have one creator each).
+#[derive(Debug, Clone)]
+struct Picks {
+    /// Three agents of the main project, with three different creators.
+    page_ids: [String; 3],
+    /// One agent of the main project, created by the member.
+    agent: String,
+}
+
+/// The budgeted requests, in the order they run.
+fn shapes(doc: &SeedDocument, picks: &Picks) -> Vec<Shape> {
+    let project = format!("/api/v1/projects/{}/agents", doc.project_id);
+    let list = |name, uri: String| Shape {
+        name,
+        uri,
+        list: true,
+    };
+    vec![
+        list("project-first-page", format!("{project}?limit=50")),
+        list(
+            "project-page-by-ids",
+            format!("{project}?ids={}", picks.page_ids.join(",")),
+        ),
+        list("project-graph", format!("{project}?limit=500")),
+        list("global-first-page", "/api/v1/agents?limit=50".into()),
+        list("global-legacy-full", "/api/v1/agents".into()),
+        list("global-compact", "/api/v1/agents?view=compact".into()),
+        Shape {
+            name: "agent-by-id",
+            uri: format!("/api/v1/agents/{}", picks.agent),
+            list: false,
+        },
+    ]
+}
+
+/// The host-independent figures of one traced request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Counts {
+    endpoint: &'static str,
+    store_calls: Vec<(&'static str, u64)>,
+    authz_store_calls: u64,
+    decisions: [u64; 4],
+    phases: Vec<(&'static str, u64)>,
+    list_db_read: u64,
+    response_bytes: u64,
+}
+
+impl Counts {
+    fn of(snapshot: &Snapshot, body_len: usize) -> Counts {
+        let d = &snapshot.decisions;
+        Counts {
+            endpoint: snapshot.endpoint,
+            store_calls: snapshot
+                .store_calls
+                .iter()
+                .map(|s| (s.name, s.count))
+                .collect(),
+            authz_store_calls: snapshot.authz_store_calls,
+            decisions: [d.records, d.allow, d.deny, d.other],
+            phases: snapshot.phases.iter().map(|s| (s.name, s.count)).collect(),
+            list_db_read: snapshot.phase(Phase::ListDbRead).count,
+            response_bytes: body_len as u64,
+        }
+    }
+
+    /// The budget check of these figures against `budget`.
+    fn check(&self, budget: &PerfBudget) -> BudgetCheck {
+        let [records, allow, deny, _] = self.decisions;
+        BudgetCheck::new(budget.request, PERF_BUDGET_BASELINE)
+            .count(
+                "authz_store_calls",
+                self.authz_store_calls,
+                budget.authz_store_calls,
+            )
+            .count("audit_records", records, budget.audit_records)
+            .count("audit_allow", allow, budget.audit_allow)
+            .count("audit_deny", deny, budget.audit_deny)
+            .count("list_db_read", self.list_db_read, budget.list_db_read)
+            .bytes("response_bytes", self.response_bytes, budget.response_bytes)
+    }
+}
+
+/// A GET as the member, the way a client sends it.
+fn member_get(doc: &SeedDocument, uri: &str) -> Request<Body> {
+    Request::get(uri)
+        .header("authorization", format!("Bearer {}", doc.member_token))
+        .body(Body::empty())
+        .unwrap()
+}
+
+/// Serves one request in-process with a fresh recorder; checks it is a 200.
+async fn traced(router: &Router, doc: &SeedDocument, shape: &Shape) -> Counts {
+    let response =
+        perf_traced_request::<HubSchema, _, _, _>(router.clone(), member_get(doc, &shape.uri))
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", shape.name));
+    assert_eq!(
+        response.status,
+        StatusCode::OK,
+        "{} ({}): {}",
+        shape.name,
+        shape.uri,
+        String::from_utf8_lossy(&response.body)
+    );
+    Counts::of(&response.snapshot, response.body.len())
+}
+
+/// The first request to a fresh Hub (the one the counts may differ on): the
+/// project's full list, from which the by-id requests pick their agents.
+async fn first_request(router: &Router, doc: &SeedDocument) -> Picks {
+    let uri = format!("/api/v1/projects/{}/agents?limit=500", doc.project_id);
+    let response = perf_traced_request::<HubSchema, _, _, _>(router.clone(), member_get(doc, &uri))
+        .await
+        .unwrap();
+    assert_eq!(response.status, StatusCode::OK, "the first request");
+    let json: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
+    let agents = json["agents"].as_array().unwrap();
+    assert_eq!(agents.len() as u32, doc.agent_count);
+    // Seeded names end in the agent's index (`amber-otter-00001`).
+    let by_index = |index: u32| -> String {
+        let suffix = format!("-{index:05}");
+        let agent = agents
+            .iter()
+            .find(|a| a["name"].as_str().unwrap().ends_with(&suffix))
+            .unwrap_or_else(|| panic!("no seeded agent {suffix}"));
+        agent["id"].as_str().unwrap().to_owned()
+    };
+    let creator = |id: &str| -> String {
+        let agent = agents.iter().find(|a| a["id"] == id).unwrap();
+        agent["createdBy"]["id"].as_str().unwrap().to_owned()
+    };
+    let picks = Picks {
+        page_ids: [by_index(0), by_index(1), by_index(2)],
+        agent: by_index(1),
+    };
+    let mut creators: Vec<String> = picks.page_ids.iter().map(|id| creator(id)).collect();
+    creators.sort();
+    creators.dedup();
+    assert_eq!(creators.len(), 3, "three creators: {creators:?}");
+    assert_eq!(creator(&picks.agent), doc.member_user_id.as_str());
+    picks
+}
+
+/// Every request's counts on `router`, each checked to repeat exactly on
+/// three attempts after the first request.
+async fn measure(router: &Router, doc: &SeedDocument) -> Vec<(Shape, Counts)> {
+    let picks = first_request(router, doc).await;
+    let mut out = Vec::new();
+    for shape in shapes(doc, &picks) {
+        let first = traced(router, doc, &shape).await;
+        for attempt in 2..=3 {
+            let again = traced(router, doc, &shape).await;
+            assert_eq!(
+                again, first,
+                "{}: attempt {attempt} differs from the first attempt",
+                shape.name
+            );
+        }
+        out.push((shape, first));
+    }
+    out
+}
+
+fn budget_of(request: &str) -> Option<&'static PerfBudget> {
+    PERF_BUDGETS.iter().find(|b| b.request == request)
+}
+
+/// Checks every request against its budget: prints the measured lines and
+/// the stale notes, and returns every over-budget message.
+fn check_all(measured: &[(Shape, Counts)]) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (shape, counts) in measured {
+        let Some(budget) = budget_of(shape.name) else {
+            failures.push(format!(
+                "{}: no baseline in PERF_BUDGETS; add one from its measured line",
+                shape.name
+            ));
+            continue;
+        };
+        if let Err(over) = counts.check(budget).check() {
+            failures.extend(over.failures);
+        }
+    }
+    failures
+}
+
+#[tokio::test]
+async fn agent_endpoints_stay_within_their_budgets() {
+    let hub = TestHub::traced(AGENTS);
+    let doc = hub.doc().clone();
+    assert_eq!(doc.agent_count, AGENTS);
+    assert_eq!(doc.other_agent_count, OTHER_PROJECT_AGENTS);
+    assert_eq!(OTHER_PROJECT_AGENTS, 10);
+    assert_eq!(doc.rand_seed, 42);
+
+    let measured = measure(&hub.router, &doc).await;
+    for (shape, counts) in &measured {
+        assert_ne!(counts.endpoint, "", "{}", shape.name);
+        assert_eq!(
+            counts.list_db_read,
+            u64::from(shape.list),
+            "{}: one agent-row read per list",
+            shape.name
+        );
+    }
+    assert_eq!(
+        PERF_BUDGETS.len(),
+        measured.len(),
+        "every row of PERF_BUDGETS is a request this test makes"
+    );
+    let failures = check_all(&measured);
+    assert!(
+        failures.is_empty(),
+        "over budget (baselines from {PERF_BUDGET_BASELINE}):\n{}",
+        failures.join("\n")
+    );
+}
+
+#[tokio::test]
+async fn store_calls_do_not_grow_with_the_number_of_agents() {
+    let small = TestHub::traced(SMALL_AGENTS);
+    let large = TestHub::traced(AGENTS);
+    let at_small = measure(&small.router, small.doc()).await;
+    let at_large = measure(&large.router, large.doc()).await;
+    assert_eq!(at_small.len(), at_large.len());
+    for ((shape, s), (_, l)) in at_small.iter().zip(&at_large) {
+        println!(
+            "store calls of {} at {SMALL_AGENTS} and {AGENTS} agents: {} / {}",
+            shape.name, s.authz_store_calls, l.authz_store_calls
+        );
+        assert_eq!(
+            (s.authz_store_calls, &s.store_calls),
+            (l.authz_store_calls, &l.store_calls),
+            "{}: store calls differ between {SMALL_AGENTS} and {AGENTS} agents",
+            shape.name
+        );
+        assert_eq!(
+            s.list_db_read, l.list_db_read,
+            "{}: agent-row reads differ between sizes",
+            shape.name
+        );
+    }
+}
+
+/// An authorization store with an N+1 read: its batched constraints read
+/// also reads every agent of the projects asked about, one `GetAgent` round
+/// trip each. Every read, the extra ones included, goes through the counting
+/// decorator, as any read on the request path does.
+struct RereadingStore {
+    store: CountedAuthzStore<SqliteStore>,
+    db: Db,
+}
+
+impl AuthzStore for RereadingStore {
+    fn get_effective_groups(&self, user_id: &str) -> StoreResult<Vec<Id>> {
+        self.store.get_effective_groups(user_id)
+    }
+    fn get_effective_groups_for_agent(&self, agent_id: &str) -> StoreResult<Vec<Id>> {
+        self.store.get_effective_groups_for_agent(agent_id)
+    }
+    fn get_parent_groups(&self, group_id: &str) -> StoreResult<Vec<Group>> {
+        self.store.get_parent_groups(group_id)
+    }
+    fn get_user_groups(&self, user_id: &str) -> StoreResult<Vec<Group>> {
+        self.store.get_user_groups(user_id)
+    }
+    fn get_group_membership(
+        &self,
+        group_id: &str,
+        principal: &PrincipalRef,
+    ) -> StoreResult<Option<GroupMembership>> {
+        self.store.get_group_membership(group_id, principal)
+    }
+    fn get_group_by_slug(&self, slug: &str) -> StoreResult<Option<Group>> {
+        self.store.get_group_by_slug(slug)
+    }
+    fn list_role_bindings_for_principals(
+        &self,
+        principals: &[PrincipalRef],
+    ) -> StoreResult<Vec<RoleBinding>> {
+        self.store.list_role_bindings_for_principals(principals)
+    }
+    fn list_role_bindings_for_principal(
+        &self,
+        principal: &PrincipalRef,
+    ) -> StoreResult<Vec<RoleBinding>> {
+        self.store.list_role_bindings_for_principal(principal)
+    }
+    fn get_role_definition(&self, id: &str) -> StoreResult<Option<RoleDefinition>> {
+        self.store.get_role_definition(id)
+    }
+    fn get_role_definitions_by_ids(&self, ids: &[Id]) -> StoreResult<Vec<RoleDefinition>> {
+        self.store.get_role_definitions_by_ids(ids)
+    }
+    fn get_role_definition_by_name(&self, name: &str) -> StoreResult<Option<RoleDefinition>> {
+        self.store.get_role_definition_by_name(name)
+    }
+    fn list_access_constraints(&self, project_ids: &[Id]) -> StoreResult<Vec<AccessConstraint>> {
+        let constraints = self.store.list_access_constraints(project_ids)?;
+        let rows = read_agents(
+            &self.db,
+            &RowQuery {
+                scope: &RowScope::Projects(project_ids.to_vec()),
+                ids: None,
+                page: None,
+            },
+        )?;
+        for agent in &rows.agents {
+            self.store.get_agent(&agent.id)?;
+        }
+        Ok(constraints)
+    }
+    fn get_delegation_edges_for_delegate(
+        &self,
+        delegate: &PrincipalRef,
+    ) -> StoreResult<Vec<DelegationEdge>> {
+        self.store.get_delegation_edges_for_delegate(delegate)
+    }
+    fn get_user(&self, id: &str) -> StoreResult<Option<User>> {
+        self.store.get_user(id)
+    }
+    fn get_user_access_token(&self, token_hash: &[u8; 32]) -> StoreResult<Option<UserAccessToken>> {
+        self.store.get_user_access_token(token_hash)
+    }
+    fn get_agent(&self, id: &str) -> StoreResult<Option<Agent>> {
+        self.store.get_agent(id)
+    }
+    fn get_project(&self, id: &str) -> StoreResult<Option<Project>> {
+        self.store.get_project(id)
+    }
+    fn get_project_membership(
+        &self,
+        project_id: &str,
+        user_id: &str,
+    ) -> StoreResult<Option<ProjectMembership>> {
+        self.store.get_project_membership(project_id, user_id)
+    }
+    fn get_hub_setting(&self, key: &str) -> StoreResult<Option<String>> {
+        self.store.get_hub_setting(key)
+    }
+}
+
+/// The Hub's traced router over [`RereadingStore`]: the same assembly as a
+/// Hub with tracing on, with the store swapped.
+fn rereading_router(seeded: &Seeded) -> Router {
+    let db = seeded.db();
+    let logger = Logger::new(CaptureBuffer::new().writer(), false);
+    let (sink, _audit_log) = ChannelAuditSink::start(16_384, 0);
+    let store = RereadingStore {
+        store: CountedAuthzStore::new(SqliteStore::new(db.clone())),
+        db: db.clone(),
+    };
+    let layer = trace_layer(&logger, db.pool_stats());
+    let state = AppState::new(
+        store,
+        TracedAuditEmitter::new(sink),
+        db,
+        EventBus::default(),
+        TokenSigner::from_session_secret(SECRET),
+    );
+    build_router(state, Some(layer))
+}
+
+#[tokio::test]
+async fn one_extra_read_per_agent_is_over_budget() {
+    let seeded = Seeded::new(AGENTS);
+    let doc = seeded.doc.clone();
+    let router = rereading_router(&seeded);
+    let measured = measure(&router, &doc).await;
+
+    let failures = check_all(&measured);
+    println!("over budget, as expected:\n{}", failures.join("\n"));
+    for (shape, counts) in &measured {
+        let budget = budget_of(shape.name).unwrap();
+        let check = counts.check(budget);
+        let bound = check
+            .bounds()
+            .iter()
+            .find(|b| b.name == "authz_store_calls")
+            .unwrap();
+        let expected = format!(
+            "{}: authz_store_calls = {} is over its budget {} (baseline {}",
+            shape.name,
+            counts.authz_store_calls,
+            bound.budget(),
+            budget.authz_store_calls
+        );
+        assert!(
+            failures.iter().any(|f| f.starts_with(&expected)),
+            "{}: no failure naming the store calls and their budget ({expected}...) in:\n{}",
+            shape.name,
+            failures.join("\n")
+        );
+        assert!(failures.iter().any(|f| f.contains(PERF_BUDGET_BASELINE)));
+    }
+    // Where the request returns every agent of the project, the regression is
+    // exactly one extra store call per returned agent.
+    let graph = &measured
+        .iter()
+        .find(|(s, _)| s.name == "project-graph")
+        .unwrap()
+        .1;
+    assert_eq!(
+        graph.authz_store_calls,
+        budget_of("project-graph").unwrap().authz_store_calls + u64::from(AGENTS)
+    );
+}
