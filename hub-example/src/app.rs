@@ -16,7 +16,12 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::api::{admin, agents, auth, events, method_not_allowed, not_found, public};
+use tower_http::catch_panic::CatchPanicLayer;
+
+use crate::api::{
+    admin, agents, auth, events, limit_request_size, method_not_allowed, not_found, panic_response,
+    public,
+};
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::db::Db;
 use crate::events::EventBus;
@@ -103,7 +108,24 @@ pub fn build_router<S: AuthzStore, A: AuditEmitter>(
     state: AppState<S, A>,
     trace: Option<HubTraceLayer>,
 ) -> Router {
-    let routes = Router::new()
+    build_router_with(state, trace, None)
+}
+
+/// [`build_router`] with `extra` routes merged in beside the Hub's own, so
+/// they are authenticated, traced and guarded like them. The Hub's command
+/// line never adds any; tests use it for routes the real Hub does not have
+/// (a handler that panics).
+///
+/// From the outside in: a handler panic becomes a JSON 500; oversized paths,
+/// queries and headers are refused; authentication; tracing; the routes.
+/// The panic guard sits outside tracing, so a panicking request still writes
+/// its line.
+pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
+    state: AppState<S, A>,
+    trace: Option<HubTraceLayer>,
+    extra: Option<Router>,
+) -> Router {
+    let routes: Router = Router::new()
         .route("/healthz", get(public::healthz))
         .route("/api/v1/settings/public", get(public::public_settings))
         .route(
@@ -122,17 +144,23 @@ pub fn build_router<S: AuthzStore, A: AuditEmitter>(
             put(admin::put_server_config::<S, A>),
         )
         .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed);
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state.clone());
+    let routes = match extra {
+        Some(extra) => routes.merge(extra),
+        None => routes,
+    };
     let routes = match trace {
         Some(layer) => routes.layer(layer),
         None => routes,
     };
     routes
         .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            state,
             auth::authenticate::<S, A>,
         ))
-        .with_state(state)
+        .layer(axum::middleware::from_fn(limit_request_size))
+        .layer(CatchPanicLayer::custom(panic_response))
 }
 
 /// How to build a Hub.
@@ -180,6 +208,17 @@ impl Hub {
     /// Builds the Hub over `db`. Tracing on logs the startup warning and
     /// installs the layer and both decorators; off installs none of them.
     pub fn new(db: Db, options: HubOptions) -> Hub {
+        Self::build(db, options, None)
+    }
+
+    /// Builds the Hub over `db` with `extra` routes beside its own (see
+    /// [`build_router_with`]): for tests that need a route the real Hub does
+    /// not have. The command line never calls it.
+    pub fn with_extra_routes(db: Db, options: HubOptions, extra: Router) -> Hub {
+        Self::build(db, options, Some(extra))
+    }
+
+    fn build(db: Db, options: HubOptions, extra: Option<Router>) -> Hub {
         let logger = Logger::new(options.log.clone(), options.settings.gcp_logs);
         let signer = TokenSigner::from_session_secret(&options.session_secret);
         let bus = EventBus::default();
@@ -190,19 +229,19 @@ impl Hub {
         fn assemble<S: AuthzStore, A: AuditEmitter>(
             store: S,
             audit: A,
-            parts: (Db, EventBus, TokenSigner),
+            parts: (Db, EventBus, TokenSigner, Option<Router>),
             trace: Option<HubTraceLayer>,
         ) -> (Router, &'static str, &'static str) {
-            let (db, bus, signer) = parts;
+            let (db, bus, signer, extra) = parts;
             let state = AppState::new(store, audit, db, bus, signer);
             (
-                build_router(state, trace),
+                build_router_with(state, trace, extra),
                 std::any::type_name::<S>(),
                 std::any::type_name::<A>(),
             )
         }
 
-        let parts = (db.clone(), bus.clone(), signer);
+        let parts = (db.clone(), bus.clone(), signer, extra);
         let (router, store_type, audit_type) = if perf_trace {
             logger.warn(PERF_TRACE_WARNING, &[("setting", PERF_TRACE_KEY.into())]);
             let layer = trace_layer(&logger, db.pool_stats());

@@ -32,4 +32,4 @@ pub mod store;
 pub mod tokens;
 pub mod views;
 
-pub use app::{build_router, AppState, Hub, HubOptions, RunningHub};
+pub use app::{build_router, build_router_with, AppState, Hub, HubOptions, RunningHub};

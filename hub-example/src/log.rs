@@ -1,8 +1,13 @@
 //! The Hub's own log: one JSON object per line (`time`, `level`, `msg`,
 //! `component`, then fields), written to the same sink as the perf_trace
 //! lines. With the GCP format the message key is `message`.
+//!
+//! Logging never fails a request. When the destination fails (standard
+//! output closed, a full disk), the first failure is reported once on
+//! standard error, and further lines are dropped silently.
 
-use std::io::Write;
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -41,11 +46,16 @@ impl Level {
     }
 }
 
+/// The message of the one report of a failing log destination.
+pub const LOG_FAILURE_MESSAGE: &str =
+    "log lines cannot be written; further failures are not reported";
+
 /// Writes JSON log lines.
 #[derive(Clone)]
 pub struct Logger {
     writer: SharedWriter,
     gcp: bool,
+    failure_reported: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Logger {
@@ -59,7 +69,11 @@ impl std::fmt::Debug for Logger {
 impl Logger {
     /// A logger writing to `writer`, in GCP format when `gcp`.
     pub fn new(writer: SharedWriter, gcp: bool) -> Self {
-        Logger { writer, gcp }
+        Logger {
+            writer,
+            gcp,
+            failure_reported: Arc::default(),
+        }
     }
 
     /// The writer lines go to.
@@ -72,8 +86,8 @@ impl Logger {
         self.gcp
     }
 
-    /// Writes one line. Failures to write are ignored: logging never fails a request.
-    pub fn log(&self, level: Level, msg: &str, fields: &[(&str, Value)]) {
+    /// Renders one line, newline included.
+    fn render(&self, level: Level, msg: &str, fields: &[(&str, Value)]) -> String {
         let time = humantime::format_rfc3339_nanos(SystemTime::now()).to_string();
         let mut line = String::with_capacity(128);
         line.push_str("{\"time\":");
@@ -96,10 +110,42 @@ impl Logger {
             line.push_str(&value.to_string());
         }
         line.push_str("}\n");
-        let mut writer = self.writer.lock();
-        let _ = writer
-            .write_all(line.as_bytes())
-            .and_then(|()| writer.flush());
+        line
+    }
+
+    /// Writes one line. A failure to write never reaches the caller; the
+    /// first one is reported (see [`Logger::report_failure`]).
+    pub fn log(&self, level: Level, msg: &str, fields: &[(&str, Value)]) {
+        let line = self.render(level, msg, fields);
+        let result = {
+            let mut writer = self.writer.lock();
+            writer
+                .write_all(line.as_bytes())
+                .and_then(|()| writer.flush())
+        };
+        if let Err(e) = result {
+            self.report_failure(&e);
+        }
+    }
+
+    /// Reports that the log destination failed with `error`: once for this
+    /// logger and all its clones (the perf_trace sink shares it), as one
+    /// JSON line on standard error. Later calls do nothing.
+    pub fn report_failure(&self, error: &io::Error) {
+        if self.failure_reported.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let line = self.render(
+            Level::Error,
+            LOG_FAILURE_MESSAGE,
+            &[("error", Value::from(error.to_string()))],
+        );
+        let _ = io::stderr().write_all(line.as_bytes());
+    }
+
+    /// Whether a failure of the destination has been reported.
+    pub fn failure_reported(&self) -> bool {
+        self.failure_reported.load(Ordering::Relaxed)
     }
 
     /// An informational line.
@@ -190,5 +236,29 @@ mod tests {
         assert!(lines[1].contains("\"message\":\"hello\""));
         assert!(!lines[1].contains("\"msg\""));
         serde_json::from_str::<Value>(&lines[0]).unwrap();
+    }
+
+    struct Broken;
+
+    impl Write for Broken {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(io::Error::from(io::ErrorKind::BrokenPipe))
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failing_destination_is_reported_once_for_every_clone() {
+        let logger = Logger::new(Arc::new(Mutex::new(Box::new(Broken))), false);
+        let clone = logger.clone();
+        assert!(!logger.failure_reported());
+        for _ in 0..3 {
+            logger.info("lost", &[]);
+            clone.error("lost too", &[]);
+        }
+        assert!(logger.failure_reported() && clone.failure_reported());
     }
 }

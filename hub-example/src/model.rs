@@ -320,6 +320,11 @@ impl FromStr for AgentActivity {
     }
 }
 
+/// The longest agent name, in bytes. Paging cursors carry the name of the
+/// last agent of a page; [`crate::paging`] accepts cursors long enough for
+/// any name up to this length.
+pub const MAX_AGENT_NAME_BYTES: usize = 256;
+
 /// An agent as the store returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Agent {
@@ -327,7 +332,8 @@ pub struct Agent {
     pub id: Id,
     /// The project it belongs to.
     pub project_id: Id,
-    /// Its name, unique within the project.
+    /// Its name, unique within the project (at most
+    /// [`MAX_AGENT_NAME_BYTES`]).
     pub name: String,
     /// Lifecycle phase.
     pub phase: AgentPhase,

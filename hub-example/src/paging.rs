@@ -8,14 +8,15 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use crate::model::{is_uuid, Agent, Id};
+use crate::model::{is_uuid, Agent, Id, MAX_AGENT_NAME_BYTES};
 
 /// The largest page.
 pub const MAX_LIMIT: u32 = 500;
 /// The page size when only a cursor or a sort is given.
 pub const DEFAULT_LIMIT: u32 = 50;
-/// The longest cursor accepted.
-const MAX_CURSOR_LEN: usize = 1024;
+/// The longest cursor accepted: base64 of the JSON of the longest name with
+/// every byte escaped (`\u0000`, 6 bytes), the sort, the id and the keys.
+pub const MAX_CURSOR_LEN: usize = (MAX_AGENT_NAME_BYTES * 6 + 128).div_ceil(3) * 4;
 
 /// What a page is sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,6 +244,146 @@ mod tests {
             decode_cursor(&wrong_type, Sort::default()),
             Err(PagingError::BadCursor)
         );
+    }
+
+    #[test]
+    fn the_longest_name_fits_a_cursor_even_fully_escaped() {
+        let sort = Sort::default();
+        for name in [
+            "\u{1}".repeat(MAX_AGENT_NAME_BYTES),
+            "\"".repeat(MAX_AGENT_NAME_BYTES),
+        ] {
+            let pos = CursorPosition {
+                value: SortValue::Text(name),
+                id: Id::from(ID),
+            };
+            let text = encode_cursor(sort, &pos);
+            assert!(text.len() <= MAX_CURSOR_LEN, "{}", text.len());
+            assert_eq!(decode_cursor(&text, sort), Ok(pos));
+        }
+    }
+
+    mod fuzz {
+        use super::*;
+        use proptest::prelude::*;
+
+        const SORTS: [&str; 6] = [
+            "name",
+            "-name",
+            "createdAt",
+            "-createdAt",
+            "updatedAt",
+            "-updatedAt",
+        ];
+
+        fn sort() -> impl Strategy<Value = Sort> {
+            proptest::sample::select(&SORTS[..]).prop_map(|s| Sort::parse(s).unwrap())
+        }
+
+        fn uuid() -> impl Strategy<Value = String> {
+            any::<[u8; 16]>().prop_map(crate::model::uuid_from_bytes)
+        }
+
+        /// A name of at most the longest length, in bytes.
+        fn name() -> impl Strategy<Value = String> {
+            proptest::collection::vec(any::<char>(), 0..MAX_AGENT_NAME_BYTES).prop_map(|chars| {
+                let mut name = String::new();
+                for c in chars {
+                    if name.len() + c.len_utf8() > MAX_AGENT_NAME_BYTES {
+                        break;
+                    }
+                    name.push(c);
+                }
+                name
+            })
+        }
+
+        /// Cursor-shaped JSON with any field types, base64url encoded.
+        fn cursor_like() -> impl Strategy<Value = String> {
+            let value = prop_oneof![
+                any::<i64>().prop_map(|v| v.to_string()),
+                "\\PC{0,20}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+                Just("null".to_owned()),
+                Just("[1]".to_owned()),
+                Just("1e999".to_owned()),
+            ];
+            (
+                proptest::sample::select(&["name", "-name", "createdAt", "x", ""][..]),
+                value,
+                prop_oneof![uuid(), "\\PC{0,40}"],
+            )
+                .prop_map(|(s, v, i)| {
+                    URL_SAFE_NO_PAD.encode(format!(
+                        r#"{{"s":"{s}","v":{v},"i":{}}}"#,
+                        serde_json::to_string(&i).unwrap()
+                    ))
+                })
+        }
+
+        proptest! {
+            #[test]
+            fn fuzz_cursor_decode_never_panics(text in "\\PC{0,200}", sort in sort()) {
+                let _ = decode_cursor(&text, sort);
+            }
+
+            #[test]
+            fn fuzz_cursor_decode_of_base64_garbage_never_panics(
+                bytes in proptest::collection::vec(any::<u8>(), 0..300),
+                sort in sort(),
+            ) {
+                let _ = decode_cursor(&URL_SAFE_NO_PAD.encode(bytes), sort);
+            }
+
+            #[test]
+            fn fuzz_cursor_decode_of_cursor_like_json_never_panics(text in cursor_like(), sort in sort()) {
+                if let Ok(pos) = decode_cursor(&text, sort) {
+                    prop_assert!(is_uuid(&pos.id));
+                }
+            }
+
+            #[test]
+            fn fuzz_cursor_round_trips(
+                sort in sort(),
+                name in name(),
+                time in any::<i64>(),
+                id in uuid(),
+            ) {
+                let value = match sort.field {
+                    SortField::Name => SortValue::Text(name),
+                    SortField::CreatedAt | SortField::UpdatedAt => SortValue::Int(time),
+                };
+                let pos = CursorPosition { value, id: Id::from(id) };
+                let text = encode_cursor(sort, &pos);
+                prop_assert!(text.len() <= MAX_CURSOR_LEN);
+                prop_assert_eq!(decode_cursor(&text, sort), Ok(pos));
+            }
+
+            #[test]
+            fn fuzz_page_params_never_panic(
+                limit in proptest::option::of("\\PC{0,24}"),
+                sort in proptest::option::of("-?\\PC{0,12}"),
+                cursor in proptest::option::of("[A-Za-z0-9_-]{0,64}"),
+            ) {
+                let _ = PageRequest::from_params(limit.as_deref(), sort.as_deref(), cursor.as_deref());
+            }
+
+            #[test]
+            fn fuzz_limits_accept_exactly_1_to_500(text in prop_oneof![
+                "\\PC{0,12}",
+                any::<i64>().prop_map(|n| n.to_string()),
+                (0u32..600).prop_map(|n| n.to_string()),
+            ]) {
+                let expected = text.parse::<u32>().ok().filter(|n| (1..=MAX_LIMIT).contains(n));
+                prop_assert_eq!(parse_limit(&text).ok(), expected);
+            }
+
+            #[test]
+            fn fuzz_sorts_parse_only_known_keys(text in "-?\\PC{0,12}") {
+                if let Ok(sort) = Sort::parse(&text) {
+                    prop_assert_eq!(sort.as_param(), text.as_str());
+                }
+            }
+        }
     }
 
     #[test]

@@ -37,16 +37,13 @@ impl TracePolicy<HubSchema> for HubPolicy {
 pub type HubTraceLayer = PerfTraceLayer<HubSchema, HubPolicy>;
 
 /// Builds the layer: lines in the logger's format and to its destination,
-/// pool figures from `pool`. A failing destination is reported once through
-/// the logger.
+/// pool figures from `pool`. A failing destination is reported once, on
+/// standard error, shared with the logger's own report (the destination is
+/// the same, so one report covers both).
 pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>) -> HubTraceLayer {
     let report = logger.clone();
-    let sink = LineSink::new(SharedWrite(logger.writer().clone())).on_failure(move |e| {
-        report.error(
-            "perf_trace lines cannot be written; further failures are not reported",
-            &[("error", serde_json::Value::from(e.to_string()))],
-        )
-    });
+    let sink = LineSink::new(SharedWrite(logger.writer().clone()))
+        .on_failure(move |e| report.report_failure(e));
     let format = LineFormat::new(COMPONENT).gcp(logger.gcp());
     PerfTraceLayer::new(HubPolicy, Emitter::new(format, sink)).with_pool(pool)
 }

@@ -194,4 +194,109 @@ mod tests {
         assert!(hashes_match(&token_hash(&token), &token_hash(&token)));
         assert!(!hashes_match(&token_hash(&token), &token_hash("other")));
     }
+
+    /// Secrets are compared only in constant time: the bearer token's MAC
+    /// through `hmac`'s `verify_slice` (which compares with `subtle`), and
+    /// access-token hashes through `subtle::ConstantTimeEq`. This test pins
+    /// that down in the source, so a later `==` on a MAC or a hash fails it.
+    #[test]
+    fn secrets_are_compared_in_constant_time() {
+        let source = include_str!("tokens.rs");
+        let code = &source[..source.find("#[cfg(test)]").unwrap()];
+        assert!(code.contains("mac.verify_slice(&tag)"));
+        assert!(code.contains("a.ct_eq(b).into()"));
+        for forbidden in ["tag ==", "== tag", "finalize() ==", "a == b", "hash =="] {
+            assert!(!code.contains(forbidden), "{forbidden}");
+        }
+        // And they still answer correctly, whatever differs.
+        let hash = token_hash("scpat_x");
+        for i in [0, 15, 31] {
+            let mut other = hash;
+            other[i] ^= 1;
+            assert!(!hashes_match(&hash, &other));
+        }
+        assert!(hashes_match(&hash, &token_hash("scpat_x")));
+    }
+
+    mod fuzz {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn uuid() -> impl Strategy<Value = String> {
+            any::<[u8; 16]>().prop_map(crate::model::uuid_from_bytes)
+        }
+
+        fn subject() -> impl Strategy<Value = TokenSubject> {
+            (any::<bool>(), uuid()).prop_map(|(user, id)| {
+                if user {
+                    TokenSubject::User(id)
+                } else {
+                    TokenSubject::Agent(id)
+                }
+            })
+        }
+
+        /// `scb1.<base64 of payload-like text>.<base64 of bytes>`.
+        fn token_like() -> impl Strategy<Value = String> {
+            let payload = prop_oneof!["[ua]:[a-f0-9-]{0,40}:-?[0-9]{0,20}", "\\PC{0,60}",];
+            (payload, proptest::collection::vec(any::<u8>(), 0..40)).prop_map(|(p, tag)| {
+                format!(
+                    "{BEARER_PREFIX}{}.{}",
+                    URL_SAFE_NO_PAD.encode(p),
+                    URL_SAFE_NO_PAD.encode(tag)
+                )
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn fuzz_token_verify_never_panics(token in "\\PC{0,200}", now in any::<i64>()) {
+                let signer = TokenSigner::from_session_secret("fuzz");
+                let _ = signer.verify(&token, now);
+                let _ = is_access_token(&token);
+                let _ = token_hash(&token);
+            }
+
+            #[test]
+            fn fuzz_token_like_text_never_verifies(token in token_like(), now in any::<i64>()) {
+                let signer = TokenSigner::from_session_secret("fuzz");
+                let result = signer.verify(&token, now);
+                prop_assert!(result.is_err(), "{:?}", result);
+            }
+
+            #[test]
+            fn fuzz_tokens_round_trip_until_expiry(
+                subject in subject(),
+                expires_at in any::<i64>(),
+                now in any::<i64>(),
+                secret in "\\PC{0,40}",
+            ) {
+                let signer = TokenSigner::from_session_secret(&secret);
+                let token = signer.issue(&subject, expires_at);
+                let result = signer.verify(&token, now);
+                if expires_at > now {
+                    prop_assert_eq!(result, Ok(subject));
+                } else {
+                    prop_assert_eq!(result, Err(TokenError::Expired));
+                }
+            }
+
+            #[test]
+            fn fuzz_any_change_to_a_token_fails_it(
+                subject in subject(),
+                at in any::<prop::sample::Index>(),
+                replacement in proptest::char::range('-', 'z'),
+            ) {
+                let signer = TokenSigner::from_session_secret("fuzz");
+                let token = signer.issue(&subject, i64::MAX);
+                let at = at.index(token.len());
+                let mut changed = token.clone();
+                changed.replace_range(at..=at, &replacement.to_string());
+                prop_assume!(changed != token);
+                prop_assert!(signer.verify(&changed, 0).is_err(), "{}", changed);
+                let other = TokenSigner::from_session_secret("another");
+                prop_assert_eq!(other.verify(&token, 0), Err(TokenError::BadSignature));
+            }
+        }
+    }
 }

@@ -178,4 +178,32 @@ mod tests {
             assert_eq!(err.status(), 400, "{body}");
         }
     }
+
+    mod fuzz {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn fuzz_server_config_bodies_never_panic(body in proptest::collection::vec(any::<u8>(), 0..300)) {
+                if let Err(e) = parse_server_config(&body) {
+                    prop_assert!(matches!(e.status().as_u16(), 400 | 422));
+                }
+            }
+
+            #[test]
+            fn fuzz_yaml_like_bodies_never_panic(body in r#"[{}\[\]:,"'a-z_.\- \n0-9!&*|>]{0,200}"#) {
+                if let Err(e) = parse_server_config(body.as_bytes()) {
+                    prop_assert!(matches!(e.status().as_u16(), 400 | 422));
+                }
+            }
+
+            #[test]
+            fn fuzz_deep_nesting_never_panics(depth in 0usize..2000, open in "[\\[{]") {
+                let close = if open == "[" { "]" } else { "}" };
+                let body = format!("{}{}", open.repeat(depth), close.repeat(depth));
+                let _ = parse_server_config(body.as_bytes());
+            }
+        }
+    }
 }

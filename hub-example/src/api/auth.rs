@@ -115,3 +115,65 @@ pub async fn authenticate<S: AuthzStore, A: AuditEmitter>(
         Err(_) => ApiError::internal().into_response(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn with_authorization(value: &[u8]) -> Option<HeaderMap> {
+        let value = HeaderValue::from_bytes(value).ok()?;
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, value);
+        Some(headers)
+    }
+
+    #[test]
+    fn bearer_credentials_are_checked_without_echoing_them() {
+        let ok = with_authorization(b"Bearer scb1.abc.def").unwrap();
+        assert_eq!(bearer(&ok).unwrap(), "scb1.abc.def");
+        let lower = with_authorization(b"bearer  tok ").unwrap();
+        assert_eq!(bearer(&lower).unwrap(), "tok");
+        for bad in [
+            &b"Basic dXNlcjpwYXNz"[..],
+            b"Bearer",
+            b"Bearer ",
+            b"tok",
+            b"Bearer \xff\xfe",
+        ] {
+            let headers = with_authorization(bad).unwrap();
+            let err = bearer(&headers).unwrap_err();
+            assert_eq!(err.status(), 401);
+            assert!(!err.body().to_string().contains("dXNl"));
+        }
+        let long = format!("Bearer {}", "a".repeat(MAX_TOKEN_LEN + 1));
+        assert!(bearer(&with_authorization(long.as_bytes()).unwrap()).is_err());
+        assert!(bearer(&HeaderMap::new()).is_err());
+    }
+
+    mod fuzz {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn fuzz_authorization_headers_never_panic(
+                value in proptest::collection::vec(any::<u8>(), 0..200),
+            ) {
+                if let Some(headers) = with_authorization(&value) {
+                    match bearer(&headers) {
+                        Ok(token) => prop_assert!(!token.is_empty() && token.len() <= MAX_TOKEN_LEN),
+                        Err(e) => prop_assert_eq!(e.status(), 401),
+                    }
+                }
+            }
+
+            #[test]
+            fn fuzz_bearer_like_headers_never_panic(token in "(?i:bearer)? ?\\PC{0,100}") {
+                if let Some(headers) = with_authorization(token.as_bytes()) {
+                    let _ = bearer(&headers);
+                }
+            }
+        }
+    }
+}

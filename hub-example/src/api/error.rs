@@ -71,7 +71,10 @@ impl ApiError {
 impl From<DbError> for ApiError {
     fn from(e: DbError) -> Self {
         if e.is_busy() {
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "database busy, try again")
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "database busy or locked, try again later",
+            )
         } else {
             ApiError::internal()
         }
@@ -86,12 +89,19 @@ impl From<tokio::task::JoinError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
+        let mut response = (
             self.status,
             [(header::CONTENT_TYPE, "application/json")],
             self.body.to_string(),
         )
-            .into_response()
+            .into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            // Busy is temporary: say when to come back.
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 

@@ -6,8 +6,12 @@ pub mod auth;
 mod error;
 pub mod events;
 mod lazy_json;
+mod limits;
 pub mod params;
 pub mod public;
 
 pub use error::{method_not_allowed, not_found, ApiError};
 pub use lazy_json::LazyJson;
+pub use limits::{
+    limit_request_size, panic_response, MAX_HEADER_BYTES, MAX_PATH_BYTES, MAX_QUERY_BYTES,
+};

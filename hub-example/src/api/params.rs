@@ -73,9 +73,9 @@ pub fn parse_id_list(text: &str) -> Result<Vec<Id>, ApiError> {
         if !ids.contains(&id) {
             ids.push(id);
         }
-    }
-    if ids.len() > MAX_IDS {
-        return Err(ApiError::bad_request("at most 100 ids"));
+        if ids.len() > MAX_IDS {
+            return Err(ApiError::bad_request("at most 100 ids"));
+        }
     }
     Ok(ids)
 }
@@ -110,5 +110,59 @@ mod tests {
         assert!(parse_id_list("").is_err());
         let err = parse_id("<script>", "agent").unwrap_err();
         assert!(!err.body().to_string().contains("script"));
+    }
+
+    mod fuzz {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn uuid() -> impl Strategy<Value = String> {
+            any::<[u8; 16]>().prop_map(crate::model::uuid_from_bytes)
+        }
+
+        proptest! {
+            #[test]
+            fn fuzz_query_strings_never_panic(query in "\\PC{0,200}", name in "[a-z]{1,8}") {
+                let params = Params::parse(Some(&query));
+                let _ = params.single(&name);
+                let _ = params.all(&name).count();
+                let _ = params.has_any(&["limit", "cursor", "sort"]);
+                if let Ok(Some(view)) = params.single("view") {
+                    let _ = parse_view(Some(view));
+                }
+            }
+
+            #[test]
+            fn fuzz_id_lists_never_panic_and_errors_echo_nothing(text in "\\PC{0,300}") {
+                match parse_id_list(&text) {
+                    Ok(ids) => prop_assert!((1..=MAX_IDS).contains(&ids.len())),
+                    Err(e) => {
+                        prop_assert_eq!(e.status(), 400);
+                        let message = e.body()["error"].as_str().unwrap().to_owned();
+                        prop_assert!(message == "invalid agent id" || message == "at most 100 ids");
+                    }
+                }
+            }
+
+            #[test]
+            fn fuzz_id_lists_keep_valid_ids_once_in_order(
+                ids in proptest::collection::vec(uuid(), 1..MAX_IDS),
+            ) {
+                let mut text = ids.join(",");
+                text.push(',');
+                text.push_str(&ids[0]);
+                let parsed = parse_id_list(&text).unwrap();
+                let mut unique: Vec<&String> = Vec::new();
+                for id in &ids {
+                    if !unique.contains(&id) {
+                        unique.push(id);
+                    }
+                }
+                prop_assert_eq!(parsed.len(), unique.len());
+                for (got, want) in parsed.iter().zip(unique) {
+                    prop_assert_eq!(&**got, want.as_str());
+                }
+            }
+        }
     }
 }

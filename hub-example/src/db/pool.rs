@@ -17,8 +17,6 @@ use super::DbError;
 /// A pooled connection.
 pub type Conn = PooledConnection<SqliteConnectionManager>;
 
-/// How long a statement waits on a locked database before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Prepared statements kept per connection.
 const STATEMENT_CACHE: usize = 64;
 
@@ -40,6 +38,9 @@ pub struct PoolOptions {
     pub min_idle: u32,
     /// How long a checkout waits for a connection before failing with 503.
     pub checkout_timeout: Duration,
+    /// How long a statement waits on a database another connection has
+    /// locked before failing with 503.
+    pub busy_timeout: Duration,
 }
 
 impl Default for PoolOptions {
@@ -48,6 +49,7 @@ impl Default for PoolOptions {
             max_size: 8,
             min_idle: 2,
             checkout_timeout: Duration::from_secs(5),
+            busy_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -75,8 +77,8 @@ impl std::fmt::Debug for Db {
     }
 }
 
-fn configure(conn: &mut Connection) -> Result<(), rusqlite::Error> {
-    conn.busy_timeout(BUSY_TIMEOUT)?;
+fn configure(conn: &mut Connection, busy_timeout: Duration) -> Result<(), rusqlite::Error> {
+    conn.busy_timeout(busy_timeout)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
 }
@@ -84,10 +86,15 @@ fn configure(conn: &mut Connection) -> Result<(), rusqlite::Error> {
 impl Db {
     /// Opens the file at `path`, checks that it can be written, switches it to
     /// WAL mode, and builds the pool. Fails at once (no retries) when the file
-    /// is missing, unreadable or read-only.
+    /// is missing, unreadable or read-only: read-only by its permissions (no
+    /// write bit, which is refused even where the process could override
+    /// it) or as SQLite opens it.
     pub fn open(path: &Path, mode: OpenMode, options: PoolOptions) -> Result<Db, DbError> {
         if mode == OpenMode::MustExist && !path.is_file() {
             return Err(DbError::Missing(path.to_path_buf()));
+        }
+        if path.is_file() && has_no_write_permission(path) {
+            return Err(DbError::ReadOnly(path.to_path_buf()));
         }
         let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -101,7 +108,7 @@ impl Db {
         };
         // One plain connection first: it fails fast where the pool would retry.
         let mut first = Connection::open_with_flags(path, flags).map_err(open_err)?;
-        configure(&mut first).map_err(open_err)?;
+        configure(&mut first, options.busy_timeout).map_err(open_err)?;
         if first.is_readonly(rusqlite::MAIN_DB).map_err(open_err)? {
             return Err(DbError::ReadOnly(path.to_path_buf()));
         }
@@ -117,7 +124,7 @@ impl Db {
 
         let manager = SqliteConnectionManager::file(path)
             .with_flags(flags)
-            .with_init(configure);
+            .with_init(move |conn| configure(conn, options.busy_timeout));
         let pool = r2d2::Pool::builder()
             .max_size(options.max_size)
             .min_idle(Some(options.min_idle.min(options.max_size)))
@@ -158,6 +165,11 @@ impl Db {
     }
 }
 
+/// Whether the file's permissions grant nobody write access.
+fn has_no_write_permission(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.permissions().readonly())
+}
+
 impl PoolStats for Db {
     fn pool_figures(&self) -> PoolFigures {
         let state = self.pool.state();
@@ -184,6 +196,50 @@ mod tests {
     }
 
     #[test]
+    fn a_read_only_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hub.db");
+        drop(Db::open(&path, OpenMode::CreateIfMissing, PoolOptions::default()).unwrap());
+        let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+        permissions.set_readonly(true);
+        std::fs::set_permissions(&path, permissions).unwrap();
+        let err = Db::open(&path, OpenMode::MustExist, PoolOptions::default()).unwrap_err();
+        assert!(matches!(err, DbError::ReadOnly(_)), "{err}");
+        assert!(err.to_string().ends_with("is read-only"), "{err}");
+    }
+
+    #[test]
+    fn a_locked_database_fails_after_the_busy_timeout_as_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hub.db");
+        let options = PoolOptions {
+            busy_timeout: Duration::from_millis(20),
+            ..PoolOptions::default()
+        };
+        let db = Db::open(&path, OpenMode::CreateIfMissing, options).unwrap();
+        db.conn()
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x INTEGER)")
+            .unwrap();
+        let locker = Connection::open(&path).unwrap();
+        locker
+            .execute_batch("BEGIN EXCLUSIVE; INSERT INTO t VALUES (1);")
+            .unwrap();
+        let err = db
+            .conn()
+            .unwrap()
+            .execute("INSERT INTO t VALUES (2)", [])
+            .map_err(DbError::from)
+            .unwrap_err();
+        assert!(err.is_busy(), "{err}");
+        locker.execute_batch("COMMIT").unwrap();
+        db.conn()
+            .unwrap()
+            .execute("INSERT INTO t VALUES (2)", [])
+            .unwrap();
+    }
+
+    #[test]
     fn waits_are_counted_only_when_no_connection_is_idle() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("hub.db");
@@ -191,6 +247,7 @@ mod tests {
             max_size: 1,
             min_idle: 1,
             checkout_timeout: Duration::from_millis(50),
+            ..PoolOptions::default()
         };
         let db = Db::open(&path, OpenMode::CreateIfMissing, options).unwrap();
         let held = db.conn().unwrap();

@@ -273,4 +273,95 @@ mod tests {
             .rerooted("groups", "ops")
             .matches("groups.ops.status"));
     }
+
+    mod fuzz {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn uuid() -> impl Strategy<Value = String> {
+            any::<[u8; 16]>().prop_map(crate::model::uuid_from_bytes)
+        }
+
+        /// Text made of the grammar's own pieces, so most of it gets deep
+        /// into the parser.
+        fn subject_like() -> impl Strategy<Value = String> {
+            let piece = prop_oneof![
+                Just("projects".to_owned()),
+                Just("agents".to_owned()),
+                Just("groups".to_owned()),
+                Just("users".to_owned()),
+                Just("me".to_owned()),
+                Just("*".to_owned()),
+                Just(">".to_owned()),
+                Just(String::new()),
+                uuid(),
+                "[a-z0-9_-]{1,12}",
+                "\\PC{1,4}",
+            ];
+            proptest::collection::vec(piece, 0..10).prop_map(|p| p.join("."))
+        }
+
+        fn tail() -> impl Strategy<Value = Vec<String>> {
+            proptest::collection::vec("[A-Za-z0-9_-]{1,10}", 1..6)
+        }
+
+        proptest! {
+            #[test]
+            fn fuzz_subject_lists_never_panic(
+                list in proptest::collection::vec("\\PC{0,80}", 0..20),
+            ) {
+                let _ = parse_subjects(list.iter().map(String::as_str));
+            }
+
+            #[test]
+            fn fuzz_subject_like_lists_never_panic(
+                list in proptest::collection::vec(subject_like(), 0..20),
+                concrete in subject_like(),
+            ) {
+                if let Ok(subjects) = parse_subjects(list.iter().map(String::as_str)) {
+                    prop_assert!(!subjects.is_empty() && subjects.len() <= MAX_SUBJECTS);
+                    for subject in subjects {
+                        let (Subject::Project { pattern, .. }
+                        | Subject::Agent { pattern, .. }
+                        | Subject::Group { pattern, .. }
+                        | Subject::User { pattern, .. }) = subject;
+                        let _ = pattern.matches(&concrete);
+                        let _ = pattern.rerooted("groups", "x").matches(&concrete);
+                    }
+                }
+            }
+
+            #[test]
+            fn fuzz_literal_subjects_parse_and_match_themselves(
+                project in uuid(),
+                tail in tail(),
+                more in "[A-Za-z0-9_-]{1,10}",
+            ) {
+                let subject = format!("projects.{project}.{}", tail.join("."));
+                prop_assume!(subject.len() <= 256 && tail.len() + 2 <= 8);
+                let parsed = parse_subject(&subject).unwrap();
+                let Subject::Project { project: id, pattern } = parsed else {
+                    panic!("not a project subject: {subject}");
+                };
+                prop_assert_eq!(&*id, project.as_str());
+                prop_assert!(pattern.matches(&subject));
+                let longer = format!("{subject}.{more}");
+                prop_assert!(!pattern.matches(&longer));
+            }
+
+            #[test]
+            fn fuzz_rest_wildcards_match_every_longer_subject(
+                agent in uuid(),
+                rest in tail(),
+            ) {
+                let Subject::Agent { pattern, .. } = parse_subject(&format!("agents.{agent}.>")).unwrap() else {
+                    panic!("not an agent subject");
+                };
+                let subject = format!("agents.{agent}.{}", rest.join("."));
+                prop_assert!(pattern.matches(&subject));
+                let bare = format!("agents.{agent}");
+                prop_assert!(!pattern.matches(&bare));
+            }
+        }
+    }
 }

@@ -529,6 +529,7 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
                 .map(|(s, n)| (s.to_string(), *n))
                 .collect(),
             first_unexpected: t.first_unexpected,
+            rps: per_second(t.latencies_us.len() as u64, elapsed.as_secs_f64()),
             latency: latency_summary_us(&t.latencies_us),
         });
     }
@@ -546,11 +547,7 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
         requested_duration_seconds: args.duration.as_secs_f64(),
         duration_seconds: round_ms(duration_seconds),
         total_requests,
-        rps: if duration_seconds > 0.0 {
-            (total_requests as f64 / duration_seconds * 10.0).round() / 10.0
-        } else {
-            0.0
-        },
+        rps: per_second(total_requests, duration_seconds),
         expected_failures: endpoints.iter().map(|e| e.expected_failures).sum(),
         unexpected_failures: endpoints.iter().map(|e| e.unexpected_failures).sum(),
         sent_requests: endpoints.iter().map(|e| e.sent).sum(),
@@ -564,6 +561,15 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
     print!("{}", load_table(&report));
     println!("wrote {}", args.out.display());
     Ok(report)
+}
+
+/// `count / seconds`, to one decimal; 0 for an empty run.
+fn per_second(count: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        (count as f64 / seconds * 10.0).round() / 10.0
+    } else {
+        0.0
+    }
 }
 
 fn latency_cells(l: &LatencySummary) -> [String; 6] {
@@ -582,6 +588,7 @@ pub fn load_table(report: &LoadReport) -> String {
     let mut t = Table::new([
         "endpoint",
         "count",
+        "rps",
         "exp fail",
         "unexp fail",
         "avg ms",
@@ -595,6 +602,7 @@ pub fn load_table(report: &LoadReport) -> String {
         let mut row = vec![
             e.name.clone(),
             e.latency.count.to_string(),
+            format!("{:.1}", e.rps),
             e.expected_failures.to_string(),
             e.unexpected_failures.to_string(),
         ];
@@ -604,6 +612,7 @@ pub fn load_table(report: &LoadReport) -> String {
     let mut row = vec![
         "all".to_owned(),
         report.overall.count.to_string(),
+        format!("{:.1}", report.rps),
         report.expected_failures.to_string(),
         report.unexpected_failures.to_string(),
     ];

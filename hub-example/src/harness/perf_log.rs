@@ -592,20 +592,18 @@ mod tests {
         use proptest::prelude::*;
 
         proptest! {
-            #![proptest_config(ProptestConfig::with_cases(2000))]
-
             #[test]
-            fn never_panics_on_any_text(s in "\\PC*") {
+            fn fuzz_perf_line_never_panics_on_any_text(s in "\\PC*") {
                 let _ = parse_perf_line(&s);
             }
 
             #[test]
-            fn never_panics_on_json_like_text(s in r#"[{}\[\]":,0-9a-z_ .\-\\]{0,200}"#) {
+            fn fuzz_perf_line_never_panics_on_json_like_text(s in r#"[{}\[\]":,0-9a-z_ .\-\\]{0,200}"#) {
                 let _ = parse_perf_line(&s);
             }
 
             #[test]
-            fn never_panics_on_mutated_guide_lines(
+            fn fuzz_perf_line_never_panics_on_mutated_guide_lines(
                 cut in 0..GUIDE_LINE.len(),
                 at in 0..GUIDE_LINE.len(),
                 insert in "\\PC{0,8}",
@@ -617,7 +615,7 @@ mod tests {
             }
 
             #[test]
-            fn any_figure_value_never_panics(value in prop_oneof![
+            fn fuzz_perf_line_figure_values_parse_exactly(value in prop_oneof![
                 any::<i64>().prop_map(|v| v.to_string()),
                 any::<f64>().prop_map(|v| format!("{v:?}")),
                 "\\PC{0,12}".prop_map(|s| serde_json::to_string(&s).unwrap()),

@@ -214,6 +214,9 @@ pub struct EndpointLoad {
     pub status_counts: BTreeMap<String, u64>,
     /// The first unexpected outcome seen, for diagnosis.
     pub first_unexpected: Option<String>,
+    /// Completed requests of this endpoint per second of the run.
+    #[serde(default)]
+    pub rps: f64,
     /// Latency over completed requests; `count` is the number completed.
     #[serde(flatten)]
     pub latency: LatencySummary,

@@ -1,0 +1,657 @@
+//! Bad input, one table: malformed and unknown ids, cursors, limits, sorts,
+//! subject lists, credentials, perf-trace trigger values, oversized headers
+//! and query strings, paths that are not UTF-8. Each row is a request sent
+//! to a served Hub over a real connection and the status it must get. Every
+//! error is JSON `{"error": "<string>"}` and holds neither the session
+//! secret, nor the credential sent, nor the row's distinctive input.
+
+mod hub_support;
+mod served;
+
+use base64::Engine as _;
+use hub_example::seed::TOKEN_EXPIRY_SECS;
+use hub_example::store::writes::{
+    insert_user_access_token, revoke_user_access_token, NewAccessToken,
+};
+use hub_example::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
+use hub_support::{TestHub, SECRET};
+use reqwest::header::{HeaderName, HeaderValue};
+use reqwest::Method;
+use served::Served;
+
+const UNKNOWN: &str = "00000000-0000-4000-8000-00000000abcd";
+
+/// The credential a row sends.
+#[derive(Clone)]
+enum Cred {
+    None,
+    /// `Authorization: Bearer <token>`.
+    Bearer(String),
+    /// The whole `Authorization` value, as bytes.
+    Raw(Vec<u8>),
+}
+
+struct Row {
+    name: &'static str,
+    method: Method,
+    /// Path and query exactly as sent (percent-encoded where needed).
+    target: String,
+    cred: Cred,
+    headers: Vec<(&'static str, Vec<u8>)>,
+    body: &'static str,
+    status: u16,
+    /// Input that must not come back in the body.
+    echo: Option<String>,
+}
+
+fn row(name: &'static str, target: impl Into<String>, cred: &Cred, status: u16) -> Row {
+    Row {
+        name,
+        method: Method::GET,
+        target: target.into(),
+        cred: cred.clone(),
+        headers: Vec::new(),
+        body: "",
+        status,
+        echo: None,
+    }
+}
+
+impl Row {
+    fn echo(mut self, input: impl Into<String>) -> Row {
+        self.echo = Some(input.into());
+        self
+    }
+
+    fn header(mut self, name: &'static str, value: impl Into<Vec<u8>>) -> Row {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    fn put(mut self, body: &'static str) -> Row {
+        self.method = Method::PUT;
+        self.body = body;
+        self
+    }
+
+    fn method(mut self, method: Method) -> Row {
+        self.method = method;
+        self
+    }
+}
+
+fn b64(text: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text)
+}
+
+fn access_token(hub: &TestHub, seed: u8, expires_at_ms: i64, revoked: bool) -> String {
+    let doc = hub.doc();
+    let token = access_token_from_bytes([seed; 32]);
+    let id = format!("{seed:08x}-0000-4000-8000-000000000000");
+    insert_user_access_token(
+        hub.hub.db(),
+        &NewAccessToken {
+            id: &id,
+            user_id: &doc.member_user_id,
+            project_id: &doc.project_id,
+            name: "bad-input",
+            token: &token,
+            expires_at_ms,
+        },
+        0,
+    )
+    .unwrap();
+    if revoked {
+        revoke_user_access_token(hub.hub.db(), &id, 1).unwrap();
+    }
+    token
+}
+
+fn table(hub: &TestHub) -> Vec<Row> {
+    let doc = hub.doc();
+    let member = Cred::Bearer(doc.member_token.clone());
+    let admin = Cred::Bearer(doc.admin_token.clone());
+    let project = &doc.project_id;
+    let agents = format!("/api/v1/projects/{project}/agents");
+    let signer = TokenSigner::from_session_secret(SECRET);
+    let forged = TokenSigner::from_session_secret("not-the-secret").issue(
+        &TokenSubject::User(doc.admin_user_id.clone()),
+        TOKEN_EXPIRY_SECS,
+    );
+    let expired = signer.issue(&TokenSubject::User(doc.member_user_id.clone()), 1);
+    let ghost_user = signer.issue(&TokenSubject::User(UNKNOWN.into()), TOKEN_EXPIRY_SECS);
+    let ghost_agent = signer.issue(&TokenSubject::Agent(UNKNOWN.into()), TOKEN_EXPIRY_SECS);
+    let revoked = access_token(hub, 1, i64::MAX, true);
+    let lapsed = access_token(hub, 2, 1, false);
+    let unknown_pat = access_token_from_bytes([3; 32]);
+    let name_cursor = format!(r#"{{"s":"name","v":"a","i":"{UNKNOWN}"}}"#);
+    let ids_101: Vec<String> = (0..101)
+        .map(|i| format!("00000000-0000-4000-8000-{i:012x}"))
+        .collect();
+    let subs_17 = vec!["sub=users.me.%3E"; 17].join("&");
+    let long_subject = format!("projects.{project}.{}", "a".repeat(300));
+
+    vec![
+        // Ids: malformed and unknown.
+        row(
+            "agent id malformed",
+            "/api/v1/agents/not-a-uuid",
+            &member,
+            400,
+        )
+        .echo("not-a-uuid"),
+        row(
+            "agent id upper case",
+            format!("/api/v1/agents/{}", UNKNOWN.to_uppercase()),
+            &member,
+            400,
+        ),
+        row(
+            "agent id unknown",
+            format!("/api/v1/agents/{UNKNOWN}"),
+            &member,
+            404,
+        ),
+        row(
+            "agent id with markup",
+            "/api/v1/agents/%3Cscript%3E",
+            &member,
+            400,
+        )
+        .echo("<script>"),
+        row(
+            "project id malformed",
+            "/api/v1/projects/proj-xyz/agents",
+            &member,
+            400,
+        )
+        .echo("proj-xyz"),
+        row(
+            "project id unknown",
+            format!("/api/v1/projects/{UNKNOWN}/agents"),
+            &member,
+            404,
+        ),
+        row(
+            "projectId malformed",
+            "/api/v1/agents?projectId=proj-xyz",
+            &member,
+            400,
+        )
+        .echo("proj-xyz"),
+        row(
+            "projectId twice",
+            format!("/api/v1/agents?projectId={project}&projectId={project}"),
+            &member,
+            400,
+        ),
+        row(
+            "ids malformed",
+            format!("{agents}?ids=abc,def-ghi"),
+            &member,
+            400,
+        )
+        .echo("def-ghi"),
+        row("ids empty", format!("{agents}?ids="), &member, 400),
+        row(
+            "ids over 100",
+            format!("{agents}?ids={}", ids_101.join(",")),
+            &member,
+            400,
+        ),
+        row(
+            "ids with cursor",
+            format!("{agents}?ids={UNKNOWN}&cursor=abc"),
+            &member,
+            400,
+        ),
+        row(
+            "status of malformed id",
+            "/api/v1/agents/not-a-uuid/status",
+            &member,
+            400,
+        )
+        .put(r#"{"phase":"stopped"}"#),
+        row(
+            "status of unknown id",
+            format!("/api/v1/agents/{UNKNOWN}/status"),
+            &member,
+            404,
+        )
+        .put(r#"{"phase":"stopped"}"#),
+        row(
+            "status body malformed",
+            format!("/api/v1/agents/{UNKNOWN}/status"),
+            &member,
+            400,
+        )
+        .put(r#"{"phase":"sleeping-deeply"}"#)
+        .echo("sleeping-deeply"),
+        // Cursors.
+        row(
+            "cursor garbage",
+            format!("{agents}?cursor=garbage!!"),
+            &member,
+            400,
+        )
+        .echo("garbage!!"),
+        row("cursor empty", format!("{agents}?cursor="), &member, 400),
+        row(
+            "cursor not json",
+            format!("{agents}?cursor={}", b64("hello cursor")),
+            &member,
+            400,
+        ),
+        row(
+            "cursor of another sort",
+            format!("{agents}?sort=-updatedAt&cursor={}", b64(&name_cursor)),
+            &member,
+            400,
+        ),
+        row(
+            "cursor wrong value type",
+            format!(
+                "{agents}?cursor={}",
+                b64(&name_cursor.replace("\"a\"", "7"))
+            ),
+            &member,
+            400,
+        ),
+        row(
+            "cursor bad id",
+            format!(
+                "{agents}?cursor={}",
+                b64(r#"{"s":"name","v":"a","i":"evil-id"}"#)
+            ),
+            &member,
+            400,
+        )
+        .echo("evil-id"),
+        row(
+            "cursor too long",
+            format!("{agents}?cursor={}", "A".repeat(4000)),
+            &member,
+            400,
+        ),
+        row(
+            "global cursor garbage",
+            "/api/v1/agents?cursor=%00%01",
+            &member,
+            400,
+        ),
+        // Limits.
+        row("limit 0", format!("{agents}?limit=0"), &member, 400),
+        row("limit negative", format!("{agents}?limit=-5"), &member, 400),
+        row("limit 501", format!("{agents}?limit=501"), &member, 400),
+        row(
+            "limit huge",
+            format!("{agents}?limit=99999999999999999999999"),
+            &member,
+            400,
+        )
+        .echo("99999999999999999999999"),
+        row(
+            "limit not a number",
+            format!("{agents}?limit=ten"),
+            &member,
+            400,
+        ),
+        row(
+            "limit fractional",
+            format!("{agents}?limit=1.5"),
+            &member,
+            400,
+        ),
+        row("limit empty", format!("{agents}?limit="), &member, 400),
+        row(
+            "limit twice",
+            format!("{agents}?limit=1&limit=2"),
+            &member,
+            400,
+        ),
+        row("global limit 0", "/api/v1/agents?limit=0", &member, 400),
+        // Sort keys.
+        row(
+            "sort unknown",
+            format!("{agents}?sort=sizeXL"),
+            &member,
+            400,
+        )
+        .echo("sizeXL"),
+        row(
+            "sort double minus",
+            format!("{agents}?sort=--name"),
+            &member,
+            400,
+        ),
+        row("sort empty", format!("{agents}?sort="), &member, 400),
+        row(
+            "sort wrong case",
+            format!("{agents}?sort=CreatedAt"),
+            &member,
+            400,
+        ),
+        row(
+            "sort injection",
+            format!("{agents}?sort=name%3BDROP%20TABLE%20agents"),
+            &member,
+            400,
+        )
+        .echo("DROP TABLE"),
+        row("view unknown", format!("{agents}?view=tiny"), &member, 400),
+        // Subject lists.
+        row("subjects none", "/events", &member, 400),
+        row(
+            "subject unknown root",
+            "/events?sub=orders.abc.%3E",
+            &member,
+            400,
+        )
+        .echo("orders"),
+        row(
+            "subject malformed id",
+            "/events?sub=projects.proj-xyz.%3E",
+            &member,
+            400,
+        )
+        .echo("proj-xyz"),
+        row(
+            "subject empty token",
+            format!("/events?sub=projects.{project}..x"),
+            &member,
+            400,
+        ),
+        row(
+            "subject rest not last",
+            format!("/events?sub=projects.{project}.%3E.x"),
+            &member,
+            400,
+        ),
+        row(
+            "subject too long",
+            format!("/events?sub={long_subject}"),
+            &member,
+            400,
+        ),
+        row(
+            "subjects over 16",
+            format!("/events?{subs_17}"),
+            &member,
+            400,
+        ),
+        row(
+            "subject not utf-8",
+            "/events?sub=projects.%FF%FE.%3E",
+            &member,
+            400,
+        ),
+        row(
+            "subject unknown project",
+            format!("/events?sub=projects.{UNKNOWN}.%3E"),
+            &member,
+            403,
+        ),
+        // Credentials.
+        row("no credential", agents.clone(), &Cred::None, 401),
+        row(
+            "garbage token",
+            agents.clone(),
+            &Cred::Bearer("garbage-token-123".into()),
+            401,
+        ),
+        row(
+            "token bad signature",
+            agents.clone(),
+            &Cred::Bearer(forged),
+            401,
+        ),
+        row("token expired", agents.clone(), &Cred::Bearer(expired), 401),
+        row(
+            "token of unknown user",
+            agents.clone(),
+            &Cred::Bearer(ghost_user),
+            401,
+        ),
+        row(
+            "token of unknown agent",
+            agents.clone(),
+            &Cred::Bearer(ghost_agent),
+            401,
+        ),
+        row(
+            "access token revoked",
+            agents.clone(),
+            &Cred::Bearer(revoked),
+            401,
+        ),
+        row(
+            "access token expired",
+            agents.clone(),
+            &Cred::Bearer(lapsed),
+            401,
+        ),
+        row(
+            "access token unknown",
+            agents.clone(),
+            &Cred::Bearer(unknown_pat),
+            401,
+        ),
+        row(
+            "basic scheme",
+            agents.clone(),
+            &Cred::Raw(b"Basic dXNlcjpzM2NyZXQ=".to_vec()),
+            401,
+        )
+        .echo("dXNlcjpzM2NyZXQ="),
+        row(
+            "bearer without token",
+            agents.clone(),
+            &Cred::Raw(b"Bearer".to_vec()),
+            401,
+        ),
+        row(
+            "token not utf-8",
+            agents.clone(),
+            &Cred::Raw(b"Bearer \xff\xfe\xfd".to_vec()),
+            401,
+        ),
+        row(
+            "token too long",
+            agents.clone(),
+            &Cred::Bearer(format!("scb1.{}", "x".repeat(6000))),
+            401,
+        ),
+        // The trigger header: anything but `1` is served without headers.
+        row("perf trace true", agents.clone(), &admin, 200).header("x-scion-perf-trace", "true"),
+        row("perf trace 2", agents.clone(), &admin, 200).header("x-scion-perf-trace", "2"),
+        row("perf trace 01", agents.clone(), &admin, 200).header("x-scion-perf-trace", "01"),
+        row("perf trace empty", agents.clone(), &admin, 200).header("x-scion-perf-trace", ""),
+        row("perf trace list", agents.clone(), &admin, 200).header("x-scion-perf-trace", "1, 1"),
+        row("perf trace not utf-8", agents.clone(), &admin, 200)
+            .header("x-scion-perf-trace", b"\xff1".to_vec()),
+        // Oversized input.
+        row("header too large", agents.clone(), &member, 431)
+            .header("x-filler", "f".repeat(20_000)),
+        row("headers too large together", agents.clone(), &member, 431)
+            .header("x-filler-a", "a".repeat(9_000))
+            .header("x-filler-b", "b".repeat(9_000)),
+        row(
+            "credential too large",
+            agents.clone(),
+            &Cred::Bearer("t".repeat(20_000)),
+            431,
+        ),
+        row(
+            "query too long",
+            format!("{agents}?view=full&pad={}", "q".repeat(9_000)),
+            &member,
+            414,
+        ),
+        row(
+            "query far too long",
+            format!("/api/v1/agents?pad={}", "q".repeat(60_000)),
+            &member,
+            414,
+        ),
+        row(
+            "path too long",
+            format!("/api/v1/agents/{}", "p".repeat(3_000)),
+            &member,
+            414,
+        ),
+        // Paths that are not UTF-8 once decoded.
+        row(
+            "agent id not utf-8",
+            "/api/v1/agents/%FF%FE%FD",
+            &member,
+            400,
+        ),
+        row(
+            "project id not utf-8",
+            "/api/v1/projects/%C3%28/agents",
+            &member,
+            400,
+        ),
+        row(
+            "status id not utf-8",
+            "/api/v1/agents/%80/status",
+            &member,
+            400,
+        )
+        .put(r#"{"phase":"stopped"}"#),
+        row("route not utf-8", "/api/v1/%FF", &member, 404),
+        row("agent id nul", "/api/v1/agents/%00", &member, 400),
+        // Routes and methods.
+        row("unknown route", "/api/v2/agents", &member, 404),
+        row("wrong method", "/api/v1/agents", &member, 405).method(Method::DELETE),
+        row(
+            "server config as member",
+            "/api/v1/admin/server-config",
+            &member,
+            403,
+        )
+        .put(r#"{"a":1}"#),
+        row(
+            "server config malformed",
+            "/api/v1/admin/server-config",
+            &admin,
+            400,
+        )
+        .put("{not yaml: [}"),
+        row(
+            "server config layer 0",
+            "/api/v1/admin/server-config",
+            &admin,
+            422,
+        )
+        .put(r#"{"server":{"hub":{"perf_trace":true}}}"#),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_bad_input_is_a_json_4xx_that_echoes_nothing_secret() {
+    let hub = TestHub::traced(5);
+    let rows = table(&hub);
+    let served = Served::start(hub.router.clone()).await;
+    let client = reqwest::Client::new();
+    let mut failures = Vec::new();
+
+    for row in &rows {
+        let url = format!("{}{}", served.url(), row.target);
+        let mut request = client.request(row.method.clone(), &url);
+        let mut sent_secrets = vec![SECRET.to_owned()];
+        match &row.cred {
+            Cred::None => {}
+            Cred::Bearer(token) => {
+                request = request.header("authorization", format!("Bearer {token}"));
+                sent_secrets.push(token.clone());
+            }
+            Cred::Raw(value) => {
+                request = request.header("authorization", HeaderValue::from_bytes(value).unwrap());
+            }
+        }
+        for (name, value) in &row.headers {
+            request = request.header(
+                HeaderName::from_static(name),
+                HeaderValue::from_bytes(value).unwrap(),
+            );
+        }
+        if !row.body.is_empty() {
+            request = request
+                .header("content-type", "application/json")
+                .body(row.body);
+        }
+        let response = match request.send().await {
+            Ok(r) => r,
+            Err(e) => {
+                let e = e.to_string();
+                failures.push(format!(
+                    "{}: no response: {}",
+                    row.name,
+                    &e[..e.len().min(200)]
+                ));
+                continue;
+            }
+        };
+        let status = response.status().as_u16();
+        let perf_headers: Vec<String> = response
+            .headers()
+            .keys()
+            .filter(|k| k.as_str().starts_with("x-scion-perf-"))
+            .map(|k| k.to_string())
+            .collect();
+        let body = response.bytes().await.unwrap();
+        let text = String::from_utf8_lossy(&body);
+        if status != row.status {
+            failures.push(format!(
+                "{}: status {status}, expected {}: {}",
+                row.name,
+                row.status,
+                text.chars().take(200).collect::<String>()
+            ));
+            continue;
+        }
+        if !perf_headers.is_empty() {
+            failures.push(format!("{}: perf headers {perf_headers:?}", row.name));
+        }
+        if status < 400 {
+            continue;
+        }
+        match serde_json::from_slice::<serde_json::Value>(&body) {
+            Ok(v) if v["error"].is_string() && v.as_object().is_some() => {}
+            _ => failures.push(format!("{}: not a JSON error: {:.200}", row.name, text)),
+        }
+        for secret in sent_secrets.iter().chain(&row.echo) {
+            if text.contains(secret.as_str()) {
+                failures.push(format!(
+                    "{}: body echoes {:.40}: {:.200}",
+                    row.name, secret, text
+                ));
+            }
+        }
+    }
+
+    // Nothing above broke the Hub.
+    let health = client
+        .get(format!("{}/healthz", served.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    served.stop().await;
+    assert!(
+        failures.is_empty(),
+        "{} of {} rows failed:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
+    // And no log line holds a credential or the secret.
+    let log = hub.log.contents();
+    for row in &rows {
+        if let Cred::Bearer(token) = &row.cred {
+            assert!(!log.contains(token.as_str()), "{}", row.name);
+        }
+    }
+    assert!(!log.contains(SECRET));
+}
