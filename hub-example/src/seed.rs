@@ -43,9 +43,11 @@ pub struct SeedOptions {
     pub rand_seed: u64,
 }
 
-/// The seed document (`--out`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The seed document (`--out`). Read back with defaults for missing fields
+/// and extra fields ignored, so the harness can read documents of other
+/// versions (it checks the fields it needs).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct SeedDocument {
     /// The main project.
     pub project_id: String,

@@ -36,7 +36,7 @@ use super::perf_log::{self, HEADER_DECISIONS, HEADER_STORE_CALLS, PERF_TRACE_REQ
 use super::report::{
     Attempt, EffectiveSettings, PerfTraceMap, PerfTraceSource, Report, ScenarioReport,
 };
-use super::seed_file::SeedFile;
+use super::seed_file::LoadedSeed;
 use super::stats;
 use super::table::{self, Table};
 
@@ -339,7 +339,7 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> anyhow::Result
 /// report is written. Failed requests do not fail the run; they are recorded.
 pub async fn run(args: ApibenchArgs) -> anyhow::Result<Report> {
     let base = client::parse_hub_url(&args.hub)?;
-    let loaded = SeedFile::load(&args.seed)?;
+    let loaded = LoadedSeed::load(&args.seed)?;
     if let Some(log) = &args.hub_perf_log {
         perf_log::check_perf_log(log)?;
     }
@@ -386,7 +386,7 @@ pub async fn run(args: ApibenchArgs) -> anyhow::Result<Report> {
         reports.push(summarize(
             scenario.name,
             endpoint,
-            seed.agent_count,
+            u64::from(seed.agent_count),
             attempts,
         ));
     }

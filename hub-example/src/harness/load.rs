@@ -43,7 +43,7 @@ use super::apibench::write_json;
 use super::client::{self, endpoint_url, error_chain, path_and_query};
 use super::machine;
 use super::report::{EndpointLoad, LatencySummary, LoadReport};
-use super::seed_file::SeedFile;
+use super::seed_file::LoadedSeed;
 use super::stats::{latency_summary_us, round_ms};
 use super::table::{self, Table};
 
@@ -445,7 +445,7 @@ fn validate(args: &LoadArgs) -> anyhow::Result<()> {
 pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
     validate(&args)?;
     let base = client::parse_hub_url(&args.hub)?;
-    let loaded = SeedFile::load(&args.seed)?;
+    let loaded = LoadedSeed::load(&args.seed)?;
     let seed = &loaded.seed;
     let harness = machine::harness_commit();
     let mut machine_info = machine::machine_at_start(&args.notes);

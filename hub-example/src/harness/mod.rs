@@ -5,7 +5,7 @@
 //!   (`hub-example apibench`).
 //! - [`load`]: virtual users over a weighted endpoint mix for a fixed time,
 //!   with exact latency percentiles (`hub-example load`).
-//! - [`report`]: the JSON types both write; [`seed_file`]: the seeder's JSON
+//! - [`report`]: the JSON types both write; [`seed_file`]: reading the seeder's JSON
 //!   and its redaction; [`perf_log`]: the `perf_trace` line reader;
 //!   [`stats`], [`table`], [`machine`] and [`client`]: shared pieces.
 #![warn(missing_docs)]
@@ -24,7 +24,7 @@ pub use apibench::{run as run_apibench, ApibenchArgs};
 pub use load::{run_load, LoadArgs};
 pub use perf_log::{parse_perf_line, PerfLine};
 pub use report::{LoadReport, Report};
-pub use seed_file::SeedFile;
+pub use seed_file::{LoadedSeed, SeedDocument};
 
 /// The harness's subcommands, ready to mount in the hub's command line
 /// (`#[command(flatten)]` inside its subcommand enum, or as a field).

@@ -1,62 +1,17 @@
-//! The seed JSON written by `hub-example seed`, and its redaction for reports.
+//! Reading the seed document written by `hub-example seed` (the seeder's own
+//! [`SeedDocument`] type), and its redaction for reports.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context as _};
-use serde::{Deserialize, Serialize};
 
-/// What the seeder wrote: the generated distribution, the ids, and the bearer
-/// tokens the harness uses. Unknown fields are ignored; missing ones default
-/// to empty (see [`SeedFile::load`] for the fields the harness requires).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct SeedFile {
-    /// Agents per phase, as generated.
-    pub phase_counts: BTreeMap<String, u64>,
-    /// Agents per activity, as generated.
-    pub activity_counts: BTreeMap<String, u64>,
-    /// Agents per creator, as generated.
-    pub creator_counts: BTreeMap<String, u64>,
-    /// The seeded project.
-    pub project_id: String,
-    /// Its slug.
-    pub project_slug: String,
-    /// A second project where the member has no role.
-    pub other_project_id: String,
-    /// The project owner.
-    pub owner_user_id: String,
-    /// The owner's email.
-    pub owner_email: String,
-    /// The owner's bearer token.
-    pub owner_token: String,
-    /// The non-admin project member.
-    pub member_user_id: String,
-    /// The member's email.
-    pub member_email: String,
-    /// The member's bearer token.
-    pub member_token: String,
-    /// The unscoped platform admin.
-    pub admin_user_id: String,
-    /// The admin's email.
-    pub admin_email: String,
-    /// The admin's bearer token.
-    pub admin_token: String,
-    /// Agents in the seeded project.
-    pub agent_count: u64,
-    /// The generator's seed.
-    pub rand_seed: u64,
-    /// The database the seeder wrote.
-    pub db_path: String,
-    /// When it was written.
-    pub seeded_at: String,
-}
+pub use crate::seed::SeedDocument;
 
 /// A seed file as read: the typed view, and the raw JSON (for the report).
 #[derive(Debug, Clone)]
 pub struct LoadedSeed {
     /// The typed fields.
-    pub seed: SeedFile,
+    pub seed: SeedDocument,
     /// The file's JSON as written, extra fields included, not yet redacted.
     pub raw: serde_json::Value,
 }
@@ -70,7 +25,7 @@ impl LoadedSeed {
     }
 }
 
-impl SeedFile {
+impl LoadedSeed {
     /// Reads and checks a seed file. The harness needs `projectId` and
     /// `memberToken`; a file without them is an error. Errors are one line,
     /// naming the path.
@@ -80,13 +35,13 @@ impl SeedFile {
         Self::parse(&text).with_context(|| format!("seed file {}", path.display()))
     }
 
-    /// Parses and checks seed JSON (see [`SeedFile::load`]).
+    /// Parses and checks seed JSON (see [`LoadedSeed::load`]).
     pub fn parse(text: &str) -> anyhow::Result<LoadedSeed> {
         let raw: serde_json::Value = serde_json::from_str(text).context("not valid JSON")?;
         if !raw.is_object() {
             bail!("not a JSON object");
         }
-        let seed: SeedFile = serde_json::from_value(raw.clone()).context("unexpected shape")?;
+        let seed: SeedDocument = serde_json::from_value(raw.clone()).context("unexpected shape")?;
         if seed.project_id.is_empty() {
             bail!("no projectId");
         }
@@ -158,7 +113,7 @@ mod tests {
 
     #[test]
     fn parses_and_ignores_extra_fields() {
-        let loaded = SeedFile::parse(SEED).unwrap();
+        let loaded = LoadedSeed::parse(SEED).unwrap();
         let s = &loaded.seed;
         assert_eq!(s.project_id, "p-1");
         assert_eq!(s.member_token, "tok-member");
@@ -170,7 +125,7 @@ mod tests {
 
     #[test]
     fn redacts_tokens_and_secret_at_any_depth() {
-        let loaded = SeedFile::parse(SEED).unwrap();
+        let loaded = LoadedSeed::parse(SEED).unwrap();
         let r = loaded.redacted();
         for key in ["ownerToken", "memberToken", "adminToken", "sessionSecret"] {
             assert_eq!(r[key], json!("REDACTED"), "{key}");
@@ -199,18 +154,18 @@ mod tests {
 
     #[test]
     fn rejects_incomplete_or_invalid_seed() {
-        let e = SeedFile::parse(r#"{"projectId": "p"}"#).unwrap_err();
+        let e = LoadedSeed::parse(r#"{"projectId": "p"}"#).unwrap_err();
         assert_eq!(format!("{e:#}"), "no memberToken");
-        let e = SeedFile::parse(r#"{"memberToken": "t"}"#).unwrap_err();
+        let e = LoadedSeed::parse(r#"{"memberToken": "t"}"#).unwrap_err();
         assert_eq!(format!("{e:#}"), "no projectId");
-        assert!(SeedFile::parse("[1]").is_err());
-        assert!(SeedFile::parse("{").is_err());
-        assert!(SeedFile::parse(r#"{"projectId": 5, "memberToken": "t"}"#).is_err());
+        assert!(LoadedSeed::parse("[1]").is_err());
+        assert!(LoadedSeed::parse("{").is_err());
+        assert!(LoadedSeed::parse(r#"{"projectId": 5, "memberToken": "t"}"#).is_err());
     }
 
     #[test]
     fn missing_file_is_one_line_error() {
-        let e = SeedFile::load(Path::new("/nonexistent/seed.json")).unwrap_err();
+        let e = LoadedSeed::load(Path::new("/nonexistent/seed.json")).unwrap_err();
         let msg = format!("{e:#}");
         assert!(
             msg.starts_with("read seed file /nonexistent/seed.json: "),
