@@ -9,10 +9,12 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+
+#[path = "../tests/seed_example/mod.rs"]
+mod seed_example;
 use parking_lot::Mutex;
 use perf_trace_core::{
-    counted_store, traced_phase, DbFigures, Decisions, KeySet, KeyStat, LineFormat, Recorder,
-    Schema, Snapshot,
+    counted_store, traced_phase, KeySet, LineFormat, Recorder, Schema, Snapshot,
 };
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
@@ -119,53 +121,6 @@ struct NullReporter;
 impl fastrace::collector::Reporter for NullReporter {
     fn report(&mut self, spans: Vec<fastrace::prelude::SpanRecord>) {
         black_box(spans);
-    }
-}
-
-fn seed_snapshot() -> Snapshot {
-    let stat = |name, count, us: u64| KeyStat {
-        name,
-        count,
-        duration: Duration::from_micros(us),
-    };
-    Snapshot {
-        endpoint: "agents.project.legacy",
-        elapsed: Duration::from_micros(557_495),
-        phases: vec![
-            stat("capabilities", 1, 484_223),
-            stat("enrich", 1, 43_829),
-            stat("list_db_read", 2, 16_435),
-            stat("list_read_authz", 2, 2_695),
-            stat("list_scope_authz", 1, 1_793),
-            stat("scope_capabilities", 1, 125),
-            stat("serialize", 1, 2_917),
-        ],
-        store_calls: vec![
-            stat("GetEffectiveGroups", 1, 631),
-            stat("GetRoleDefinitionsByIDs", 1, 358),
-            stat("GetUser", 84, 472_801),
-            stat("ListAccessConstraints", 1, 303),
-            stat("ListRoleBindingsForPrincipals", 1, 340),
-        ],
-        authz_store_calls: 88,
-        authz_store_time: Duration::from_micros(474_434),
-        decisions: Decisions {
-            records: 255,
-            allow: 162,
-            deny: 93,
-            other: 0,
-            emit_time: Duration::from_micros(188),
-        },
-        sse_events: 0,
-        db: Some(DbFigures {
-            wait_count: 306,
-            wait_time: Duration::from_micros(1_887_753),
-            in_use: 1,
-            open: 1,
-        }),
-        sse_stage: None,
-        method: "GET",
-        request_id: "00000000-0000-4000-8000-000000000000".into(),
     }
 }
 
@@ -303,7 +258,7 @@ fn store_calls(c: &mut Criterion) {
 
 fn lines(c: &mut Criterion) {
     let mut group = c.benchmark_group("seed line");
-    let snapshot = seed_snapshot();
+    let snapshot = seed_example::seed_snapshot();
     let time = std::time::SystemTime::now();
     let format = LineFormat::new("scion-hub");
     let mut out = String::with_capacity(2048);
