@@ -23,7 +23,7 @@ use crate::sink::Emitter;
 use crate::snapshot::SseStage;
 
 /// What the service decides about each request.
-pub trait TracePolicy<S: Schema>: Send + Sync + 'static {
+pub trait TracePolicy<S: Schema>: Clone + Send + Sync + 'static {
     /// The request's endpoint class (handlers may refine it with
     /// [`crate::set_endpoint`]).
     fn classify<B>(&self, request: &Request<B>) -> S::Endpoint;
@@ -38,6 +38,7 @@ pub trait TracePolicy<S: Schema>: Send + Sync + 'static {
 /// The name of the response header that carries the request id.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
+#[derive(Clone)]
 struct Shared<P> {
     policy: P,
     emitter: Emitter,
@@ -132,9 +133,8 @@ impl<S: Schema, P: TracePolicy<S>> PerfTraceLayer<S, P> {
 
     /// Reads `pool`'s figures at the start and end of every request.
     pub fn with_pool(mut self, pool: Arc<dyn PoolStats>) -> Self {
-        Arc::get_mut(&mut self.shared)
-            .expect("with_pool is called before the layer is cloned")
-            .pool = Some(pool);
+        // Clones of this layer made earlier keep their own configuration.
+        Arc::make_mut(&mut self.shared).pool = Some(pool);
         self
     }
 }

@@ -16,6 +16,7 @@ use perf_trace_core::{
 };
 use tower::{service_fn, Layer, ServiceExt};
 
+#[derive(Clone)]
 struct Policy;
 
 impl TracePolicy<TestSchema> for Policy {
