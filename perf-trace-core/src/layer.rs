@@ -270,8 +270,9 @@ struct RequestTrace {
 impl RequestTrace {
     fn on_response<B>(&self, response: &mut Response<B>) {
         let headers = response.headers_mut();
-        if let Ok(id) = HeaderValue::from_str(self.recorder.request_id()) {
-            if !self.recorder.request_id().is_empty() {
+        let id = self.recorder.request_id();
+        if !id.is_empty() {
+            if let Ok(id) = HeaderValue::from_str(id) {
                 headers.insert(REQUEST_ID_HEADER, id);
             }
         }

@@ -94,11 +94,7 @@ pub fn add_sse_events(n: u64) {
 /// classification).
 #[inline]
 pub fn set_endpoint<E: EndpointKey>(endpoint: E) {
-    with_current(|r| {
-        if r.schema.endpoints.type_id == std::any::TypeId::of::<E>() {
-            r.set_endpoint_index(endpoint.index())
-        }
-    });
+    with_current(|r| r.set_endpoint(endpoint));
 }
 
 /// Marks the current request so that no line is written for it (a request

@@ -92,8 +92,11 @@ impl Inner {
         self.sse_events.fetch_add(n, Relaxed);
     }
 
-    pub(crate) fn set_endpoint_index(&self, index: usize) {
-        self.endpoint.store(index as u16, Relaxed);
+    /// Sets the endpoint class when `E` is this recorder's endpoint set.
+    pub(crate) fn set_endpoint<E: EndpointKey>(&self, endpoint: E) {
+        if TypeId::of::<E>() == self.schema.endpoints.type_id {
+            self.endpoint.store(endpoint.index() as u16, Relaxed);
+        }
     }
 
     pub(crate) fn discard(&self) {
@@ -238,9 +241,7 @@ impl Recorder {
 
     /// Sets the endpoint class (the default class until set).
     pub fn set_endpoint<E: EndpointKey>(&self, endpoint: E) {
-        if TypeId::of::<E>() == self.0.schema.endpoints.type_id {
-            self.0.set_endpoint_index(endpoint.index());
-        }
+        self.0.set_endpoint(endpoint);
     }
 
     /// Marks the request as one whose line must not be written.
@@ -298,15 +299,10 @@ impl Recorder {
                 .pool
                 .as_ref()
                 .map(|(pool, start)| DbFigures::between(*start, pool.pool_figures())),
-            sse_stage: None,
+            sse_stage: inner.stream.load(Relaxed).then_some(SseStage::Close),
             method: inner.method,
             request_id: inner.request_id.clone(),
         }
-        .with_stage(if inner.stream.load(Relaxed) {
-            Some(SseStage::Close)
-        } else {
-            None
-        })
     }
 }
 
