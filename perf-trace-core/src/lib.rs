@@ -9,11 +9,73 @@
 //!
 //! With no recorder in scope a traced phase costs one thread-local read and a
 //! branch; with tracing off a service installs nothing at all.
-
+//!
+//! # Example
+//!
+//! Declare the key sets, mark the phases and the store trait, and read what
+//! one request recorded:
+//!
+//! ```
+//! use perf_trace_core::{counted_store, traced_phase, KeySet, Recorder, Schema};
+//!
+//! #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+//! #[key_set(phases)]
+//! enum Phase { ListDbRead, Enrich }
+//!
+//! #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+//! #[key_set(endpoints)]
+//! enum Endpoint { #[key(default)] Other }
+//!
+//! // Generates `AuthzStoreMethod` (the store's key set) and the decorator
+//! // `CountedAuthzStore<S>`, which counts and times every call.
+//! #[counted_store]
+//! trait AuthzStore {
+//!     fn get_user(&self, id: u64) -> Option<String>;
+//! }
+//!
+//! struct App;
+//! impl Schema for App {
+//!     type Phase = Phase;
+//!     type StoreMethod = AuthzStoreMethod;
+//!     type Endpoint = Endpoint;
+//! }
+//!
+//! struct Db;
+//! impl AuthzStore for Db {
+//!     fn get_user(&self, id: u64) -> Option<String> { Some(format!("user{id}")) }
+//! }
+//!
+//! #[traced_phase(Phase::ListDbRead)]
+//! fn list_users(store: &impl AuthzStore, ids: &[u64]) -> Vec<String> {
+//!     ids.iter().filter_map(|&id| store.get_user(id)).collect()
+//! }
+//!
+//! let store = CountedAuthzStore::new(Db);
+//! let recorder = Recorder::new::<App>();
+//! let users = recorder.in_scope(|| list_users(&store, &[1, 2, 3]));
+//! assert_eq!(users.len(), 3);
+//!
+//! // Counts are host-independent: assert them in unit tests.
+//! let snapshot = recorder.snapshot();
+//! assert_eq!(snapshot.phase(Phase::ListDbRead).count, 1);
+//! assert_eq!(snapshot.store(AuthzStoreMethod::GetUser).count, 3);
+//! assert_eq!(snapshot.authz_store_calls, 3);
+//! ```
+//!
+//! # Features
+//!
+#![doc = document_features::document_features!()]
 #![warn(missing_docs)]
+
+// The README's example compiles and runs as a doctest too.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 mod budget;
 mod clock;
+#[cfg(feature = "insta")]
+pub mod counts;
 mod guard;
 mod headers;
 mod key;

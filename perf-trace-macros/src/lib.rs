@@ -1,5 +1,6 @@
 //! Procedural macros of perf-trace. Use them through `perf_trace_core`,
-//! which re-exports them: generated code names `::perf_trace_core` paths only.
+//! which re-exports them: generated code names `::perf_trace_core` paths only,
+//! so a crate that depends on this one alone cannot compile their expansions.
 //!
 //! - [`KeySet`](derive@KeySet): a fixed set of keys from a fieldless enum.
 //! - [`traced_phase`](macro@traced_phase): records one phase around a fn's body.
@@ -8,6 +9,13 @@
 //!
 //! Keys are enum variants named in code: an unknown key is a compile error
 //! that points at it and lists the valid ones.
+//!
+//! The examples below name `perf_trace_core` paths, so they are not compiled
+//! as this crate's doctests (this crate cannot depend on `perf-trace-core`,
+//! which depends on it). The same examples compile and run as tests of the
+//! perf-trace workspace (`tests/tests/macro_doc_examples.rs`), and
+//! `perf-trace-core`'s crate documentation has a runnable example using all
+//! three macros.
 
 mod case;
 mod errors;
@@ -38,7 +46,7 @@ use syn::{parse_macro_input, DeriveInput};
 /// without whitespace, control characters, `=`, `,`, `"` or `\`: they go into
 /// log keys and `name=value` headers.
 ///
-/// ```
+/// ```rust,ignore
 /// use perf_trace_core::{KeySet, EndpointKey};
 ///
 /// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
@@ -81,7 +89,7 @@ pub fn derive_key_set(input: TokenStream) -> TokenStream {
 ///   `Box::pin(async move { .. })` as `#[async_trait]` writes methods, has
 ///   that future timed rather than its construction.
 ///
-/// ```
+/// ```rust,ignore
 /// use perf_trace_core::{traced_phase, KeySet};
 ///
 /// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
@@ -142,7 +150,7 @@ pub fn traced_phase(args: TokenStream, input: TokenStream) -> TokenStream {
 /// implemented for the decorator by hand. `#[async_trait]` may sit below
 /// `#[counted_store]`: it is applied to the decorator's impl too.
 ///
-/// ```
+/// ```rust,ignore
 /// use perf_trace_core::counted_store;
 ///
 /// #[counted_store]
