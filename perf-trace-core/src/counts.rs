@@ -175,6 +175,12 @@ impl From<&Snapshot> for CountsView {
     }
 }
 
+impl From<&CountsView> for CountsView {
+    fn from(counts: &CountsView) -> Self {
+        counts.clone()
+    }
+}
+
 #[cfg(feature = "tower")]
 impl From<&crate::testing::TracedResponse> for CountsView {
     fn from(response: &crate::testing::TracedResponse) -> Self {
@@ -186,7 +192,7 @@ impl From<&crate::testing::TracedResponse> for CountsView {
 ///
 /// The second argument is anything a [`CountsView`] is made from: a
 /// `&Snapshot`, a `&TracedResponse` (with the `tower` feature; its status is
-/// kept) or a `CountsView`. The view is written as YAML to
+/// kept) or a `CountsView` (or a reference to one). The view is written as YAML to
 /// `snapshots/<test file>__<name>.snap` beside the test; a mismatch fails
 /// the test with a diff of the keys that moved.
 ///

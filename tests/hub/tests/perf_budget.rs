@@ -23,37 +23,21 @@
 //! more than the margin prints a note (never a failure): lower the baseline
 //! in the same change so the improvement is held.
 
+mod budget_requests;
 mod hub_support;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use axum::Router;
-use hub_example::authz::{ChannelAuditSink, TracedAuditEmitter};
-use hub_example::db::Db;
-use hub_example::events::EventBus;
-use hub_example::keys::{HubSchema, Phase};
-use hub_example::log::{CaptureBuffer, Logger};
-use hub_example::model::{
-    AccessConstraint, Agent, DelegationEdge, Group, GroupMembership, Id, PrincipalRef, Project,
-    ProjectMembership, RoleBinding, RoleDefinition, User, UserAccessToken,
+use budget_requests::{
+    first_request, get_as, rereading_router, shapes, Caller, Shape, AGENTS, SMALL_AGENTS,
 };
-use hub_example::perf::trace_layer;
+use hub_example::keys::{HubSchema, Phase};
 use hub_example::seed::{SeedDocument, OTHER_PROJECT_AGENTS};
-use hub_example::store::agent_rows::{read_agents, RowQuery, RowScope};
-use hub_example::store::{AuthzStore, CountedAuthzStore, SqliteStore, StoreResult};
-use hub_example::tokens::TokenSigner;
-use hub_example::{build_router, AppState};
-use hub_support::{Seeded, TestHub, SECRET};
+use hub_support::{Seeded, TestHub};
 use perf_trace_core::{perf_traced_request, BudgetCheck, Snapshot};
 
 /// Where the baselines below were measured.
 const PERF_BUDGET_BASELINE: &str = "main adfea9d";
-
-/// Agents in the main project of the budget fixture.
-const AGENTS: u32 = 100;
-
-/// Agents in the main project of the second size, for the growth check.
-const SMALL_AGENTS: u32 = 25;
 
 /// One request's baseline.
 #[derive(Debug, Clone, Copy)]
@@ -140,52 +124,6 @@ const PERF_BUDGETS: &[PerfBudget] = &[
     },
 ];
 
-/// One budgeted request.
-#[derive(Debug, Clone)]
-struct Shape {
-    name: &'static str,
-    uri: String,
-    /// Whether it lists agents (every request but the single agent).
-    list: bool,
-}
-
-/// The agents the by-id requests name: those the seeder writes first, by
-/// index, so they are the same kind of agent at every size (the first four
-/// have one creator each).
-#[derive(Debug, Clone)]
-struct Picks {
-    /// Three agents of the main project, with three different creators.
-    page_ids: [String; 3],
-    /// One agent of the main project, created by the member.
-    agent: String,
-}
-
-/// The budgeted requests, in the order they run.
-fn shapes(doc: &SeedDocument, picks: &Picks) -> Vec<Shape> {
-    let project = format!("/api/v1/projects/{}/agents", doc.project_id);
-    let list = |name, uri: String| Shape {
-        name,
-        uri,
-        list: true,
-    };
-    vec![
-        list("project-first-page", format!("{project}?limit=50")),
-        list(
-            "project-page-by-ids",
-            format!("{project}?ids={}", picks.page_ids.join(",")),
-        ),
-        list("project-graph", format!("{project}?limit=500")),
-        list("global-first-page", "/api/v1/agents?limit=50".into()),
-        list("global-legacy-full", "/api/v1/agents".into()),
-        list("global-compact", "/api/v1/agents?view=compact".into()),
-        Shape {
-            name: "agent-by-id",
-            uri: format!("/api/v1/agents/{}", picks.agent),
-            list: false,
-        },
-    ]
-}
-
 /// The host-independent figures of one traced request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Counts {
@@ -233,20 +171,14 @@ impl Counts {
     }
 }
 
-/// A GET as the member, the way a client sends it.
-fn member_get(doc: &SeedDocument, uri: &str) -> Request<Body> {
-    Request::get(uri)
-        .header("authorization", format!("Bearer {}", doc.member_token))
-        .body(Body::empty())
-        .unwrap()
-}
-
 /// Serves one request in-process with a fresh recorder; checks it is a 200.
 async fn traced(router: &Router, doc: &SeedDocument, shape: &Shape) -> Counts {
-    let response =
-        perf_traced_request::<HubSchema, _, _, _>(router.clone(), member_get(doc, &shape.uri))
-            .await
-            .unwrap_or_else(|e| panic!("{}: {e}", shape.name));
+    let response = perf_traced_request::<HubSchema, _, _, _>(
+        router.clone(),
+        get_as(doc, Caller::Member, &shape.uri),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{}: {e}", shape.name));
     assert_eq!(
         response.status,
         StatusCode::OK,
@@ -256,42 +188,6 @@ async fn traced(router: &Router, doc: &SeedDocument, shape: &Shape) -> Counts {
         String::from_utf8_lossy(&response.body)
     );
     Counts::of(&response.snapshot, response.body.len())
-}
-
-/// The first request to a fresh Hub (the one the counts may differ on): the
-/// project's full list, from which the by-id requests pick their agents.
-async fn first_request(router: &Router, doc: &SeedDocument) -> Picks {
-    let uri = format!("/api/v1/projects/{}/agents?limit=500", doc.project_id);
-    let response = perf_traced_request::<HubSchema, _, _, _>(router.clone(), member_get(doc, &uri))
-        .await
-        .unwrap();
-    assert_eq!(response.status, StatusCode::OK, "the first request");
-    let json: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
-    let agents = json["agents"].as_array().unwrap();
-    assert_eq!(agents.len() as u32, doc.agent_count);
-    // Seeded names end in the agent's index (`amber-otter-00001`).
-    let by_index = |index: u32| -> String {
-        let suffix = format!("-{index:05}");
-        let agent = agents
-            .iter()
-            .find(|a| a["name"].as_str().unwrap().ends_with(&suffix))
-            .unwrap_or_else(|| panic!("no seeded agent {suffix}"));
-        agent["id"].as_str().unwrap().to_owned()
-    };
-    let creator = |id: &str| -> String {
-        let agent = agents.iter().find(|a| a["id"] == id).unwrap();
-        agent["createdBy"]["id"].as_str().unwrap().to_owned()
-    };
-    let picks = Picks {
-        page_ids: [by_index(0), by_index(1), by_index(2)],
-        agent: by_index(1),
-    };
-    let mut creators: Vec<String> = picks.page_ids.iter().map(|id| creator(id)).collect();
-    creators.sort();
-    creators.dedup();
-    assert_eq!(creators.len(), 3, "three creators: {creators:?}");
-    assert_eq!(creator(&picks.agent), doc.member_user_id.as_str());
-    picks
 }
 
 /// Every request's counts on `router`, each checked to repeat exactly on
@@ -393,125 +289,6 @@ async fn store_calls_do_not_grow_with_the_number_of_agents() {
             shape.name
         );
     }
-}
-
-/// An authorization store with an N+1 read: its batched constraints read
-/// also reads every agent of the projects asked about, one `GetAgent` round
-/// trip each. Every read, the extra ones included, goes through the counting
-/// decorator, as any read on the request path does.
-struct RereadingStore {
-    store: CountedAuthzStore<SqliteStore>,
-    db: Db,
-}
-
-impl AuthzStore for RereadingStore {
-    fn get_effective_groups(&self, user_id: &str) -> StoreResult<Vec<Id>> {
-        self.store.get_effective_groups(user_id)
-    }
-    fn get_effective_groups_for_agent(&self, agent_id: &str) -> StoreResult<Vec<Id>> {
-        self.store.get_effective_groups_for_agent(agent_id)
-    }
-    fn get_parent_groups(&self, group_id: &str) -> StoreResult<Vec<Group>> {
-        self.store.get_parent_groups(group_id)
-    }
-    fn get_user_groups(&self, user_id: &str) -> StoreResult<Vec<Group>> {
-        self.store.get_user_groups(user_id)
-    }
-    fn get_group_membership(
-        &self,
-        group_id: &str,
-        principal: &PrincipalRef,
-    ) -> StoreResult<Option<GroupMembership>> {
-        self.store.get_group_membership(group_id, principal)
-    }
-    fn get_group_by_slug(&self, slug: &str) -> StoreResult<Option<Group>> {
-        self.store.get_group_by_slug(slug)
-    }
-    fn list_role_bindings_for_principals(
-        &self,
-        principals: &[PrincipalRef],
-    ) -> StoreResult<Vec<RoleBinding>> {
-        self.store.list_role_bindings_for_principals(principals)
-    }
-    fn list_role_bindings_for_principal(
-        &self,
-        principal: &PrincipalRef,
-    ) -> StoreResult<Vec<RoleBinding>> {
-        self.store.list_role_bindings_for_principal(principal)
-    }
-    fn get_role_definition(&self, id: &str) -> StoreResult<Option<RoleDefinition>> {
-        self.store.get_role_definition(id)
-    }
-    fn get_role_definitions_by_ids(&self, ids: &[Id]) -> StoreResult<Vec<RoleDefinition>> {
-        self.store.get_role_definitions_by_ids(ids)
-    }
-    fn get_role_definition_by_name(&self, name: &str) -> StoreResult<Option<RoleDefinition>> {
-        self.store.get_role_definition_by_name(name)
-    }
-    fn list_access_constraints(&self, project_ids: &[Id]) -> StoreResult<Vec<AccessConstraint>> {
-        let constraints = self.store.list_access_constraints(project_ids)?;
-        let rows = read_agents(
-            &self.db,
-            &RowQuery {
-                scope: &RowScope::Projects(project_ids.to_vec()),
-                ids: None,
-                page: None,
-            },
-        )?;
-        for agent in &rows.agents {
-            self.store.get_agent(&agent.id)?;
-        }
-        Ok(constraints)
-    }
-    fn get_delegation_edges_for_delegate(
-        &self,
-        delegate: &PrincipalRef,
-    ) -> StoreResult<Vec<DelegationEdge>> {
-        self.store.get_delegation_edges_for_delegate(delegate)
-    }
-    fn get_user(&self, id: &str) -> StoreResult<Option<User>> {
-        self.store.get_user(id)
-    }
-    fn get_user_access_token(&self, token_hash: &[u8; 32]) -> StoreResult<Option<UserAccessToken>> {
-        self.store.get_user_access_token(token_hash)
-    }
-    fn get_agent(&self, id: &str) -> StoreResult<Option<Agent>> {
-        self.store.get_agent(id)
-    }
-    fn get_project(&self, id: &str) -> StoreResult<Option<Project>> {
-        self.store.get_project(id)
-    }
-    fn get_project_membership(
-        &self,
-        project_id: &str,
-        user_id: &str,
-    ) -> StoreResult<Option<ProjectMembership>> {
-        self.store.get_project_membership(project_id, user_id)
-    }
-    fn get_hub_setting(&self, key: &str) -> StoreResult<Option<String>> {
-        self.store.get_hub_setting(key)
-    }
-}
-
-/// The Hub's traced router over [`RereadingStore`]: the same assembly as a
-/// Hub with tracing on, with the store swapped.
-fn rereading_router(seeded: &Seeded) -> Router {
-    let db = seeded.db();
-    let logger = Logger::new(CaptureBuffer::new().writer(), false);
-    let (sink, _audit_log) = ChannelAuditSink::start(16_384, 0);
-    let store = RereadingStore {
-        store: CountedAuthzStore::new(SqliteStore::new(db.clone())),
-        db: db.clone(),
-    };
-    let layer = trace_layer(&logger, db.pool_stats());
-    let state = AppState::new(
-        store,
-        TracedAuditEmitter::new(sink),
-        db,
-        EventBus::default(),
-        TokenSigner::from_session_secret(SECRET),
-    );
-    build_router(state, Some(layer))
 }
 
 #[tokio::test]
