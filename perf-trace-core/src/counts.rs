@@ -64,17 +64,20 @@ pub use insta as __insta;
 ///
 /// Made from a [`Snapshot`] (`CountsView::from(&snapshot)`) or, with the
 /// `tower` feature, from a traced response, which adds its status. Serialized
-/// (to YAML by [`assert_counts_snapshot!`](crate::assert_counts_snapshot)),
-/// it reads:
+/// to YAML by [`assert_counts_snapshot!`](crate::assert_counts_snapshot),
+/// the counts of the repository's example Hub serving three agents by id
+/// are (some lines left out):
 ///
 /// ```yaml
-/// endpoint: agents.project.sorted
+/// endpoint: agents.project.sorted_agent
 /// status: 200
 /// store_calls:
-///   total: 3
+///   total: 12
 ///   methods:
 ///     GetEffectiveGroups: 1
-///     GetUser: 2
+///     GetUser: 3
+///     ListAccessConstraints: 1
+///     # ... one line per method called
 /// decisions:
 ///   records: 26
 ///   allow: 16
@@ -83,6 +86,7 @@ pub use insta as __insta;
 /// phases:
 ///   list_db_read: 1
 ///   serialize: 1
+///   # ... one line per phase entered
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
