@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::db::DbError;
+use crate::listing::ListError;
 
 /// An error answered to the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +78,16 @@ impl From<DbError> for ApiError {
             )
         } else {
             ApiError::internal()
+        }
+    }
+}
+
+impl From<ListError> for ApiError {
+    fn from(e: ListError) -> Self {
+        match e {
+            ListError::ProjectNotFound => ApiError::not_found("project"),
+            ListError::Forbidden => ApiError::forbidden(),
+            ListError::Db(e) => e.into(),
         }
     }
 }
