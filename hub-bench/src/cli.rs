@@ -13,11 +13,21 @@ use crate::load::{self, LoadArgs};
 
 /// Benchmark and load clients for the example Hub, and the demo.
 #[derive(Debug, Parser)]
-#[command(name = "hub-bench", version, about, propagate_version = true)]
+#[command(
+    name = "hub-bench",
+    version,
+    about,
+    propagate_version = true,
+    // `hub-bench --sizes 25` is the demo; flags before a subcommand are not.
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     /// What to run; the demo when none is given.
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// The demo's flags, when no subcommand is given.
+    #[command(flatten)]
+    pub demo: DemoArgs,
 }
 
 /// The subcommands.
@@ -59,9 +69,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let command = cli
-        .command
-        .unwrap_or_else(|| Command::Demo(DemoArgs::default()));
+    let command = cli.command.unwrap_or(Command::Demo(cli.demo));
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -138,24 +146,28 @@ mod tests {
     fn no_subcommand_runs_the_demo_and_demo_takes_its_flags() {
         let cli = Cli::try_parse_from(["hub-bench"]).unwrap();
         assert!(cli.command.is_none());
-        let cli = Cli::try_parse_from([
-            "hub-bench",
-            "demo",
-            "--sizes",
-            "25,100",
-            "--runs",
-            "1",
-            "--compare-rounds",
-            "20",
-        ])
-        .unwrap();
-        let Some(Command::Demo(args)) = cli.command else {
-            panic!("not the demo: {:?}", cli.command);
+        let defaults = DemoArgs::default();
+        assert_eq!(cli.demo.sizes, defaults.sizes);
+        assert_eq!(
+            (cli.demo.runs, cli.demo.compare_rounds),
+            (defaults.runs, defaults.compare_rounds)
+        );
+        let flags = ["--sizes", "25,100", "--runs", "1", "--compare-rounds", "20"];
+        let bare = Cli::try_parse_from(std::iter::once("hub-bench").chain(flags)).unwrap();
+        assert!(bare.command.is_none());
+        let named = Cli::try_parse_from(["hub-bench", "demo"].into_iter().chain(flags)).unwrap();
+        let Some(Command::Demo(args)) = named.command else {
+            panic!("not the demo: {:?}", named.command);
         };
-        assert_eq!(args.sizes, [25, 100]);
-        assert_eq!((args.runs, args.compare_rounds), (1, 20));
-        assert!(args.out_dir.is_none());
+        for args in [bare.demo, args] {
+            assert_eq!(args.sizes, [25, 100]);
+            assert_eq!((args.runs, args.compare_rounds), (1, 20));
+            assert!(args.out_dir.is_none());
+        }
         let error = Cli::try_parse_from(["hub-bench", "demo", "--sizes", "0"]).unwrap_err();
         assert_eq!(error.kind(), clap::error::ErrorKind::ValueValidation);
+        // The demo's flags do not go with another subcommand.
+        let error = Cli::try_parse_from(["hub-bench", "--runs", "1", "load"]).unwrap_err();
+        assert_eq!(error.kind(), clap::error::ErrorKind::ArgumentConflict);
     }
 }
