@@ -44,7 +44,7 @@ pub struct SeedOptions {
 }
 
 /// The seed document (`--out`). Read back with defaults for missing fields
-/// and extra fields ignored, so the harness can read documents of other
+/// and extra fields ignored, so `hub-bench` can read documents of other
 /// versions (it checks the fields it needs).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

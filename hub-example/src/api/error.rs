@@ -125,3 +125,37 @@ pub async fn not_found() -> ApiError {
 pub async fn method_not_allowed() -> ApiError {
     ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_errors_answer_with_their_status() {
+        for (error, status, body) in [
+            (
+                ListError::ProjectNotFound,
+                StatusCode::NOT_FOUND,
+                json!({"error": "project not found"}),
+            ),
+            (
+                ListError::Forbidden,
+                StatusCode::FORBIDDEN,
+                json!({"error": "forbidden"}),
+            ),
+            (
+                ListError::Db(DbError::PoolTimeout),
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": "database busy or locked, try again later"}),
+            ),
+            (
+                ListError::Db(DbError::Sql(rusqlite::Error::InvalidQuery)),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "internal error"}),
+            ),
+        ] {
+            let api = ApiError::from(error);
+            assert_eq!((api.status(), api.body()), (status, &body));
+        }
+    }
+}
