@@ -1,4 +1,5 @@
-//! The Hub: application state, the router, and serving.
+//! The Hub: the router over the application state ([`crate::state`]), and
+//! serving.
 //!
 //! Tracing on or off is decided once, when the Hub is built. Off, the state
 //! holds the plain [`SqliteStore`] and [`ChannelAuditSink`] and the router has
@@ -8,7 +9,6 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use axum::routing::{get, put};
 use axum::Router;
@@ -28,6 +28,7 @@ use crate::events::EventBus;
 use crate::log::{Logger, SharedWriter};
 use crate::perf::{trace_layer, HubTraceLayer};
 use crate::settings::{Settings, PERF_TRACE_KEY};
+use crate::state::AppState;
 use crate::store::{AuthzStore, CountedAuthzStore, SqliteStore};
 use crate::tokens::TokenSigner;
 
@@ -39,68 +40,6 @@ const AUDIT_RECENT: usize = 1_024;
 /// The startup warning when tracing is on.
 pub const PERF_TRACE_WARNING: &str =
     "Request performance tracing is on (server.hub.perf_trace); per-request perf_trace lines are logged";
-
-struct Shared<S, A> {
-    store: S,
-    audit: A,
-    db: Db,
-    bus: EventBus,
-    signer: TokenSigner,
-}
-
-/// What every handler reads: the authorization store `S`, the audit
-/// emitter `A`, the database, the event bus and the token signer.
-pub struct AppState<S, A> {
-    shared: Arc<Shared<S, A>>,
-}
-
-impl<S, A> Clone for AppState<S, A> {
-    fn clone(&self) -> Self {
-        AppState {
-            shared: Arc::clone(&self.shared),
-        }
-    }
-}
-
-impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
-    /// State over these parts.
-    pub fn new(store: S, audit: A, db: Db, bus: EventBus, signer: TokenSigner) -> Self {
-        AppState {
-            shared: Arc::new(Shared {
-                store,
-                audit,
-                db,
-                bus,
-                signer,
-            }),
-        }
-    }
-
-    /// The authorization store.
-    pub fn store(&self) -> &S {
-        &self.shared.store
-    }
-
-    /// The audit emitter.
-    pub fn audit(&self) -> &A {
-        &self.shared.audit
-    }
-
-    /// The database (for agent rows and writes).
-    pub fn db(&self) -> &Db {
-        &self.shared.db
-    }
-
-    /// The event bus.
-    pub fn bus(&self) -> &EventBus {
-        &self.shared.bus
-    }
-
-    /// The bearer-token signer.
-    pub fn signer(&self) -> &TokenSigner {
-        &self.shared.signer
-    }
-}
 
 /// Builds the router over `state`. With `trace`, the tracing layer wraps
 /// every route inside authentication (the one place it is installed).

@@ -1,6 +1,6 @@
-//! The command line: `serve`, `seed`, `apibench`, `load` and `demo` (also
-//! what runs with no subcommand). Every failure is one line on standard
-//! error and a non-zero exit.
+//! The command line: `serve` and `seed` (the benchmark and load clients and
+//! the demo are the `hub-bench` crate's). Every failure is one line on
+//! standard error and a non-zero exit.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -10,13 +10,9 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::{Hub, HubOptions};
-use crate::db::{
-    migrate, pending_migrations, schema_version, Db, DbError, OpenMode, PoolOptions, LATEST_VERSION,
-};
-use crate::demo::{self, DemoArgs};
-use crate::harness::HarnessCommand;
 use crate::log::stdout_writer;
 use crate::seed::{seed_to_file, SeedOptions};
+use crate::serve::open_for_serving;
 use crate::settings::Settings;
 
 /// The example Hub, traced with perf-trace.
@@ -25,7 +21,7 @@ use crate::settings::Settings;
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
-    pub command: Option<Command>,
+    pub command: Command,
 }
 
 /// The subcommands.
@@ -35,11 +31,6 @@ pub enum Command {
     Serve(ServeArgs),
     /// Write a reproducible data set into a fresh database.
     Seed(SeedArgs),
-    /// Seed Hubs at 25, 100 and 500 agents, serve them traced, benchmark them and print a summary
-    Demo(DemoArgs),
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    Harness(HarnessCommand),
 }
 
 /// `hub-example serve`.
@@ -117,11 +108,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
     };
     let result = match cli.command {
-        Some(Command::Serve(args)) => serve(args),
-        Some(Command::Seed(args)) => seed(args),
-        Some(Command::Demo(args)) => run_async(demo::run(args)),
-        Some(Command::Harness(command)) => run_async(command.run()),
-        None => run_async(demo::run(DemoArgs::default())),
+        Command::Serve(args) => serve(args),
+        Command::Seed(args) => seed(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -132,38 +120,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
 }
 
-fn run_async<T>(
-    work: impl std::future::Future<Output = anyhow::Result<T>>,
-) -> Result<(), CliError> {
-    runtime()?
-        .block_on(work)
-        .map(drop)
-        // `{:#}` keeps the context chain on one line.
-        .map_err(|e| CliError::from(format!("{e:#}")))
-}
-
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(CliError::from)
-}
-
-/// Opens the database for serving and brings its schema up to date (or
-/// checks it is, with `--no-auto-migrate`).
-pub fn open_for_serving(path: &std::path::Path, auto_migrate: bool) -> Result<Db, DbError> {
-    let db = Db::open(path, OpenMode::MustExist, PoolOptions::default())?;
-    let mut conn = db.conn()?;
-    if auto_migrate {
-        migrate(&mut conn, crate::clock::now_ms())?;
-    } else if !pending_migrations(&conn)?.is_empty() {
-        return Err(DbError::SchemaOutdated {
-            found: schema_version(&conn)?,
-            expected: LATEST_VERSION,
-        });
-    }
-    drop(conn);
-    Ok(db)
 }
 
 async fn shutdown_signal() {

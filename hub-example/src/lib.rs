@@ -7,8 +7,10 @@
 //!   [`authz::Authorizer`] reads it only through a request-local memo.
 //! - [`listing`] runs the agent lists phase by phase, each phase a
 //!   `#[traced_phase]` function; [`keys`] holds the key sets.
-//! - [`seed`] writes a reproducible data set into a fresh database.
-//! - [`harness`] holds the benchmark and load clients (`apibench`, `load`).
+//! - [`seed`] writes a reproducible data set into a fresh database;
+//!   [`serve::open_for_serving`] opens one for serving.
+//!
+//! The benchmark and load clients and the demo are the `hub-bench` crate's.
 #![warn(missing_docs)]
 
 pub mod api;
@@ -17,9 +19,7 @@ pub mod authz;
 pub mod cli;
 pub mod clock;
 pub mod db;
-pub mod demo;
 pub mod events;
-pub mod harness;
 pub mod keys;
 pub mod listing;
 pub mod log;
@@ -27,9 +27,12 @@ pub mod model;
 pub mod paging;
 pub mod perf;
 pub mod seed;
+pub mod serve;
 pub mod settings;
+pub mod state;
 pub mod store;
 pub mod tokens;
 pub mod views;
 
-pub use app::{build_router, build_router_with, AppState, Hub, HubOptions, RunningHub};
+pub use app::{build_router, build_router_with, Hub, HubOptions, RunningHub};
+pub use state::AppState;

@@ -13,9 +13,8 @@ use std::sync::Arc;
 
 use perf_trace_core::traced_phase;
 
-use crate::api::ApiError;
 use crate::authz::{Action, ActionNames, AuditEmitter, Authorizer, ListScope, Permissions, Verbs};
-use crate::db::Db;
+use crate::db::{Db, DbError};
 use crate::keys::Phase;
 use crate::model::{Agent, AgentPhase, Id};
 use crate::paging::{encode_cursor, PageRequest};
@@ -24,6 +23,21 @@ use crate::store::AuthzStore;
 use crate::views::{
     AgentListView, AgentView, CompactAgentView, CreatorView, FullAgentView, Millis, ScopeView,
 };
+
+/// Why a list was refused or failed; the API layer turns it into a
+/// response (404, 403, or the database error's status).
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    /// The listed project does not exist.
+    #[error("project not found")]
+    ProjectNotFound,
+    /// The caller may not list the project's agents.
+    #[error("forbidden")]
+    Forbidden,
+    /// Reading the store or the agent rows failed.
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
 
 /// Which agents a list covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,7 +115,7 @@ pub fn list_agents<S, A>(
     authz: &Authorizer<'_, S, A>,
     db: &Db,
     request: &ListRequest,
-) -> Result<AgentListView, ApiError>
+) -> Result<AgentListView, ListError>
 where
     S: AuthzStore + ?Sized,
     A: AuditEmitter + ?Sized,
@@ -173,7 +187,7 @@ pub fn full_view(
 pub fn list_scope_authz<S, A>(
     authz: &Authorizer<'_, S, A>,
     target: &ListTarget,
-) -> Result<AuthorizedScope, ApiError>
+) -> Result<AuthorizedScope, ListError>
 where
     S: AuthzStore + ?Sized,
     A: AuditEmitter + ?Sized,
@@ -181,10 +195,10 @@ where
     match target {
         ListTarget::Project(id) => {
             if authz.memo().project(id)?.is_none() {
-                return Err(ApiError::not_found("project"));
+                return Err(ListError::ProjectNotFound);
             }
             if !authz.allow_project(Action::AgentList, id)? {
-                return Err(ApiError::forbidden());
+                return Err(ListError::Forbidden);
             }
             Ok(AuthorizedScope {
                 rows: RowScope::Project(id.clone()),
@@ -207,7 +221,7 @@ pub fn list_db_read(
     db: &Db,
     scope: &AuthorizedScope,
     shape: &ListShape,
-) -> Result<RowPage, ApiError> {
+) -> Result<RowPage, ListError> {
     if matches!(&scope.rows, RowScope::Projects(ids) if ids.is_empty()) {
         return Ok(RowPage {
             agents: Vec::new(),
@@ -233,7 +247,7 @@ pub fn list_db_read(
 pub fn list_read_authz<S, A>(
     authz: &Authorizer<'_, S, A>,
     agents: Vec<Agent>,
-) -> Result<Vec<Agent>, ApiError>
+) -> Result<Vec<Agent>, ListError>
 where
     S: AuthzStore + ?Sized,
     A: AuditEmitter + ?Sized,
@@ -257,7 +271,7 @@ where
 pub fn enrich<S, A>(
     authz: &Authorizer<'_, S, A>,
     agents: &[Agent],
-) -> Result<HashMap<Id, Arc<str>>, ApiError>
+) -> Result<HashMap<Id, Arc<str>>, ListError>
 where
     S: AuthzStore + ?Sized,
     A: AuditEmitter + ?Sized,
@@ -274,7 +288,7 @@ where
 pub fn capabilities<S, A>(
     authz: &Authorizer<'_, S, A>,
     agents: &[Agent],
-) -> Result<Vec<Permissions>, ApiError>
+) -> Result<Vec<Permissions>, ListError>
 where
     S: AuthzStore + ?Sized,
     A: AuditEmitter + ?Sized,
@@ -295,7 +309,7 @@ where
 pub fn messageability<S, A>(
     authz: &Authorizer<'_, S, A>,
     agents: &[Agent],
-) -> Result<Vec<bool>, ApiError>
+) -> Result<Vec<bool>, ListError>
 where
     S: AuthzStore + ?Sized,
     A: AuditEmitter + ?Sized,
@@ -314,7 +328,7 @@ where
 pub fn scope_capabilities<S, A>(
     authz: &Authorizer<'_, S, A>,
     project: Option<&Id>,
-) -> Result<ScopeView, ApiError>
+) -> Result<ScopeView, ListError>
 where
     S: AuthzStore + ?Sized,
     A: AuditEmitter + ?Sized,

@@ -44,7 +44,7 @@ pub struct SeedOptions {
 }
 
 /// The seed document (`--out`). Read back with defaults for missing fields
-/// and extra fields ignored, so the harness can read documents of other
+/// and extra fields ignored, so `hub-bench` can read documents of other
 /// versions (it checks the fields it needs).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -168,27 +168,37 @@ fn holds_data(path: &Path) -> bool {
         .unwrap_or(false)
 }
 
-struct Seeded {
-    user: String,
-}
-
-fn insert_user(
-    tx: &Transaction<'_>,
-    rng: &mut ChaCha8Rng,
-    email: &str,
-    name: &str,
-    admin: bool,
-) -> Result<Seeded, SeedError> {
-    let id = new_id(rng);
-    tx.execute(
-        "INSERT INTO users (id, email, display_name, is_platform_admin, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![id, email, name, admin, SEED_EPOCH_MS],
-    )?;
-    Ok(Seeded { user: id })
-}
+/// The role definitions the migrations create, by id.
+const OWNER_ROLE: &str = "00000000-0000-4000-8000-000000000002";
+const MEMBER_ROLE: &str = "00000000-0000-4000-8000-000000000003";
 
 /// Seeds a fresh database and returns the seed document.
+///
+/// One step per entity, in a fixed order: every step draws from the same
+/// PRNG, so the order is part of the data.
 pub fn seed(options: &SeedOptions) -> Result<SeedDocument, SeedError> {
+    check_options(options)?;
+    let db = open_fresh(&options.db_path)?;
+    let mut conn = db.conn()?;
+    let mut rng = ChaCha8Rng::seed_from_u64(options.rand_seed);
+    let slug = &options.project_slug;
+    let tx = conn.transaction()?;
+
+    let users = seed_users(&tx, &mut rng, slug)?;
+    let projects = seed_projects(&tx, &mut rng, slug, &users)?;
+    let groups = seed_groups(&tx, &mut rng, slug, &users)?;
+    seed_role_bindings(&tx, &mut rng, &users, &projects, &groups)?;
+    seed_delegations(&tx, &mut rng, &users, &projects)?;
+    seed_access_constraints(&tx, &mut rng, &projects)?;
+    let distribution = seed_agents(&tx, &mut rng, options.agents, &users, &projects)?;
+    tx.commit()?;
+    drop(conn);
+
+    Ok(document(options, users, projects, distribution))
+}
+
+/// Refuses options the seeder cannot honour, before any file is touched.
+fn check_options(options: &SeedOptions) -> Result<(), SeedError> {
     if options.agents > MAX_AGENTS {
         return Err(SeedError::TooManyAgents);
     }
@@ -198,81 +208,151 @@ pub fn seed(options: &SeedOptions) -> Result<SeedDocument, SeedError> {
     if holds_data(&options.db_path) {
         return Err(SeedError::NotEmpty(options.db_path.clone()));
     }
-    let db = Db::open(
-        &options.db_path,
-        OpenMode::CreateIfMissing,
-        PoolOptions::default(),
-    )?;
+    Ok(())
+}
+
+/// Opens (creating) the database, checks it holds nothing and migrates it.
+fn open_fresh(path: &Path) -> Result<Db, SeedError> {
+    let db = Db::open(path, OpenMode::CreateIfMissing, PoolOptions::default())?;
     let mut conn = db.conn()?;
     // Checked again on the open file: a file created meanwhile is not ours to fill.
     let tables: i64 = conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get(0))?;
     if tables > 0 {
-        return Err(SeedError::NotEmpty(options.db_path.clone()));
+        return Err(SeedError::NotEmpty(path.to_path_buf()));
     }
     migrate(&mut conn, SEED_EPOCH_MS)?;
+    drop(conn);
+    Ok(db)
+}
 
-    let mut rng = ChaCha8Rng::seed_from_u64(options.rand_seed);
-    let slug = &options.project_slug;
-    let signer = TokenSigner::from_session_secret(&options.session_secret);
-    let tx = conn.transaction()?;
+/// A seeded user.
+struct SeededUser {
+    id: String,
+    email: String,
+}
 
-    let owner_email = format!("owner@{slug}.example.com");
-    let member_email = format!("member@{slug}.example.com");
-    let admin_email = format!("admin@{slug}.example.com");
-    let owner = insert_user(&tx, &mut rng, &owner_email, "Olivia Owner", false)?;
-    let member = insert_user(&tx, &mut rng, &member_email, "Max Member", false)?;
-    let admin = insert_user(&tx, &mut rng, &admin_email, "Ada Admin", true)?;
-    let dev1 = insert_user(
-        &tx,
-        &mut rng,
-        &format!("dev1@{slug}.example.com"),
-        "Dana Developer",
-        false,
+/// The people of the data set.
+struct Users {
+    /// Owns both projects.
+    owner: SeededUser,
+    /// A non-admin member of the main project, through a group.
+    member: SeededUser,
+    /// An unscoped platform admin.
+    admin: SeededUser,
+    /// Two more members of the main project, agent creators.
+    developers: [SeededUser; 2],
+}
+
+impl Users {
+    /// The users agents are created by, each at least once.
+    fn creators(&self) -> [&String; 4] {
+        [
+            &self.owner.id,
+            &self.member.id,
+            &self.developers[0].id,
+            &self.developers[1].id,
+        ]
+    }
+
+    /// The main project's members besides its owner.
+    fn members(&self) -> [&String; 3] {
+        [
+            &self.member.id,
+            &self.developers[0].id,
+            &self.developers[1].id,
+        ]
+    }
+}
+
+fn insert_user(
+    tx: &Transaction<'_>,
+    rng: &mut ChaCha8Rng,
+    email: String,
+    name: &str,
+    admin: bool,
+) -> Result<SeededUser, SeedError> {
+    let id = new_id(rng);
+    tx.execute(
+        "INSERT INTO users (id, email, display_name, is_platform_admin, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![id, email, name, admin, SEED_EPOCH_MS],
     )?;
-    let dev2 = insert_user(
-        &tx,
-        &mut rng,
-        &format!("dev2@{slug}.example.com"),
-        "Deniz Developer",
-        false,
-    )?;
-    let creators = [&owner.user, &member.user, &dev1.user, &dev2.user];
+    Ok(SeededUser { id, email })
+}
 
-    let project_id = new_id(&mut rng);
-    let other_project_id = new_id(&mut rng);
-    for (id, pslug, name) in [
-        (&project_id, slug.clone(), format!("Bench {slug}")),
+/// The owner, the member, the admin and two developers.
+fn seed_users(tx: &Transaction<'_>, rng: &mut ChaCha8Rng, slug: &str) -> Result<Users, SeedError> {
+    let email = |name: &str| format!("{name}@{slug}.example.com");
+    Ok(Users {
+        owner: insert_user(tx, rng, email("owner"), "Olivia Owner", false)?,
+        member: insert_user(tx, rng, email("member"), "Max Member", false)?,
+        admin: insert_user(tx, rng, email("admin"), "Ada Admin", true)?,
+        developers: [
+            insert_user(tx, rng, email("dev1"), "Dana Developer", false)?,
+            insert_user(tx, rng, email("dev2"), "Deniz Developer", false)?,
+        ],
+    })
+}
+
+/// The main project and the second, small one.
+struct Projects {
+    main: String,
+    other: String,
+}
+
+/// Both projects, owned by the owner; the member and the developers are
+/// members of the main one only.
+fn seed_projects(
+    tx: &Transaction<'_>,
+    rng: &mut ChaCha8Rng,
+    slug: &str,
+    users: &Users,
+) -> Result<Projects, SeedError> {
+    let projects = Projects {
+        main: new_id(rng),
+        other: new_id(rng),
+    };
+    for (id, project_slug, name) in [
+        (&projects.main, slug.to_owned(), format!("Bench {slug}")),
         (
-            &other_project_id,
+            &projects.other,
             format!("{slug}-other"),
             format!("Bench {slug} (other)"),
         ),
     ] {
         tx.execute(
             "INSERT INTO projects (id, slug, name, created_by, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![id, pslug, name, owner.user, SEED_EPOCH_MS],
+            params![id, project_slug, name, users.owner.id, SEED_EPOCH_MS],
         )?;
     }
     let mut membership = tx.prepare(
         "INSERT INTO project_memberships (project_id, user_id, role, created_at) VALUES (?1, ?2, ?3, ?4)",
     )?;
-    membership.execute(params![project_id, owner.user, "owner", SEED_EPOCH_MS])?;
-    membership.execute(params![
-        other_project_id,
-        owner.user,
-        "owner",
-        SEED_EPOCH_MS
-    ])?;
-    for user in [&member.user, &dev1.user, &dev2.user] {
-        membership.execute(params![project_id, user, "member", SEED_EPOCH_MS])?;
+    for project in [&projects.main, &projects.other] {
+        membership.execute(params![project, users.owner.id, "owner", SEED_EPOCH_MS])?;
     }
-    drop(membership);
+    for user in users.members() {
+        membership.execute(params![projects.main, user, "member", SEED_EPOCH_MS])?;
+    }
+    Ok(projects)
+}
 
-    // Groups: everyone <- engineering <- <slug>-members.
-    let everyone = new_id(&mut rng);
-    let engineering = new_id(&mut rng);
-    let members_group = new_id(&mut rng);
-    for (id, gslug, name) in [
+/// The groups: `everyone` <- `engineering` <- `<slug>-members`.
+struct Groups {
+    members: String,
+}
+
+/// The group chain; the owner manages `engineering`, the main project's
+/// members are in `<slug>-members`.
+fn seed_groups(
+    tx: &Transaction<'_>,
+    rng: &mut ChaCha8Rng,
+    slug: &str,
+    users: &Users,
+) -> Result<Groups, SeedError> {
+    let everyone = new_id(rng);
+    let engineering = new_id(rng);
+    let members = new_id(rng);
+    for (id, group_slug, name) in [
         (&everyone, "everyone".to_owned(), "Everyone".to_owned()),
         (
             &engineering,
@@ -280,80 +360,91 @@ pub fn seed(options: &SeedOptions) -> Result<SeedDocument, SeedError> {
             "Engineering".to_owned(),
         ),
         (
-            &members_group,
+            &members,
             format!("{slug}-members"),
             format!("{slug} members"),
         ),
     ] {
         tx.execute(
             "INSERT INTO groups (id, slug, name, created_at) VALUES (?1, ?2, ?3, ?4)",
-            params![id, gslug, name, SEED_EPOCH_MS],
+            params![id, group_slug, name, SEED_EPOCH_MS],
         )?;
     }
     tx.execute(
         "INSERT INTO group_parents (group_id, parent_id) VALUES (?1, ?2), (?3, ?4)",
-        params![engineering, everyone, members_group, engineering],
+        params![engineering, everyone, members, engineering],
     )?;
     let mut group_member = tx.prepare(
         "INSERT INTO group_members (group_id, principal_kind, principal_id, role) VALUES (?1, 'user', ?2, ?3)",
     )?;
-    group_member.execute(params![engineering, owner.user, "manager"])?;
-    for user in [&member.user, &dev1.user, &dev2.user] {
-        group_member.execute(params![members_group, user, "member"])?;
+    group_member.execute(params![engineering, users.owner.id, "manager"])?;
+    for user in users.members() {
+        group_member.execute(params![members, user, "member"])?;
     }
-    drop(group_member);
+    Ok(Groups { members })
+}
 
-    // Bindings: the owner owns both projects; the members group works in the main one.
-    const OWNER_ROLE: &str = "00000000-0000-4000-8000-000000000002";
-    const MEMBER_ROLE: &str = "00000000-0000-4000-8000-000000000003";
+/// The owner owns both projects; the members group works in the main one.
+fn seed_role_bindings(
+    tx: &Transaction<'_>,
+    rng: &mut ChaCha8Rng,
+    users: &Users,
+    projects: &Projects,
+    groups: &Groups,
+) -> Result<(), SeedError> {
     let mut binding = tx.prepare(
         "INSERT INTO role_bindings (id, principal_kind, principal_id, role_id, scope_kind, scope_id, created_at)
          VALUES (?1, ?2, ?3, ?4, 'project', ?5, ?6)",
     )?;
-    binding.execute(params![
-        new_id(&mut rng),
-        "user",
-        owner.user,
-        OWNER_ROLE,
-        project_id,
-        SEED_EPOCH_MS
-    ])?;
-    binding.execute(params![
-        new_id(&mut rng),
-        "user",
-        owner.user,
-        OWNER_ROLE,
-        other_project_id,
-        SEED_EPOCH_MS
-    ])?;
-    binding.execute(params![
-        new_id(&mut rng),
-        "group",
-        members_group,
-        MEMBER_ROLE,
-        project_id,
-        SEED_EPOCH_MS
-    ])?;
-    drop(binding);
+    for (kind, principal, role, project) in [
+        ("user", &users.owner.id, OWNER_ROLE, &projects.main),
+        ("user", &users.owner.id, OWNER_ROLE, &projects.other),
+        ("group", &groups.members, MEMBER_ROLE, &projects.main),
+    ] {
+        binding.execute(params![
+            new_id(rng),
+            kind,
+            principal,
+            role,
+            project,
+            SEED_EPOCH_MS
+        ])?;
+    }
+    Ok(())
+}
 
-    // The owner lets the member start and stop agents in the main project.
+/// The owner lets the member start and stop agents in the main project.
+fn seed_delegations(
+    tx: &Transaction<'_>,
+    rng: &mut ChaCha8Rng,
+    users: &Users,
+    projects: &Projects,
+) -> Result<(), SeedError> {
     tx.execute(
         "INSERT INTO delegation_edges (id, delegator_user_id, delegate_kind, delegate_id, project_id, actions, created_at)
          VALUES (?1, ?2, 'user', ?3, ?4, ?5, ?6)",
         params![
-            new_id(&mut rng),
-            owner.user,
-            member.user,
-            project_id,
+            new_id(rng),
+            users.owner.id,
+            users.member.id,
+            projects.main,
             r#"["agent.start","agent.stop"]"#,
             SEED_EPOCH_MS
         ],
     )?;
+    Ok(())
+}
 
+/// The same three phase constraints in both projects.
+fn seed_access_constraints(
+    tx: &Transaction<'_>,
+    rng: &mut ChaCha8Rng,
+    projects: &Projects,
+) -> Result<(), SeedError> {
     let mut constraint = tx.prepare(
         "INSERT INTO access_constraints (id, project_id, action, deny_phases, description) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
-    for project in [&project_id, &other_project_id] {
+    for project in [&projects.main, &projects.other] {
         for (action, phases, description) in [
             (
                 "agent.message",
@@ -371,105 +462,136 @@ pub fn seed(options: &SeedOptions) -> Result<SeedDocument, SeedError> {
                 "stop an agent before deleting it",
             ),
         ] {
-            constraint.execute(params![
-                new_id(&mut rng),
-                project,
-                action,
-                phases,
-                description
-            ])?;
+            constraint.execute(params![new_id(rng), project, action, phases, description])?;
         }
     }
-    drop(constraint);
+    Ok(())
+}
 
-    let mut phase_counts = BTreeMap::new();
-    let mut activity_counts = BTreeMap::new();
-    let mut creator_counts = BTreeMap::new();
-    let mut agent = tx.prepare(
+/// The main project's agents, counted as the document reports them.
+#[derive(Default)]
+struct Distribution {
+    phase_counts: BTreeMap<String, u32>,
+    activity_counts: BTreeMap<String, u32>,
+    creator_counts: BTreeMap<String, u32>,
+}
+
+/// `agents` synthetic agents in the main project, then
+/// [`OTHER_PROJECT_AGENTS`] in the other, all created by the owner.
+fn seed_agents(
+    tx: &Transaction<'_>,
+    rng: &mut ChaCha8Rng,
+    agents: u32,
+    users: &Users,
+    projects: &Projects,
+) -> Result<Distribution, SeedError> {
+    let creators = users.creators();
+    let mut insert = tx.prepare(
         "INSERT INTO agents (id, project_id, name, phase, activity, created_by, created_at, updated_at, config)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
-    let mut write_agent = |rng: &mut ChaCha8Rng,
-                           project: &str,
-                           index: u32,
-                           creator: &str|
-     -> Result<(AgentPhase, AgentActivity), SeedError> {
-        let id = new_id(rng);
-        let name = format!(
-            "{}-{}-{index:05}",
-            pick(rng, &ADJECTIVES),
-            pick(rng, &NOUNS)
-        );
-        let phase = AgentPhase::ALL[weighted(rng, &PHASE_WEIGHTS)];
-        let activity = *pick(rng, &AgentActivity::ALL);
-        let created_at = SEED_EPOCH_MS + i64::from(index) * 60_000 + rng.random_range(0..60_000);
-        let updated_at = created_at + rng.random_range(0..86_400_000);
-        let config = serde_json::json!({
-            "template": pick(rng, &TEMPLATES),
-            "harness": pick(rng, &HARNESSES),
-            "model": pick(rng, &MODELS),
-            "branch": format!("agents/{name}"),
-            "maxTurns": rng.random_range(10..200),
-        })
-        .to_string();
-        agent.execute(params![
-            id,
-            project,
-            name,
-            phase.as_str(),
-            activity.as_str(),
-            creator,
-            created_at,
-            updated_at,
-            config
-        ])?;
-        Ok((phase, activity))
-    };
-    for index in 0..options.agents {
+    let mut distribution = Distribution::default();
+    for index in 0..agents {
         // Every creator appears once before the draw, so a small project has
         // them all and per-creator reads are the same at every size.
         let creator = if (index as usize) < creators.len() {
             creators[index as usize]
         } else {
-            *pick(&mut rng, &creators)
+            *pick(rng, &creators)
         };
-        let (phase, activity) = write_agent(&mut rng, &project_id, index, creator)?;
-        *phase_counts.entry(phase.as_str().to_owned()).or_insert(0) += 1;
-        *activity_counts
+        let (phase, activity) = insert_agent(&mut insert, rng, &projects.main, index, creator)?;
+        *distribution
+            .phase_counts
+            .entry(phase.as_str().to_owned())
+            .or_insert(0) += 1;
+        *distribution
+            .activity_counts
             .entry(activity.as_str().to_owned())
             .or_insert(0) += 1;
-        *creator_counts.entry(creator.clone()).or_insert(0) += 1;
+        *distribution
+            .creator_counts
+            .entry(creator.clone())
+            .or_insert(0) += 1;
     }
     for index in 0..OTHER_PROJECT_AGENTS {
-        write_agent(&mut rng, &other_project_id, index, &owner.user)?;
+        insert_agent(&mut insert, rng, &projects.other, index, &users.owner.id)?;
     }
-    drop(agent);
-    tx.commit()?;
-    drop(conn);
+    Ok(distribution)
+}
 
-    let token = |user: &str| signer.issue(&TokenSubject::User(user.to_owned()), TOKEN_EXPIRY_SECS);
-    Ok(SeedDocument {
-        owner_token: token(&owner.user),
-        member_token: token(&member.user),
-        admin_token: token(&admin.user),
-        project_id,
-        project_slug: slug.clone(),
-        other_project_id,
-        owner_user_id: owner.user,
-        owner_email,
-        member_user_id: member.user,
-        member_email,
-        admin_user_id: admin.user,
-        admin_email,
+/// Draws one agent (name, phase, activity, times, config) and inserts it.
+fn insert_agent(
+    insert: &mut rusqlite::Statement<'_>,
+    rng: &mut ChaCha8Rng,
+    project: &str,
+    index: u32,
+    creator: &str,
+) -> Result<(AgentPhase, AgentActivity), SeedError> {
+    let id = new_id(rng);
+    let name = format!(
+        "{}-{}-{index:05}",
+        pick(rng, &ADJECTIVES),
+        pick(rng, &NOUNS)
+    );
+    let phase = AgentPhase::ALL[weighted(rng, &PHASE_WEIGHTS)];
+    let activity = *pick(rng, &AgentActivity::ALL);
+    let created_at = SEED_EPOCH_MS + i64::from(index) * 60_000 + rng.random_range(0..60_000);
+    let updated_at = created_at + rng.random_range(0..86_400_000);
+    let config = serde_json::json!({
+        "template": pick(rng, &TEMPLATES),
+        "harness": pick(rng, &HARNESSES),
+        "model": pick(rng, &MODELS),
+        "branch": format!("agents/{name}"),
+        "maxTurns": rng.random_range(10..200),
+    })
+    .to_string();
+    insert.execute(params![
+        id,
+        project,
+        name,
+        phase.as_str(),
+        activity.as_str(),
+        creator,
+        created_at,
+        updated_at,
+        config
+    ])?;
+    Ok((phase, activity))
+}
+
+/// The seed document: ids, emails, bearer tokens signed with the session
+/// secret's key, and the distribution generated.
+fn document(
+    options: &SeedOptions,
+    users: Users,
+    projects: Projects,
+    distribution: Distribution,
+) -> SeedDocument {
+    let signer = TokenSigner::from_session_secret(&options.session_secret);
+    let token =
+        |user: &SeededUser| signer.issue(&TokenSubject::User(user.id.clone()), TOKEN_EXPIRY_SECS);
+    SeedDocument {
+        owner_token: token(&users.owner),
+        member_token: token(&users.member),
+        admin_token: token(&users.admin),
+        project_id: projects.main,
+        project_slug: options.project_slug.clone(),
+        other_project_id: projects.other,
+        owner_user_id: users.owner.id,
+        owner_email: users.owner.email,
+        member_user_id: users.member.id,
+        member_email: users.member.email,
+        admin_user_id: users.admin.id,
+        admin_email: users.admin.email,
         agent_count: options.agents,
         other_agent_count: OTHER_PROJECT_AGENTS,
         rand_seed: options.rand_seed,
         db_path: options.db_path.display().to_string(),
         seeded_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        phase_counts,
-        activity_counts,
-        creator_counts,
-    })
+        phase_counts: distribution.phase_counts,
+        activity_counts: distribution.activity_counts,
+        creator_counts: distribution.creator_counts,
+    }
 }
 
 /// Seeds and writes the document to `out` (pretty JSON). The output's folder
@@ -563,6 +685,42 @@ mod tests {
         };
         assert_eq!(same(&a), same(&b));
         assert_ne!(a.project_id, c.project_id);
+    }
+
+    /// SHA-256 of every row and of the document (less its path and time),
+    /// for the rand seed 42 at 30 agents.
+    fn digest(doc: &SeedDocument, db: &Path) -> String {
+        use sha2::{Digest as _, Sha256};
+        let mut hasher = Sha256::new();
+        for row in dump(db) {
+            hasher.update(row.as_bytes());
+            hasher.update(b"\n");
+        }
+        let doc = SeedDocument {
+            db_path: String::new(),
+            seeded_at: String::new(),
+            ..doc.clone()
+        };
+        hasher.update(serde_json::to_vec(&doc).unwrap());
+        hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// Pins the data itself, not only its repeatability: a change to the
+    /// seeder that moves a single draw, row or token changes the digest.
+    /// Benchmarks and budgets compare figures across seeds written by
+    /// different builds, so the data must not drift.
+    #[test]
+    fn the_data_of_a_seed_is_pinned() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc = seed(&options(dir.path(), "hub.db", 30, 42)).unwrap();
+        assert_eq!(
+            digest(&doc, &dir.path().join("hub.db")),
+            "3eb70e2c278401368945b28c422481885b39fe84f0df0b18450384a0eae29f4d"
+        );
     }
 
     #[test]

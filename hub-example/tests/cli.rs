@@ -56,6 +56,9 @@ fn bad_flags_and_missing_files_are_one_line_errors() {
     let missing = dir.path().join("missing.db");
     let missing = missing.to_str().unwrap();
     for (args, code) in [
+        (vec![], 2),
+        // The demo and the clients are `hub-bench`'s.
+        (vec!["demo"], 2),
         (vec!["serve", "--bogus"], 2),
         (vec!["seed", "--db", "x.db"], 2),
         (

@@ -10,8 +10,8 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::ApiError;
-use crate::app::AppState;
 use crate::authz::{AuditEmitter, Authorizer, Principal};
+use crate::state::AppState;
 use crate::store::{writes, AuthzStore};
 
 /// Settings that can only be set at startup, in normalized form.

@@ -9,12 +9,12 @@ use serde::Deserialize;
 
 use super::params::{parse_id, parse_id_list, parse_view, Params};
 use super::{ApiError, LazyJson};
-use crate::app::AppState;
 use crate::authz::{Action, AuditEmitter, Authorizer, Principal};
 use crate::events::HubEvent;
 use crate::listing::{self, ListRequest, ListShape, ListTarget};
 use crate::model::{AgentActivity, AgentPhase};
 use crate::paging::PageRequest;
+use crate::state::AppState;
 use crate::store::{writes, AuthzStore};
 use crate::views::CompactAgentView;
 

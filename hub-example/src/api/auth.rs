@@ -9,10 +9,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::ApiError;
-use crate::app::AppState;
 use crate::authz::{AgentPrincipal, AuditEmitter, Credential, Principal, UserPrincipal};
 use crate::clock;
 use crate::model::Id;
+use crate::state::AppState;
 use crate::store::AuthzStore;
 use crate::tokens::{hashes_match, is_access_token, token_hash, TokenSubject};
 

@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::db::DbError;
+use crate::listing::ListError;
 
 /// An error answered to the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +82,16 @@ impl From<DbError> for ApiError {
     }
 }
 
+impl From<ListError> for ApiError {
+    fn from(e: ListError) -> Self {
+        match e {
+            ListError::ProjectNotFound => ApiError::not_found("project"),
+            ListError::Forbidden => ApiError::forbidden(),
+            ListError::Db(e) => e.into(),
+        }
+    }
+}
+
 impl From<tokio::task::JoinError> for ApiError {
     fn from(_: tokio::task::JoinError) -> Self {
         ApiError::internal()
@@ -113,4 +124,38 @@ pub async fn not_found() -> ApiError {
 /// The handler of a known route with the wrong method: 405 as JSON.
 pub async fn method_not_allowed() -> ApiError {
     ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_errors_answer_with_their_status() {
+        for (error, status, body) in [
+            (
+                ListError::ProjectNotFound,
+                StatusCode::NOT_FOUND,
+                json!({"error": "project not found"}),
+            ),
+            (
+                ListError::Forbidden,
+                StatusCode::FORBIDDEN,
+                json!({"error": "forbidden"}),
+            ),
+            (
+                ListError::Db(DbError::PoolTimeout),
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": "database busy or locked, try again later"}),
+            ),
+            (
+                ListError::Db(DbError::Sql(rusqlite::Error::InvalidQuery)),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "internal error"}),
+            ),
+        ] {
+            let api = ApiError::from(error);
+            assert_eq!((api.status(), api.body()), (status, &body));
+        }
+    }
 }

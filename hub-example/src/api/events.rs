@@ -21,10 +21,10 @@ use tokio_stream::StreamExt;
 
 use super::params::Params;
 use super::ApiError;
-use crate::app::AppState;
 use crate::authz::{AuditEmitter, Authorizer, Principal};
 use crate::events::{authorize_subjects, expand_subjects, parse_subjects, HubEvent, Pattern};
 use crate::keys::Phase;
+use crate::state::AppState;
 use crate::store::AuthzStore;
 
 /// How often an idle stream sends a keep-alive comment.

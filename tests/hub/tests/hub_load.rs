@@ -9,9 +9,9 @@ mod served;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Duration;
 
-use hub_example::harness::client::parse_hub_url;
-use hub_example::harness::load::mix;
-use hub_example::harness::{run_load, LoadArgs};
+use hub_bench::client::parse_hub_url;
+use hub_bench::load::mix;
+use hub_bench::{run_load, LoadArgs};
 use hub_support::{counts, TestHub, SECRET};
 use serde_json::Value;
 use served::Served;

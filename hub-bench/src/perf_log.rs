@@ -21,7 +21,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use serde_json::{Map, Value};
 
-use super::report::PerfTraceMap;
+use crate::report::PerfTraceMap;
 
 /// `X-Scion-Perf-Endpoint`: the endpoint class.
 pub const HEADER_ENDPOINT: &str = "X-Scion-Perf-Endpoint";

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::SystemTime;
 
-use super::report::{CommitSource, HarnessCommit, Machine};
+use crate::report::{CommitSource, HarnessCommit, Machine};
 
 /// A commit embedded at build time, for builds made outside a git checkout
 /// (set `PERF_TRACE_HARNESS_COMMIT` when building).

@@ -20,9 +20,9 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
 use axum::{Json, Router};
-use hub_example::harness::apibench::{self, ApibenchArgs};
-use hub_example::harness::load::{run_load, LoadArgs, DEFAULT_MAX_REQUESTS};
-use hub_example::harness::report::{PerfTraceSource, Report};
+use hub_bench::apibench::{self, ApibenchArgs};
+use hub_bench::load::{run_load, LoadArgs, DEFAULT_MAX_REQUESTS};
+use hub_bench::report::{PerfTraceSource, Report};
 use serde_json::{json, Value};
 
 const MEMBER_TOKEN: &str = "member-token-s3cr3t";
@@ -739,7 +739,7 @@ async fn load_counts_add_up() {
     let log = std::fs::read_to_string(hub.log()).unwrap();
     let lines = log
         .lines()
-        .filter(|l| hub_example::harness::parse_perf_line(l).is_some())
+        .filter(|l| hub_bench::parse_perf_line(l).is_some())
         .count() as u64;
     assert_eq!(lines, report.sent_requests + 1);
 

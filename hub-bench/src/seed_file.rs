@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context as _};
 
-pub use crate::seed::SeedDocument;
+pub use hub_example::seed::SeedDocument;
 
 /// A seed file as read: the typed view, and the raw JSON (for the report).
 #[derive(Debug, Clone)]

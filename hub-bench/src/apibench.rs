@@ -30,15 +30,15 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use reqwest::{Client, Url};
 
-use super::client::{self, endpoint_url, error_chain, path_and_query};
-use super::machine;
-use super::perf_log::{self, HEADER_DECISIONS, HEADER_STORE_CALLS, PERF_TRACE_REQUEST_HEADER};
-use super::report::{
+use crate::client::{self, endpoint_url, error_chain, path_and_query};
+use crate::machine;
+use crate::perf_log::{self, HEADER_DECISIONS, HEADER_STORE_CALLS, PERF_TRACE_REQUEST_HEADER};
+use crate::report::{
     Attempt, EffectiveSettings, PerfTraceMap, PerfTraceSource, Report, ScenarioReport,
 };
-use super::seed_file::LoadedSeed;
-use super::stats;
-use super::table::{self, Table};
+use crate::seed_file::LoadedSeed;
+use crate::stats;
+use crate::table::{self, Table};
 
 /// The flags of `apibench`.
 #[derive(Debug, Clone, Args)]

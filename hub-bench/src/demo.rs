@@ -1,4 +1,4 @@
-//! The demo (`cargo run --release -p hub-example`): seeds fresh Hubs at
+//! The demo (`cargo run --release -p hub-bench`): seeds fresh Hubs at
 //! several sizes, serves each traced and untraced, runs apibench against the
 //! traced one with its log joined, measures the tracing on/off latency ratio
 //! with the same requests on the same data, and prints one table.
@@ -14,20 +14,21 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use parking_lot::Mutex;
 
-use crate::app::{Hub, HubOptions, RunningHub};
-use crate::cli::open_for_serving;
-use crate::harness::apibench::{count_cell, scenarios, timed_get, ApibenchArgs};
-use crate::harness::perf_log::{HEADER_DECISIONS, HEADER_STORE_CALLS};
-use crate::harness::report::Report;
-use crate::harness::table::{ms, Table};
-use crate::harness::{client, run_apibench, stats};
-use crate::log::SharedWriter;
-use crate::seed::{seed_to_file, SeedDocument, SeedOptions};
-use crate::settings::Settings;
+use hub_example::app::{Hub, HubOptions, RunningHub};
+use hub_example::log::SharedWriter;
+use hub_example::seed::{seed_to_file, SeedDocument, SeedOptions};
+use hub_example::serve::open_for_serving;
+use hub_example::settings::Settings;
+
+use crate::apibench::{count_cell, scenarios, timed_get, ApibenchArgs};
+use crate::perf_log::{HEADER_DECISIONS, HEADER_STORE_CALLS};
+use crate::report::Report;
+use crate::table::{ms, Table};
+use crate::{client, run_apibench, stats};
 
 const SESSION_SECRET: &str = "demo-session-secret";
 
-/// `hub-example demo` (also what runs with no subcommand).
+/// `hub-bench demo` (also what runs with no subcommand).
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
     /// Agent counts to seed, one Hub each.
@@ -189,9 +190,10 @@ async fn run_size(
 
     progress.step(format!("serving {agents} agents, traced and untraced"));
     let log_path = out_dir.join(format!("hub{agents}.log"));
-    let traced = start_hub(&db_path, true, &log_path).await?;
+    let traced = start_hub(&db_path, SESSION_SECRET, true, &log_path).await?;
     let untraced = start_hub(
         &db_path,
+        SESSION_SECRET,
         false,
         &out_dir.join(format!("hub{agents}-off.log")),
     )
@@ -238,8 +240,13 @@ fn rows_of(report: &Report, agents: u32, ratios: &[(String, Option<f64>)]) -> Ve
         .collect()
 }
 
-async fn start_hub(
+/// Serves the seeded database at `db_path` in this process, on a free
+/// loopback port, as `hub-example serve` would (migrations applied), with
+/// tracing on or off and every log line written to a new file at
+/// `log_path`. Stop it with [`RunningHub::stop`].
+pub async fn start_hub(
     db_path: &Path,
+    session_secret: &str,
     perf_trace: bool,
     log_path: &Path,
 ) -> anyhow::Result<RunningHub> {
@@ -249,7 +256,7 @@ async fn start_hub(
     let hub = Hub::new(
         db,
         HubOptions {
-            session_secret: SESSION_SECRET.into(),
+            session_secret: session_secret.into(),
             settings: Settings {
                 perf_trace,
                 gcp_logs: false,

@@ -39,13 +39,13 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use reqwest::{Client, Method, Url};
 
-use super::apibench::write_json;
-use super::client::{self, endpoint_url, error_chain, path_and_query};
-use super::machine;
-use super::report::{EndpointLoad, LatencySummary, LoadReport};
-use super::seed_file::LoadedSeed;
-use super::stats::{latency_summary_us, round_ms};
-use super::table::{self, Table};
+use crate::apibench::write_json;
+use crate::client::{self, endpoint_url, error_chain, path_and_query};
+use crate::machine;
+use crate::report::{EndpointLoad, LatencySummary, LoadReport};
+use crate::seed_file::LoadedSeed;
+use crate::stats::{latency_summary_us, round_ms};
+use crate::table::{self, Table};
 
 /// How long requests in flight at the deadline may still finish.
 pub const GRACE: Duration = Duration::from_secs(2);

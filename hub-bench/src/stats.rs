@@ -13,7 +13,7 @@
 //!
 //! Every function returns `None` for an empty slice.
 
-use super::report::LatencySummary;
+use crate::report::LatencySummary;
 
 fn sorted(samples: &[f64]) -> Vec<f64> {
     let mut v = samples.to_vec();

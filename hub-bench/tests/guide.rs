@@ -1,23 +1,24 @@
-//! The guide's steps with this binary: seed a 25-agent Hub, start it with
-//! tracing on in a scrubbed environment with its output in a log file, run
-//! apibench with `--want-perf-trace --hub-perf-log`, and join a trace line
-//! to its attempt by request id (in Rust, and with the guide's literal `jq`
-//! commands when `jq` is installed). Then the demo, at two small sizes.
+//! The guide's steps with this crate's binary: seed a 25-agent Hub and serve
+//! it with tracing on, its output in a log file (through `hub-example`'s
+//! library, the code behind its `seed` and `serve`, whose binary has its own
+//! tests), run `hub-bench apibench` with `--want-perf-trace --hub-perf-log`,
+//! and join a trace line to its attempt by request id (in Rust, and with the
+//! guide's literal `jq` commands when `jq` is installed). Then the demo, at
+//! two small sizes.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
-use hub_example::app::PERF_TRACE_WARNING;
+use hub_bench::demo::start_hub;
+use hub_example::app::{RunningHub, PERF_TRACE_WARNING};
+use hub_example::seed::{seed_to_file, SeedOptions};
 use serde_json::Value;
 
 const SECRET: &str = "bench-secret-1";
 
-fn hub_example() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hub-example"))
+fn hub_bench() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hub-bench"))
 }
 
 fn path(p: &Path) -> &str {
@@ -26,7 +27,7 @@ fn path(p: &Path) -> &str {
 
 /// Runs the binary to the end; returns the exit code, stdout and stderr.
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = hub_example().args(args).output().unwrap();
+    let out = hub_bench().args(args).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -34,44 +35,44 @@ fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// A Hub process this test started; killed when dropped, failures included.
+/// A Hub served by this test on its own runtime; stopped when dropped,
+/// failures included.
 struct Server {
-    child: Child,
+    runtime: tokio::runtime::Runtime,
+    hub: Option<RunningHub>,
     log: PathBuf,
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Waits until the Hub accepts connections (or fails with its log).
-    fn wait_until_listening(&mut self, addr: &str) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while TcpStream::connect(addr).is_err() {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("hub exited with {status}:\n{}", self.log_text());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "hub did not start:\n{}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
+        if let Some(hub) = self.hub.take() {
+            let _ = self.runtime.block_on(hub.stop());
         }
     }
 }
 
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+impl Server {
+    fn start(db: &Path, log: &Path) -> Server {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let hub = runtime.block_on(start_hub(db, SECRET, true, log)).unwrap();
+        Server {
+            runtime,
+            hub: Some(hub),
+            log: log.to_owned(),
+        }
+    }
+
+    fn url(&self) -> String {
+        self.hub.as_ref().unwrap().url()
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
 }
 
 /// The JSON lines of a log (anything else is skipped).
@@ -139,68 +140,30 @@ fn sh(script: &str, bench: &Path) -> String {
 fn the_guides_steps_work_with_this_binary() {
     let tmp = tempfile::tempdir().unwrap();
     let bench = tmp.path();
-    let home = bench.join("home");
-    std::fs::create_dir_all(&home).unwrap();
     let db = bench.join("hub25.db");
     let seed = bench.join("seed-25.json");
     let log = bench.join("hub25.log");
     let report_path = bench.join("api-25.json");
 
     // Step 2: seed.
-    let (code, _, stderr) = run(&[
-        "seed",
-        "--db",
-        path(&db),
-        "--session-secret",
-        SECRET,
-        "--agents",
-        "25",
-        "--project-slug",
-        "bench-25",
-        "--out",
-        path(&seed),
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    let seeded = seed_to_file(
+        &SeedOptions {
+            db_path: db.clone(),
+            session_secret: SECRET.into(),
+            agents: 25,
+            project_slug: "bench-25".into(),
+            rand_seed: 42,
+        },
+        &seed,
+    )
+    .unwrap();
     let seed_doc: Value = serde_json::from_slice(&std::fs::read(&seed).unwrap()).unwrap();
-    let member_token = seed_doc["memberToken"].as_str().unwrap().to_owned();
+    assert_eq!(seed_doc["agentCount"], 25);
+    let member_token = seeded.member_token.clone();
+    assert_eq!(seed_doc["memberToken"], member_token.as_str());
 
-    // Step 3: start the Hub in a scrubbed environment, from the bench
-    // folder, output to the log file.
-    let port = free_port();
-    let out = File::create(&log).unwrap();
-    let err = out.try_clone().unwrap();
-    let child = hub_example()
-        .args([
-            "serve",
-            "--db",
-            path(&db),
-            "--session-secret",
-            SECRET,
-            "--port",
-            &port.to_string(),
-            "--host",
-            "127.0.0.1",
-            "--no-auto-migrate",
-        ])
-        .current_dir(bench)
-        .env_clear()
-        .env("HOME", &home)
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("SCION_CLI_MODE", "human")
-        .env("GCE_METADATA_HOST", "127.0.0.1:1")
-        .env("GCE_METADATA_IP", "127.0.0.1:1")
-        .env("SCION_SERVER_HUB_PERFTRACE", "true")
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .unwrap();
-    let mut server = Server {
-        child,
-        log: log.clone(),
-    };
-    let addr = format!("127.0.0.1:{port}");
-    server.wait_until_listening(&addr);
+    // Step 3: serve it with tracing on, output to the log file.
+    let server = Server::start(&db, &log);
     let startup = json_lines(&server.log_text());
     assert!(
         startup
@@ -210,7 +173,7 @@ fn the_guides_steps_work_with_this_binary() {
     );
 
     // Step 4: apibench with the trace headers asked for and the log joined.
-    let hub_url = format!("http://{addr}");
+    let hub_url = server.url();
     let (code, stdout, stderr) = run(&[
         "apibench",
         "--hub",

@@ -1,0 +1,173 @@
+//! The command line: `demo` (also what runs with no subcommand), `apibench`
+//! and `load`. A bad flag is a one-line usage error (exit status 2); a
+//! failed run is one line on standard error and exit status 1.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::apibench::{self, ApibenchArgs};
+use crate::demo::{self, DemoArgs};
+use crate::load::{self, LoadArgs};
+
+/// Benchmark and load clients for the example Hub, and the demo.
+#[derive(Debug, Parser)]
+#[command(
+    name = "hub-bench",
+    version,
+    about,
+    propagate_version = true,
+    // `hub-bench --sizes 25` is the demo; flags before a subcommand are not.
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    /// What to run; the demo when none is given.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// The demo's flags, when no subcommand is given.
+    #[command(flatten)]
+    pub demo: DemoArgs,
+}
+
+/// The subcommands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Seed Hubs at 25, 100 and 500 agents, serve them traced, benchmark them and print a summary
+    Demo(DemoArgs),
+    /// Time the agent-list endpoints as the seeded member and write a JSON report
+    Apibench(ApibenchArgs),
+    /// Run virtual users over a weighted endpoint mix and write a JSON report
+    Load(LoadArgs),
+}
+
+impl Command {
+    /// Runs the subcommand; a report is written to its `--out`, the demo's
+    /// files to its `--out-dir`.
+    pub async fn run(self) -> anyhow::Result<()> {
+        match self {
+            Command::Demo(args) => demo::run(args).await.map(drop),
+            Command::Apibench(args) => apibench::run(args).await.map(drop),
+            Command::Load(args) => load::run_load(args).await.map(drop),
+        }
+    }
+}
+
+/// Parses `args` and runs the command; returns the process exit code.
+pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let rendered = e.render().to_string();
+            let first = rendered.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("hub-bench: error: {first} (see --help)");
+            return ExitCode::from(2);
+        }
+    };
+    let command = cli.command.unwrap_or(Command::Demo(cli.demo));
+    let result = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| runtime.block_on(command.run()));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // `{:#}` keeps the context chain on one line, whatever the source
+            // error looks like.
+            let message = format!("{e:#}");
+            eprintln!(
+                "hub-bench: error: {}",
+                message.lines().collect::<Vec<_>>().join(" ")
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn subcommands_parse() {
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from([
+            "hub-bench",
+            "apibench",
+            "--hub",
+            "http://127.0.0.1:19810",
+            "--seed",
+            "seed-25.json",
+            "--runs",
+            "5",
+            "--warmup",
+            "1",
+            "--want-perf-trace",
+            "--hub-perf-log",
+            "hub25.log",
+            "--out",
+            "api-25.json",
+            "--notes",
+            "one hub, otherwise idle host",
+        ])
+        .unwrap();
+        assert!(
+            matches!(cli.command, Some(Command::Apibench(ref a)) if a.want_perf_trace && a.runs == 5)
+        );
+        let cli = Cli::try_parse_from([
+            "hub-bench",
+            "load",
+            "--hub",
+            "http://127.0.0.1:19810",
+            "--seed",
+            "seed.json",
+            "--users",
+            "300",
+            "--duration",
+            "30s",
+            "--out",
+            "load.json",
+        ])
+        .unwrap();
+        assert!(matches!(cli.command, Some(Command::Load(ref a)) if a.users == 300));
+        let help = Cli::try_parse_from(["hub-bench", "apibench", "--help"]).unwrap_err();
+        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+        assert!(help.to_string().contains("--hub-perf-log <LOG>"));
+    }
+
+    #[test]
+    fn no_subcommand_runs_the_demo_and_demo_takes_its_flags() {
+        let cli = Cli::try_parse_from(["hub-bench"]).unwrap();
+        assert!(cli.command.is_none());
+        let defaults = DemoArgs::default();
+        assert_eq!(cli.demo.sizes, defaults.sizes);
+        assert_eq!(
+            (cli.demo.runs, cli.demo.compare_rounds),
+            (defaults.runs, defaults.compare_rounds)
+        );
+        let flags = ["--sizes", "25,100", "--runs", "1", "--compare-rounds", "20"];
+        let bare = Cli::try_parse_from(std::iter::once("hub-bench").chain(flags)).unwrap();
+        assert!(bare.command.is_none());
+        let named = Cli::try_parse_from(["hub-bench", "demo"].into_iter().chain(flags)).unwrap();
+        let Some(Command::Demo(args)) = named.command else {
+            panic!("not the demo: {:?}", named.command);
+        };
+        for args in [bare.demo, args] {
+            assert_eq!(args.sizes, [25, 100]);
+            assert_eq!((args.runs, args.compare_rounds), (1, 20));
+            assert!(args.out_dir.is_none());
+        }
+        let error = Cli::try_parse_from(["hub-bench", "demo", "--sizes", "0"]).unwrap_err();
+        assert_eq!(error.kind(), clap::error::ErrorKind::ValueValidation);
+        // The demo's flags do not go with another subcommand.
+        let error = Cli::try_parse_from(["hub-bench", "--runs", "1", "load"]).unwrap_err();
+        assert_eq!(error.kind(), clap::error::ErrorKind::ArgumentConflict);
+    }
+}

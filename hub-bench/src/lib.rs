@@ -1,0 +1,38 @@
+//! Benchmark and load clients for the example Hub, and the demo.
+//!
+//! They talk to a Hub over HTTP and share only the seed document with it
+//! ([`hub_example::seed::SeedDocument`]); the demo also seeds and serves Hubs
+//! in-process through `hub-example`'s library.
+//!
+//! - [`demo`]: seeds Hubs at several sizes, serves each traced and untraced,
+//!   runs apibench against the traced one and prints one table
+//!   (`hub-bench`, or `hub-bench demo`).
+//! - [`apibench`]: timed requests to the agent-list endpoints as the seeded
+//!   member, joined to the Hub's `perf_trace` lines, written as a JSON report
+//!   (`hub-bench apibench`).
+//! - [`load`]: virtual users over a weighted endpoint mix for a fixed time,
+//!   with exact latency percentiles (`hub-bench load`).
+//! - [`report`]: the JSON types both write; [`seed_file`]: reading the
+//!   seeder's JSON and its redaction; [`perf_log`]: the `perf_trace` line
+//!   reader; [`stats`], [`table`], [`machine`] and [`client`]: shared pieces.
+//! - [`cli`]: the command line.
+#![warn(missing_docs)]
+
+pub mod apibench;
+pub mod cli;
+pub mod client;
+pub mod demo;
+pub mod load;
+pub mod machine;
+pub mod perf_log;
+pub mod report;
+pub mod seed_file;
+pub mod stats;
+pub mod table;
+
+pub use apibench::{run as run_apibench, ApibenchArgs};
+pub use demo::DemoArgs;
+pub use load::{run_load, LoadArgs};
+pub use perf_log::{parse_perf_line, PerfLine};
+pub use report::{LoadReport, Report};
+pub use seed_file::{LoadedSeed, SeedDocument};

@@ -1,0 +1,72 @@
+//! The application state every handler reads, below both the handlers
+//! ([`crate::api`]) and the router that mounts them ([`crate::app`]).
+
+use std::sync::Arc;
+
+use crate::authz::AuditEmitter;
+use crate::db::Db;
+use crate::events::EventBus;
+use crate::store::AuthzStore;
+use crate::tokens::TokenSigner;
+
+struct Shared<S, A> {
+    store: S,
+    audit: A,
+    db: Db,
+    bus: EventBus,
+    signer: TokenSigner,
+}
+
+/// What every handler reads: the authorization store `S`, the audit
+/// emitter `A`, the database, the event bus and the token signer.
+pub struct AppState<S, A> {
+    shared: Arc<Shared<S, A>>,
+}
+
+impl<S, A> Clone for AppState<S, A> {
+    fn clone(&self) -> Self {
+        AppState {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
+    /// State over these parts.
+    pub fn new(store: S, audit: A, db: Db, bus: EventBus, signer: TokenSigner) -> Self {
+        AppState {
+            shared: Arc::new(Shared {
+                store,
+                audit,
+                db,
+                bus,
+                signer,
+            }),
+        }
+    }
+
+    /// The authorization store.
+    pub fn store(&self) -> &S {
+        &self.shared.store
+    }
+
+    /// The audit emitter.
+    pub fn audit(&self) -> &A {
+        &self.shared.audit
+    }
+
+    /// The database (for agent rows and writes).
+    pub fn db(&self) -> &Db {
+        &self.shared.db
+    }
+
+    /// The event bus.
+    pub fn bus(&self) -> &EventBus {
+        &self.shared.bus
+    }
+
+    /// The bearer-token signer.
+    pub fn signer(&self) -> &TokenSigner {
+        &self.shared.signer
+    }
+}
