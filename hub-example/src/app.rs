@@ -33,6 +33,7 @@ use crate::events::EventBus;
 use crate::limits::ServerLimits;
 use crate::log::{Logger, SharedWriter};
 use crate::perf::{trace_layer, HubTraceLayer};
+use crate::server::ServerCounters;
 use crate::settings::{Settings, PERF_TRACE_KEY};
 use crate::store::{AuthzStore, CountedAuthzStore, SqliteStore};
 use crate::tokens::TokenSigner;
@@ -194,6 +195,7 @@ pub struct Hub {
     limits: ServerLimits,
     streams: StreamLimiter,
     failed_logins: FailedLogins,
+    counters: Arc<ServerCounters>,
     logger: Logger,
     db: Db,
     bus: EventBus,
@@ -269,6 +271,7 @@ impl Hub {
             streams: StreamLimiter::new(limits.max_streams_per_principal, limits.max_streams),
             limits,
             failed_logins: FailedLogins::new(logger.clone()),
+            counters: Arc::default(),
             logger,
             db,
             bus,
@@ -289,6 +292,12 @@ impl Hub {
     /// The timeouts and caps in force.
     pub fn limits(&self) -> &ServerLimits {
         &self.limits
+    }
+
+    /// Requests being served now (their head received, their answer not
+    /// yet sent in full), over every connection [`Hub::serve`] accepted.
+    pub fn requests_in_flight(&self) -> usize {
+        self.counters.requests_in_flight()
     }
 
     /// The open event streams, counted against their caps.
@@ -353,24 +362,35 @@ impl Hub {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let addr = listener.local_addr()?;
-        self.logger.info(
-            "hub listening",
-            &[
-                ("addr", addr.to_string().into()),
-                ("perf_trace", self.perf_trace.into()),
-            ],
-        );
+        self.serving(listener, shutdown).await
+    }
+
+    /// [`Hub::serve`] without giving up the Hub (its parts are shared), for
+    /// tests that keep reading its log and database while it serves.
+    pub fn serving(
+        &self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
         let router = self.router();
-        crate::server::serve(
-            listener,
-            router,
-            self.logger.clone(),
-            self.limits,
-            self.streams.clone(),
-            shutdown,
-        )
-        .await
+        let logger = self.logger.clone();
+        let (limits, streams) = (self.limits, self.streams.clone());
+        let counters = Arc::clone(&self.counters);
+        let perf_trace = self.perf_trace;
+        async move {
+            let addr = listener.local_addr()?;
+            logger.info(
+                "hub listening",
+                &[
+                    ("addr", addr.to_string().into()),
+                    ("perf_trace", perf_trace.into()),
+                ],
+            );
+            crate::server::serve(
+                listener, router, logger, limits, streams, counters, shutdown,
+            )
+            .await
+        }
     }
 
     /// Serves in the background on `addr` (port 0 for a free one), for tests

@@ -43,10 +43,17 @@ use crate::limits::ServerLimits;
 use crate::log::Logger;
 use crate::shutdown::ShutdownSignal;
 
-/// What the accept loop counts across connections.
+/// What the Hub counts across its connections.
 #[derive(Debug, Default)]
-struct ServerCounters {
+pub(crate) struct ServerCounters {
     requests_in_flight: AtomicUsize,
+}
+
+impl ServerCounters {
+    /// Requests received in full head and not yet answered in full.
+    pub(crate) fn requests_in_flight(&self) -> usize {
+        self.requests_in_flight.load(Ordering::Relaxed)
+    }
 }
 
 /// "No request head is arriving."
@@ -347,10 +354,10 @@ pub(crate) async fn serve(
     logger: Logger,
     limits: ServerLimits,
     streams: StreamLimiter,
+    counters: Arc<ServerCounters>,
     trigger: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let signal = ShutdownSignal::new();
-    let counters = Arc::new(ServerCounters::default());
     let mut connections = JoinSet::new();
     tokio::pin!(trigger);
     loop {
