@@ -580,3 +580,56 @@ async fn an_agent_sees_itself_and_nothing_else() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn refused_credentials_are_logged_with_a_hash_prefix_only() {
+    let hub = TestHub::traced(3);
+    let doc = hub.doc().clone();
+    let forged = TokenSigner::from_session_secret("not-the-secret").issue(
+        &TokenSubject::User(doc.admin_user_id.clone()),
+        TOKEN_EXPIRY_SECS,
+    );
+    let expired = TokenSigner::from_session_secret(SECRET)
+        .issue(&TokenSubject::User(doc.member_user_id.clone()), 1);
+    for token in [Some(forged.as_str()), Some(expired.as_str()), None] {
+        let reply = hub.get("/api/v1/agents", token).await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    }
+    let refusals: Vec<serde_json::Value> = hub
+        .lines()
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["msg"] == "authentication failed")
+        .collect();
+    let reasons: Vec<&str> = refusals
+        .iter()
+        .map(|l| l["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "invalid token signature",
+            "token expired",
+            "missing bearer token"
+        ]
+    );
+    let prefix = |token: &str| -> String {
+        token_hash(token)[..4]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    assert_eq!(refusals[0]["credential_sha256_prefix"], prefix(&forged));
+    assert_eq!(refusals[1]["credential_sha256_prefix"], prefix(&expired));
+    assert!(refusals[2].get("credential_sha256_prefix").is_none());
+    let log = hub.log.contents();
+    for needle in [
+        forged.as_str(),
+        expired.as_str(),
+        &doc.admin_user_id,
+        &doc.member_user_id,
+        &doc.member_email,
+    ] {
+        assert!(!log.contains(needle), "the log names a credential or user");
+    }
+}
