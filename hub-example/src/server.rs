@@ -204,6 +204,18 @@ fn parse_error_answer(status_line: &[u8]) -> Vec<u8> {
     .into_bytes()
 }
 
+/// Whether `buf` is hyper's own answer to a head it could not parse: a 4xx
+/// with an empty body (every answer of the Hub's own has a JSON body).
+fn is_parse_error_answer(buf: &[u8]) -> bool {
+    let head_end = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(buf.len());
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+    (head.starts_with("http/1.1 4") || head.starts_with("http/1.0 4"))
+        && head.contains("\r\ncontent-length: 0")
+}
+
 /// Rewriting hyper's own answer to an unparsable head.
 enum Rewrite {
     /// Nothing to rewrite.
@@ -246,7 +258,7 @@ impl AsyncWrite for WatchedStream {
         let this = &mut *self;
         if matches!(this.rewrite, Rewrite::Off)
             && this.activity.head_pending()
-            && (buf.starts_with(b"HTTP/1.1 4") || buf.starts_with(b"HTTP/1.0 4"))
+            && is_parse_error_answer(buf)
         {
             this.rewrite = Rewrite::Writing {
                 answer: parse_error_answer(buf),
@@ -472,6 +484,19 @@ mod tests {
             b.timed_out_at(700, &limits(200, 60_000)),
             "the head is late"
         );
+    }
+
+    #[test]
+    fn only_empty_4xx_answers_are_taken_for_the_parser_s() {
+        assert!(is_parse_error_answer(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\ndate: x\r\n\r\n"
+        ));
+        assert!(!is_parse_error_answer(
+            b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 27\r\n\r\n{}"
+        ));
+        assert!(!is_parse_error_answer(
+            b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"
+        ));
     }
 
     #[test]
