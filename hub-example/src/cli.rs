@@ -46,7 +46,7 @@ pub enum Command {
 /// The environment variable that can hold the session secret.
 pub const SESSION_SECRET_ENV: &str = "SCION_SESSION_SECRET";
 
-/// Where `serve` takes the session secret from: a file (recommended: it is
+/// Where `serve` and `seed` take the session secret from: a file (recommended: it is
 /// neither in the process list nor inherited by child processes), the
 /// `SCION_SESSION_SECRET` environment variable, or the command line
 /// (visible to `ps`). Exactly one.
@@ -181,8 +181,8 @@ pub struct SeedArgs {
     #[arg(long, value_name = "PATH")]
     pub db: PathBuf,
     /// The session secret the Hub will be started with.
-    #[arg(long, value_name = "S")]
-    pub session_secret: String,
+    #[command(flatten)]
+    pub secret: SessionSecretSource,
     /// Agents in the main project.
     #[arg(long, value_name = "N")]
     pub agents: u32,
@@ -328,7 +328,7 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
 fn seed(args: SeedArgs) -> Result<(), CliError> {
     let options = SeedOptions {
         db_path: args.db,
-        session_secret: args.session_secret,
+        session_secret: args.secret.read()?,
         agents: args.agents,
         project_slug: args.project_slug,
         rand_seed: args.rand_seed,
