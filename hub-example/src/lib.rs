@@ -8,6 +8,8 @@
 //! - [`listing`] runs the agent lists phase by phase, each phase a
 //!   `#[traced_phase]` function; [`keys`] holds the key sets.
 //! - [`seed`] writes a reproducible data set into a fresh database.
+//! - [`limits`] holds the timeouts and caps `serve` enforces, and
+//!   [`shutdown`] the signal that ends event streams and connections.
 //! - [`harness`] holds the benchmark and load clients (`apibench`, `load`).
 #![warn(missing_docs)]
 

@@ -168,6 +168,17 @@ fn a_missing_read_only_or_foreign_database_file_stops_the_start() {
     refused_at_start(&foreign, "notes.db");
 }
 
+/// A child process killed (if still running) when the test ends, even by
+/// a failed assertion.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Reads a raw connection until the Hub closes it, for at most `limit` (a
 /// liveness bound); returns what came and whether it closed.
 fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> (String, bool) {
@@ -184,26 +195,28 @@ fn sigterm_ends_streams_cuts_off_slow_clients_at_the_deadline_and_exits() {
     let secret_file = dir.path().join("secret");
     std::fs::write(&secret_file, format!("{SECRET}\n")).unwrap();
     let port = free_port();
-    let mut child = hub_example()
-        .args([
-            "serve",
-            "--db",
-            dir.path().join("hub.db").to_str().unwrap(),
-            "--session-secret-file",
-            secret_file.to_str().unwrap(),
-            "--port",
-            &port.to_string(),
-            "--shutdown-timeout",
-            "1s",
-            "--request-timeout",
-            "60s",
-        ])
-        .env("SCION_SERVER_HUB_PERFTRACE", "true")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
+    let mut child = KillOnDrop(
+        hub_example()
+            .args([
+                "serve",
+                "--db",
+                dir.path().join("hub.db").to_str().unwrap(),
+                "--session-secret-file",
+                secret_file.to_str().unwrap(),
+                "--port",
+                &port.to_string(),
+                "--shutdown-timeout",
+                "1s",
+                "--request-timeout",
+                "60s",
+            ])
+            .env("SCION_SERVER_HUB_PERFTRACE", "true")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = child.0.stdout.take().unwrap();
     let log = std::thread::spawn(move || {
         let mut text = String::new();
         stdout.read_to_string(&mut text).unwrap();
@@ -252,17 +265,16 @@ fn sigterm_ends_streams_cuts_off_slow_clients_at_the_deadline_and_exits() {
     std::thread::sleep(Duration::from_millis(200));
 
     let term = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &child.0.id().to_string()])
         .status()
         .unwrap();
     assert!(term.success());
     let sent = Instant::now();
     let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
+        if let Some(status) = child.0.try_wait().unwrap() {
             break status;
         }
         if sent.elapsed() > Duration::from_secs(20) {
-            child.kill().unwrap();
             panic!("the Hub was still running 20 s after SIGTERM");
         }
         std::thread::sleep(Duration::from_millis(20));
