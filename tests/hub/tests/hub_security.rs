@@ -24,13 +24,18 @@ struct Principal {
 }
 
 fn access_token(hub: &TestHub, id: &str, user: &str, seed: u8) -> String {
+    let project = hub.doc().project_id.clone();
+    access_token_in(hub, id, user, &project, seed)
+}
+
+fn access_token_in(hub: &TestHub, id: &str, user: &str, project: &str, seed: u8) -> String {
     let token = access_token_from_bytes([seed; 32]);
     insert_user_access_token(
         hub.hub.db(),
         &NewAccessToken {
             id,
             user_id: user,
-            project_id: &hub.doc().project_id,
+            project_id: project,
             name: "security",
             token: &token,
             expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
@@ -454,15 +459,17 @@ async fn check_matrix(hub: &TestHub, rows: Vec<(String, String, String, Rights)>
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-/// The matrix for one user: its session token and an access token scoped to
-/// the main project, against an agent of its own project, one of the other
-/// project, one it created in the other project, and one it created in a
-/// project where it then lost its role (checked first while it held it).
+/// The matrix for one user: its session token and access tokens scoped to
+/// the main and to the other project, against an agent of the main
+/// project, one of the other project, one it created in the other project,
+/// and one it created in a project where it then lost its role (checked
+/// first while it held it).
 async fn user_matrix(
     user_of: fn(&hub_example::seed::SeedDocument) -> (String, String),
     token_seed: u8,
     session: [Rights; 4],
     scoped: [Rights; 4],
+    scoped_to_other: [Rights; 4],
 ) {
     let hub = TestHub::traced(3);
     let agents = matrix_agents(&hub);
@@ -473,6 +480,14 @@ async fn user_matrix(
         &user,
         token_seed,
     );
+    let other = hub.doc().other_project_id.clone();
+    let other_token = access_token_in(
+        &hub,
+        &format!("aaaaaaaa-2222-4000-8000-0000000000{token_seed:02}"),
+        &user,
+        &other,
+        token_seed + 100,
+    );
     let in_left = MatrixAgents::of(&agents.mine_in_left, &user);
     let while_held = rights_of(&hub, &session_token, &in_left).await;
     assert!(
@@ -482,7 +497,7 @@ async fn user_matrix(
     leave_left_project(&hub);
 
     let targets = [
-        ("own project", agents.own_project.clone()),
+        ("main project", agents.own_project.clone()),
         ("other project", agents.other_project.clone()),
         (
             "created by me in the other project",
@@ -494,6 +509,7 @@ async fn user_matrix(
     for (credential, token, expected) in [
         ("session", &session_token, session),
         ("scoped to the main project", &scoped_token, scoped),
+        ("scoped to the other project", &other_token, scoped_to_other),
     ] {
         for ((target, agent), rights) in targets.iter().zip(expected) {
             rows.push((
@@ -515,6 +531,7 @@ async fn the_owner_keeps_to_its_projects_and_its_token_to_the_token_project() {
         // The owner owns both seeded projects.
         [ALL, ALL, ALL, NONE],
         [ALL, NONE, NONE, NONE],
+        [NONE, ALL, ALL, NONE],
     )
     .await;
 }
@@ -524,9 +541,11 @@ async fn a_member_loses_the_agents_it_created_outside_its_projects() {
     user_matrix(
         |d| (d.member_user_id.clone(), d.member_token.clone()),
         2,
-        // A member reads its project's agents and updates only its own.
+        // A member reads its project's agents and updates only its own;
+        // it has no role in the other project.
         [READ_ONLY, NONE, NONE, NONE],
         [READ_ONLY, NONE, NONE, NONE],
+        [NONE, NONE, NONE, NONE],
     )
     .await;
 }
@@ -539,6 +558,7 @@ async fn an_admin_token_scoped_to_a_project_is_held_to_it() {
         // A platform admin's session reaches everything.
         [ALL, ALL, ALL, ALL],
         [ALL, NONE, NONE, NONE],
+        [NONE, ALL, ALL, NONE],
     )
     .await;
 }
