@@ -833,3 +833,48 @@ async fn shutdown_ends_streams_closes_idle_heads_and_cuts_off_what_outlives_the_
         .count();
     assert_eq!(puts, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_s_re_checks_add_nothing_to_its_line() {
+    let hub = TestHub::limited(3, small_limits());
+    let served = Served::hub(&hub.hub).await;
+    let doc = hub.doc().clone();
+    let subject = format!("projects.{}.agents.%3E", doc.project_id);
+    let mut stream = raw(
+        served.addr,
+        &events_request(served.addr, &subject, &doc.member_token),
+    )
+    .await;
+    let (head, rest) = read_head(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let id = head_header(&head, "x-request-id").unwrap();
+    wait_for_lines(&hub.log, 1000, |lines| {
+        lines
+            .iter()
+            .any(|l| l["request_id"] == id.as_str() && l["sse_stage"] == "connect")
+    })
+    .await;
+    // Each re-check makes a decision: wait for two of them.
+    let before = hub.hub.audit_log().sent();
+    for _ in 0..1000 {
+        if hub.hub.audit_log().sent() >= before + 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(hub.hub.audit_log().sent() >= before + 2, "no re-check ran");
+
+    served.stop().await;
+    assert_eq!(end_reason(&mut stream, rest).await, "shutdown");
+    let mine: Vec<Value> = hub
+        .perf_values()
+        .into_iter()
+        .filter(|l| l["request_id"] == id.as_str())
+        .collect();
+    assert_eq!(mine.len(), 2, "{mine:?}");
+    let (connect, close) = (&mine[0], &mine[1]);
+    assert_eq!(close["sse_stage"], "close");
+    for key in ["authz_store_calls", "audit_records", "audit_allow"] {
+        assert_eq!(close[key], connect[key], "{key}");
+    }
+}
