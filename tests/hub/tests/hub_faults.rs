@@ -596,6 +596,19 @@ async fn a_429_is_json_and_names_the_cap() {
     }
     let json: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(json["error"], "too many event streams open for this caller");
+    // Like a refused subscription: only the close line.
+    let id = head_header(&head, "x-request-id").unwrap();
+    let lines = wait_for_lines(&hub.log, 1000, |lines| {
+        lines.iter().any(|l| l["request_id"] == id.as_str())
+    })
+    .await;
+    let mine: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["request_id"] == id.as_str())
+        .collect();
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    assert_eq!(mine[0]["sse_stage"], "close");
+    assert_eq!(mine[0]["audit_records"], 0, "refused before any decision");
     drop(open);
     served.stop().await;
 }
