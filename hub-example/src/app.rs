@@ -6,9 +6,15 @@
 //! no tracing layer; on, the state holds [`CountedAuthzStore`] and
 //! [`TracedAuditEmitter`] around them and the router has the layer, innermost
 //! (inside authentication).
+//!
+//! [`Hub::router`] wraps the routes in the guards of [`ServerLimits`] (the
+//! request timeout, outermost; the event-stream caps) and the log of
+//! refused credentials; [`Hub::serve`] adds the connection timeouts and the
+//! graceful shutdown of [`crate::server`].
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::routing::{get, put};
 use axum::Router;
@@ -19,14 +25,16 @@ use tokio::task::JoinHandle;
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::api::{
-    admin, agents, auth, events, limit_request_size, method_not_allowed, not_found, panic_response,
-    public,
+    admin, agents, auth, enforce_request_timeout, events, limit_request_size, method_not_allowed,
+    not_found, panic_response, public, FailedLogins, StreamLimiter,
 };
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::db::Db;
 use crate::events::EventBus;
+use crate::limits::ServerLimits;
 use crate::log::{Logger, SharedWriter};
 use crate::perf::{trace_layer, HubTraceLayer};
+use crate::server::ServerCounters;
 use crate::settings::{Settings, PERF_TRACE_KEY};
 use crate::state::AppState;
 use crate::store::{AuthzStore, CountedAuthzStore, SqliteStore};
@@ -124,6 +132,10 @@ impl std::fmt::Debug for HubOptions {
 /// A built Hub, ready to serve.
 pub struct Hub {
     router: Router,
+    limits: ServerLimits,
+    streams: StreamLimiter,
+    failed_logins: FailedLogins,
+    counters: Arc<ServerCounters>,
     logger: Logger,
     db: Db,
     bus: EventBus,
@@ -193,8 +205,13 @@ impl Hub {
         } else {
             assemble(store, sink, parts, None)
         };
+        let limits = ServerLimits::default();
         Hub {
             router,
+            streams: StreamLimiter::new(limits.max_streams_per_principal, limits.max_streams),
+            limits,
+            failed_logins: FailedLogins::new(logger.clone()),
+            counters: Arc::default(),
             logger,
             db,
             bus,
@@ -205,9 +222,42 @@ impl Hub {
         }
     }
 
-    /// The router (cheap to clone), for serving or for calling in-process.
+    /// The Hub with these timeouts and caps instead of the defaults.
+    pub fn with_limits(mut self, limits: ServerLimits) -> Hub {
+        self.streams = StreamLimiter::new(limits.max_streams_per_principal, limits.max_streams);
+        self.limits = limits;
+        self
+    }
+
+    /// The timeouts and caps in force.
+    pub fn limits(&self) -> &ServerLimits {
+        &self.limits
+    }
+
+    /// Requests being served now (their head received, their answer not
+    /// yet sent in full), over every connection [`Hub::serve`] accepted.
+    pub fn requests_in_flight(&self) -> usize {
+        self.counters.requests_in_flight()
+    }
+
+    /// The open event streams, counted against their caps.
+    pub fn streams(&self) -> &StreamLimiter {
+        &self.streams
+    }
+
+    /// The router (cheap to clone), for serving or for calling in-process:
+    /// the routes inside the request timeout, with the stream caps and the
+    /// log of refused credentials.
     pub fn router(&self) -> Router {
-        self.router.clone()
+        self.router
+            .clone()
+            .layer(axum::Extension(self.streams.clone()))
+            .layer(axum::Extension(self.limits))
+            .layer(axum::Extension(self.failed_logins.clone()))
+            .layer(axum::middleware::from_fn_with_state(
+                self.limits.request_timeout,
+                enforce_request_timeout,
+            ))
     }
 
     /// Whether request tracing is on.
@@ -245,23 +295,42 @@ impl Hub {
         &self.logger
     }
 
-    /// Serves on `listener` until `shutdown` completes.
+    /// Serves on `listener` until `shutdown` completes, then shuts down
+    /// gracefully within the shutdown deadline (see [`crate::server`]).
     pub async fn serve(
         self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let addr = listener.local_addr()?;
-        self.logger.info(
-            "hub listening",
-            &[
-                ("addr", addr.to_string().into()),
-                ("perf_trace", self.perf_trace.into()),
-            ],
-        );
-        axum::serve(listener, self.router)
-            .with_graceful_shutdown(shutdown)
+        self.serving(listener, shutdown).await
+    }
+
+    /// [`Hub::serve`] without giving up the Hub (its parts are shared), for
+    /// tests that keep reading its log and database while it serves.
+    pub fn serving(
+        &self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
+        let router = self.router();
+        let logger = self.logger.clone();
+        let (limits, streams) = (self.limits, self.streams.clone());
+        let counters = Arc::clone(&self.counters);
+        let perf_trace = self.perf_trace;
+        async move {
+            let addr = listener.local_addr()?;
+            logger.info(
+                "hub listening",
+                &[
+                    ("addr", addr.to_string().into()),
+                    ("perf_trace", perf_trace.into()),
+                ],
+            );
+            crate::server::serve(
+                listener, router, logger, limits, streams, counters, shutdown,
+            )
             .await
+        }
     }
 
     /// Serves in the background on `addr` (port 0 for a free one), for tests
@@ -300,7 +369,8 @@ impl RunningHub {
         format!("http://{}", self.addr)
     }
 
-    /// Stops accepting, lets open requests finish, and waits.
+    /// Stops accepting, ends event streams, lets open requests finish within
+    /// the shutdown deadline, and waits.
     pub async fn stop(mut self) -> std::io::Result<()> {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());

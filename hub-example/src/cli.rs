@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::{Hub, HubOptions};
+use crate::limits::ServerLimits;
 use crate::log::stdout_writer;
 use crate::seed::{seed_to_file, SeedOptions};
 use crate::serve::open_for_serving;
@@ -33,15 +34,123 @@ pub enum Command {
     Seed(SeedArgs),
 }
 
+/// The environment variable that can hold the session secret.
+pub const SESSION_SECRET_ENV: &str = "SCION_SESSION_SECRET";
+
+/// Where `serve` and `seed` take the session secret from: a file (recommended: it is
+/// neither in the process list nor inherited by child processes), the
+/// `SCION_SESSION_SECRET` environment variable, or the command line
+/// (visible to `ps`). Exactly one.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct SessionSecretSource {
+    /// Secret the bearer-token signing key is derived from (visible to
+    /// `ps`: prefer --session-secret-file or SCION_SESSION_SECRET).
+    #[arg(long, value_name = "S", env = SESSION_SECRET_ENV, hide_env_values = true)]
+    pub session_secret: Option<String>,
+    /// File holding the secret (surrounding whitespace is ignored).
+    #[arg(long, value_name = "FILE")]
+    pub session_secret_file: Option<PathBuf>,
+}
+
+impl SessionSecretSource {
+    /// Reads the secret.
+    pub fn read(&self) -> Result<String, CliError> {
+        let secret = match (&self.session_secret, &self.session_secret_file) {
+            (Some(secret), _) => secret.clone(),
+            (None, Some(path)) => std::fs::read_to_string(path)
+                .map_err(|e| {
+                    CliError(format!(
+                        "cannot read session secret file {}: {e}",
+                        path.display()
+                    ))
+                })?
+                .trim()
+                .to_owned(),
+            (None, None) => return Err(CliError("no session secret given".into())),
+        };
+        if secret.is_empty() {
+            return Err(CliError("the session secret is empty".into()));
+        }
+        Ok(secret)
+    }
+}
+
+/// `serve`'s timeouts and caps; each overrides the settings file and the
+/// environment (see [`ServerLimits`]).
+#[derive(Debug, Args)]
+pub struct LimitArgs {
+    /// Longest time to receive a request head [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    pub header_read_timeout: Option<humantime::Duration>,
+    /// Longest time a connection stays open with nothing to do [default: 60s].
+    #[arg(long, value_name = "DURATION")]
+    pub idle_timeout: Option<humantime::Duration>,
+    /// Longest time a request may take to its response head [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub request_timeout: Option<humantime::Duration>,
+    /// Longest time shutdown waits for requests in flight [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    pub shutdown_timeout: Option<humantime::Duration>,
+    /// Most open event streams of one caller [default: 16].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_streams_per_principal: Option<u32>,
+    /// Most open event streams in all [default: 1024].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_streams: Option<u32>,
+    /// How often an event stream re-checks its credential and access [default: 5s].
+    #[arg(long, value_name = "DURATION")]
+    pub stream_recheck_interval: Option<humantime::Duration>,
+}
+
+impl LimitArgs {
+    /// `limits` with the flags given applied over them.
+    pub fn apply(&self, mut limits: ServerLimits) -> Result<ServerLimits, CliError> {
+        let positive = |d: &humantime::Duration, flag: &str| {
+            let d: std::time::Duration = (*d).into();
+            if d.is_zero() {
+                Err(CliError(format!("--{flag} must be above zero")))
+            } else {
+                Ok(d)
+            }
+        };
+        if let Some(d) = &self.header_read_timeout {
+            limits.header_read_timeout = positive(d, "header-read-timeout")?;
+        }
+        if let Some(d) = &self.idle_timeout {
+            limits.idle_timeout = positive(d, "idle-timeout")?;
+        }
+        if let Some(d) = &self.request_timeout {
+            limits.request_timeout = positive(d, "request-timeout")?;
+        }
+        if let Some(d) = &self.shutdown_timeout {
+            limits.shutdown_timeout = positive(d, "shutdown-timeout")?;
+        }
+        if let Some(d) = &self.stream_recheck_interval {
+            limits.stream_recheck_interval = positive(d, "stream-recheck-interval")?;
+        }
+        if let Some(n) = self.max_streams_per_principal {
+            limits.max_streams_per_principal = n as usize;
+        }
+        if let Some(n) = self.max_streams {
+            limits.max_streams = n as usize;
+        }
+        Ok(limits)
+    }
+}
+
 /// `hub-example serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// SQLite database file (created by `seed`).
     #[arg(long, value_name = "PATH")]
     pub db: PathBuf,
-    /// Secret the bearer-token signing key is derived from.
-    #[arg(long, value_name = "S")]
-    pub session_secret: String,
+    /// The session secret.
+    #[command(flatten)]
+    pub secret: SessionSecretSource,
+    /// Timeouts and caps.
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// Port to listen on.
     #[arg(long, default_value_t = 19810)]
     pub port: u16,
@@ -63,8 +172,8 @@ pub struct SeedArgs {
     #[arg(long, value_name = "PATH")]
     pub db: PathBuf,
     /// The session secret the Hub will be started with.
-    #[arg(long, value_name = "S")]
-    pub session_secret: String,
+    #[command(flatten)]
+    pub secret: SessionSecretSource,
     /// Agents in the main project.
     #[arg(long, value_name = "N")]
     pub agents: u32,
@@ -101,9 +210,20 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
         Err(e) => {
             let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments");
+            let mut lines = rendered.lines();
+            let first = lines.next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("hub-example: error: {first} (see --help)");
+            // Keep the indented lines that complete the first (such as the
+            // missing arguments), still on one line.
+            let detail: Vec<&str> = lines
+                .take_while(|l| l.starts_with(' '))
+                .map(str::trim)
+                .collect();
+            let message = std::iter::once(first)
+                .chain(detail)
+                .collect::<Vec<_>>()
+                .join(" ");
+            eprintln!("hub-example: error: {message} (see --help)");
             return ExitCode::from(2);
         }
     };
@@ -127,31 +247,12 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(CliError::from)
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
-}
-
 fn serve(args: ServeArgs) -> Result<(), CliError> {
+    let session_secret = args.secret.read()?;
     let settings = Settings::from_process(args.config.as_deref()).map_err(CliError::from)?;
+    let limits = args
+        .limits
+        .apply(ServerLimits::from_process(args.config.as_deref()).map_err(CliError::from)?)?;
     let db = open_for_serving(&args.db, !args.no_auto_migrate).map_err(CliError::from)?;
     let addr: SocketAddr = format!("{}:{}", args.host, args.port)
         .parse()
@@ -170,15 +271,16 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
         let hub = Hub::new(
             db,
             HubOptions {
-                session_secret: args.session_secret,
+                session_secret,
                 settings,
                 log: stdout_writer(),
             },
-        );
+        )
+        .with_limits(limits);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| CliError(format!("cannot listen on {addr}: {e}")))?;
-        hub.serve(listener, shutdown_signal())
+        hub.serve(listener, crate::shutdown::termination_signal())
             .await
             .map_err(CliError::from)
     })
@@ -187,7 +289,7 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
 fn seed(args: SeedArgs) -> Result<(), CliError> {
     let options = SeedOptions {
         db_path: args.db,
-        session_secret: args.session_secret,
+        session_secret: args.secret.read()?,
         agents: args.agents,
         project_slug: args.project_slug,
         rand_seed: args.rand_seed,

@@ -9,6 +9,8 @@
 //!   `#[traced_phase]` function; [`keys`] holds the key sets.
 //! - [`seed`] writes a reproducible data set into a fresh database;
 //!   [`serve::open_for_serving`] opens one for serving.
+//! - [`limits`] holds the timeouts and caps `serve` enforces, and
+//!   [`shutdown`] the signal that ends event streams and connections.
 //!
 //! The benchmark and load clients and the demo are the `hub-bench` crate's.
 #![warn(missing_docs)]
@@ -21,6 +23,7 @@ pub mod clock;
 pub mod db;
 pub mod events;
 pub mod keys;
+pub mod limits;
 pub mod listing;
 pub mod log;
 pub mod model;
@@ -28,7 +31,9 @@ pub mod paging;
 pub mod perf;
 pub mod seed;
 pub mod serve;
+mod server;
 pub mod settings;
+pub mod shutdown;
 pub mod state;
 pub mod store;
 pub mod tokens;

@@ -605,8 +605,31 @@ pub fn seed_to_file(options: &SeedOptions, out: &Path) -> Result<SeedDocument, S
     let doc = seed(options)?;
     let mut text = serde_json::to_string_pretty(&doc).expect("seed document serializes");
     text.push('\n');
-    std::fs::write(out, text).map_err(|e| SeedFileError::Write(out.to_path_buf(), e))?;
+    write_private(out, text.as_bytes()).map_err(|e| SeedFileError::Write(out.to_path_buf(), e))?;
     Ok(doc)
+}
+
+/// Writes `bytes` to `path`, readable and writable by its owner only (the
+/// seed document holds bearer tokens): a new file is created with mode
+/// 0600, an existing one is narrowed to it before anything is written.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    file.set_len(0)?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 /// Why seeding to a file failed.
@@ -767,6 +790,24 @@ mod tests {
             Err(SeedError::NotEmpty(_))
         ));
         assert_eq!(dump(&dir.path().join("hub.db")), before);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_seed_document_is_readable_by_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("seed.json");
+        let existing = dir.path().join("old.json");
+        std::fs::write(&existing, "old").unwrap();
+        std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o644)).unwrap();
+        for (db, out) in [("a.db", &fresh), ("b.db", &existing)] {
+            let doc = seed_to_file(&options(dir.path(), db, 3, 42), out).unwrap();
+            let mode = std::fs::metadata(out).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", out.display());
+            let text = std::fs::read_to_string(out).unwrap();
+            assert!(text.contains(&doc.owner_token));
+        }
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub enum SettingsError {
         /// The setting or variable.
         name: &'static str,
     },
+    /// A timeout or cap is not a valid value.
+    #[error(transparent)]
+    Limit(#[from] crate::limits::LimitError),
 }
 
 fn parse_bool(text: &str, name: &'static str) -> Result<bool, SettingsError> {
@@ -59,7 +62,10 @@ fn parse_bool(text: &str, name: &'static str) -> Result<bool, SettingsError> {
 /// Looks up a dotted key in a YAML document, accepting nested maps
 /// (`server: {hub: {perf_trace: true}}`) and dotted keys at any level
 /// (`server.hub.perf_trace: true`, `server: {hub.perf_trace: true}`).
-fn lookup<'a>(value: &'a serde_yaml::Value, dotted: &str) -> Option<&'a serde_yaml::Value> {
+pub(crate) fn lookup<'a>(
+    value: &'a serde_yaml::Value,
+    dotted: &str,
+) -> Option<&'a serde_yaml::Value> {
     if dotted.is_empty() {
         return Some(value);
     }
@@ -78,6 +84,29 @@ fn lookup<'a>(value: &'a serde_yaml::Value, dotted: &str) -> Option<&'a serde_ya
     None
 }
 
+/// Reads the settings file, when there is one and it is not blank.
+pub(crate) fn read_document(
+    config: Option<&Path>,
+) -> Result<Option<serde_yaml::Value>, SettingsError> {
+    let Some(path) = config else {
+        return Ok(None);
+    };
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    serde_yaml::from_str(&text)
+        .map(Some)
+        .map_err(|e| SettingsError::Parse {
+            path: shown,
+            message: e.to_string(),
+        })
+}
+
 impl Settings {
     /// Reads the settings file (if any) and then the environment through
     /// `env`, which wins over the file.
@@ -86,30 +115,18 @@ impl Settings {
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Settings, SettingsError> {
         let mut settings = Settings::default();
-        if let Some(path) = config {
-            let shown = path.display().to_string();
-            let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read {
-                path: shown.clone(),
-                source,
-            })?;
-            if !text.trim().is_empty() {
-                let doc: serde_yaml::Value =
-                    serde_yaml::from_str(&text).map_err(|e| SettingsError::Parse {
-                        path: shown,
-                        message: e.to_string(),
-                    })?;
-                if let Some(v) = lookup(&doc, PERF_TRACE_KEY) {
-                    settings.perf_trace = match v {
-                        serde_yaml::Value::Bool(b) => *b,
-                        serde_yaml::Value::String(s) => parse_bool(s, PERF_TRACE_KEY)?,
-                        serde_yaml::Value::Null => false,
-                        _ => {
-                            return Err(SettingsError::NotBoolean {
-                                name: PERF_TRACE_KEY,
-                            })
-                        }
-                    };
-                }
+        if let Some(doc) = read_document(config)? {
+            if let Some(v) = lookup(&doc, PERF_TRACE_KEY) {
+                settings.perf_trace = match v {
+                    serde_yaml::Value::Bool(b) => *b,
+                    serde_yaml::Value::String(s) => parse_bool(s, PERF_TRACE_KEY)?,
+                    serde_yaml::Value::Null => false,
+                    _ => {
+                        return Err(SettingsError::NotBoolean {
+                            name: PERF_TRACE_KEY,
+                        })
+                    }
+                };
             }
         }
         if let Some(v) = env(PERF_TRACE_ENV) {

@@ -88,6 +88,17 @@ impl TokenSigner {
 
     /// Checks a token's signature, then its expiry against `now` (Unix seconds).
     pub fn verify(&self, token: &str, now: i64) -> Result<TokenSubject, TokenError> {
+        self.verify_with_expiry(token, now)
+            .map(|(subject, _)| subject)
+    }
+
+    /// [`TokenSigner::verify`], also returning when the token expires (Unix
+    /// seconds).
+    pub fn verify_with_expiry(
+        &self,
+        token: &str,
+        now: i64,
+    ) -> Result<(TokenSubject, i64), TokenError> {
         let rest = token
             .strip_prefix(BEARER_PREFIX)
             .ok_or(TokenError::Malformed)?;
@@ -118,8 +129,8 @@ impl TokenSigner {
             return Err(TokenError::Expired);
         }
         match kind {
-            "u" => Ok(TokenSubject::User(id.to_owned())),
-            "a" => Ok(TokenSubject::Agent(id.to_owned())),
+            "u" => Ok((TokenSubject::User(id.to_owned()), expiry)),
+            "a" => Ok((TokenSubject::Agent(id.to_owned()), expiry)),
             _ => Err(TokenError::Malformed),
         }
     }

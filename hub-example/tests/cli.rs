@@ -224,3 +224,91 @@ fn seed_then_serve_with_tracing_from_the_environment() {
     assert_eq!(traced.len(), 1);
     assert_eq!(traced[0]["request_id"], request_id.as_str());
 }
+
+#[test]
+fn serve_takes_its_secret_from_a_file_or_the_environment_and_checks_its_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.db");
+    let missing = missing.to_str().unwrap();
+    let empty = dir.path().join("empty-secret");
+    std::fs::write(&empty, "\n").unwrap();
+    let empty = empty.to_str().unwrap();
+    fn serve<'a>(missing: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec!["serve", "--db", missing];
+        args.extend_from_slice(extra);
+        args
+    }
+    for (args, env, code, expected) in [
+        (serve(missing, &[]), None, 2, "--session-secret-file"),
+        (
+            serve(
+                missing,
+                &["--session-secret", "s", "--session-secret-file", empty],
+            ),
+            None,
+            2,
+            "cannot be used with",
+        ),
+        (
+            serve(missing, &["--session-secret-file", "/nonexistent/secret"]),
+            None,
+            1,
+            "cannot read session secret file",
+        ),
+        (
+            serve(missing, &["--session-secret-file", empty]),
+            None,
+            1,
+            "the session secret is empty",
+        ),
+        (
+            serve(
+                missing,
+                &["--session-secret", "s", "--request-timeout", "soon"],
+            ),
+            None,
+            2,
+            "--request-timeout",
+        ),
+        (
+            serve(missing, &["--session-secret", "s", "--max-streams", "0"]),
+            None,
+            2,
+            "--max-streams",
+        ),
+        (
+            serve(
+                missing,
+                &["--session-secret", "s", "--shutdown-timeout", "0s"],
+            ),
+            None,
+            1,
+            "--shutdown-timeout must be above zero",
+        ),
+        (
+            serve(missing, &["--session-secret", "s"]),
+            Some(("SCION_SERVER_HUB_MAX_STREAMS_PER_PRINCIPAL", "lots")),
+            1,
+            "SCION_SERVER_HUB_MAX_STREAMS_PER_PRINCIPAL must be a whole number above zero",
+        ),
+        // The secret from the environment: the start goes on to the database.
+        (
+            serve(missing, &[]),
+            Some(("SCION_SESSION_SECRET", "from-the-environment")),
+            1,
+            "does not exist",
+        ),
+    ] {
+        let mut command = hub_example();
+        command.args(&args);
+        if let Some((name, value)) = env {
+            command.env(name, value);
+        }
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains("from-the-environment") && !stderr.contains("lots"));
+    }
+}

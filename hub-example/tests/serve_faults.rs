@@ -1,7 +1,10 @@
 //! `serve` facing faults outside the Hub: standard output that cannot be
-//! written, and a database file that is missing, read-only or not a
-//! database. The Hub keeps serving in the first case and reports it once;
-//! it refuses to start in the others, with one line and a non-zero exit.
+//! written, a database file that is missing, read-only or not a database,
+//! and SIGTERM while clients hold connections open. The Hub keeps serving
+//! in the first case and reports it once; it refuses to start in the
+//! second, with one line and a non-zero exit; in the third it ends its
+//! event streams, cuts off what outlives the shutdown deadline, logs both
+//! ends of the shutdown and exits.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -163,4 +166,170 @@ fn a_missing_read_only_or_foreign_database_file_stops_the_start() {
     )
     .unwrap();
     refused_at_start(&foreign, "notes.db");
+}
+
+/// A child process killed (if still running) when the test ends, even by
+/// a failed assertion.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Reads a raw connection until the Hub closes it, for at most `limit` (a
+/// liveness bound); returns what came and whether it closed.
+fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> (String, bool) {
+    stream.set_read_timeout(Some(limit)).unwrap();
+    let mut bytes = Vec::new();
+    let closed = stream.read_to_end(&mut bytes).is_ok();
+    (String::from_utf8_lossy(&bytes).into_owned(), closed)
+}
+
+#[test]
+fn sigterm_ends_streams_cuts_off_slow_clients_at_the_deadline_and_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = seeded(dir.path(), 5);
+    let secret_file = dir.path().join("secret");
+    std::fs::write(&secret_file, format!("{SECRET}\n")).unwrap();
+    let port = free_port();
+    let mut child = KillOnDrop(
+        hub_example()
+            .args([
+                "serve",
+                "--db",
+                dir.path().join("hub.db").to_str().unwrap(),
+                "--session-secret-file",
+                secret_file.to_str().unwrap(),
+                "--port",
+                &port.to_string(),
+                "--shutdown-timeout",
+                "1s",
+                "--request-timeout",
+                "60s",
+            ])
+            .env("SCION_SERVER_HUB_PERFTRACE", "true")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = child.0.stdout.take().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).unwrap();
+        text
+    });
+    let addr = format!("127.0.0.1:{port}");
+    let started = Instant::now();
+    while TcpStream::connect(&addr).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "hub did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let agent: String = rusqlite::Connection::open(dir.path().join("hub.db"))
+        .unwrap()
+        .query_row(
+            "SELECT id FROM agents WHERE project_id = ?1 LIMIT 1",
+            [&doc.project_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+
+    // A body that will never be complete.
+    let mut slow_body = TcpStream::connect(&addr).unwrap();
+    write!(
+        slow_body,
+        "PUT /api/v1/agents/{agent}/status HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Length: 100\r\n\r\n{{",
+        doc.owner_token
+    )
+    .unwrap();
+    // An event stream, open and acknowledged.
+    let mut stream = TcpStream::connect(&addr).unwrap();
+    write!(
+        stream,
+        "GET /events?sub=projects.{}.agents.%3E HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\r\n",
+        doc.project_id, doc.member_token
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    // A head that will never be complete.
+    let mut half_head = TcpStream::connect(&addr).unwrap();
+    write!(half_head, "GET /healthz HTTP/1.1\r\nHost: {addr}\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+
+    let term = Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let sent = Instant::now();
+    let status = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        if sent.elapsed() > Duration::from_secs(20) {
+            panic!("the Hub was still running 20 s after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+
+    let (events, closed) = read_until_closed(&mut stream, Duration::from_secs(5));
+    assert!(closed);
+    assert!(
+        events.contains("event: end\ndata: {\"reason\":\"shutdown\"}"),
+        "{events}"
+    );
+    for (name, conn) in [
+        ("half-sent head", &mut half_head),
+        ("slow body", &mut slow_body),
+    ] {
+        let (_, closed) = read_until_closed(conn, Duration::from_secs(5));
+        assert!(closed, "{name} still open");
+    }
+
+    let log = log.join().unwrap();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let find = |msg: &str| {
+        lines
+            .iter()
+            .find(|l| l["msg"] == msg)
+            .unwrap_or_else(|| panic!("no {msg} line: {log}"))
+    };
+    let start = find("shutdown started");
+    assert_eq!(start["requests_in_flight"], 2, "{start}");
+    assert_eq!(start["event_streams"], 1, "{start}");
+    assert_eq!(start["deadline_ms"], 1000, "{start}");
+    let end = find("shutdown finished");
+    assert_eq!(end["cut_off_requests"], 1, "{end}");
+    assert_eq!(end["cut_off_connections"], 1, "{end}");
+    assert_eq!(
+        lines.last().unwrap()["msg"],
+        "shutdown finished",
+        "the last line"
+    );
+    // One line per request: the list, the PUT cut off, the stream's
+    // connect and close lines (one request id).
+    let perf: Vec<&serde_json::Value> = lines.iter().filter(|l| l["msg"] == "perf_trace").collect();
+    assert_eq!(
+        perf.iter().filter(|l| l["method"] == "PUT").count(),
+        1,
+        "{log}"
+    );
+    let stages: Vec<&str> = perf
+        .iter()
+        .filter_map(|l| l["sse_stage"].as_str())
+        .collect();
+    assert_eq!(stages, ["connect", "close"], "{log}");
+    assert!(!log.contains(SECRET) && !log.contains(&doc.owner_token));
 }

@@ -3,6 +3,7 @@
 //! `server.hub.perf_trace`) are refused with 422 in whatever form the body
 //! names them: nested objects, dotted keys, or a mix.
 
+use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -20,6 +21,53 @@ const LAYER0_KEYS: [(&str, &str); 1] = [("server.hub.perftrace", "server.hub.per
 const MAX_KEYS: usize = 100;
 /// Longest setting key.
 const MAX_KEY_LEN: usize = 128;
+/// Largest body, checked before parsing.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Deepest nesting, block or flow, checked before parsing: YAML parsing
+/// cost grows fast with depth, and no setting is nested this deep.
+pub const MAX_DEPTH: usize = 32;
+
+/// The deepest nesting of `body`, over-estimated cheaply without parsing:
+/// the flow depth counts every bracket (even in quotes), the block depth
+/// every indentation level and every `- ` that opens a line's entry.
+fn nesting_depth(body: &[u8]) -> usize {
+    let mut flow: usize = 0;
+    let mut deepest_flow = 0;
+    for b in body {
+        match b {
+            b'[' | b'{' => {
+                flow += 1;
+                deepest_flow = deepest_flow.max(flow);
+            }
+            b']' | b'}' => flow = flow.saturating_sub(1),
+            _ => {}
+        }
+    }
+    let mut indents: Vec<usize> = Vec::new();
+    let mut deepest_block = 0;
+    for line in body.split(|b| *b == b'\n') {
+        let indent = line
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\t'))
+            .count();
+        let rest = &line[indent..];
+        if rest.is_empty() || rest[0] == b'#' {
+            continue;
+        }
+        while indents.last().is_some_and(|top| *top >= indent) {
+            indents.pop();
+        }
+        indents.push(indent);
+        let mut entries = 0;
+        let mut tail = rest;
+        while let Some(next) = tail.strip_prefix(b"- ") {
+            entries += 1;
+            tail = next.trim_ascii_start();
+        }
+        deepest_block = deepest_block.max(indents.len() + entries);
+    }
+    deepest_flow.max(deepest_block)
+}
 
 /// Lower case, without `_` and `-`: `server.hub.perfTrace`,
 /// `server.hub.perf-trace` and `server.hub.perf_trace` are one key.
@@ -84,6 +132,15 @@ fn valid_key(key: &str) -> bool {
 /// Parses a server-config body (JSON or YAML) into settings, or the 4xx
 /// answer: 400 when malformed, 422 when it names a layer-0 setting.
 pub fn parse_server_config(body: &[u8]) -> Result<Vec<(String, Value)>, ApiError> {
+    if body.len() > MAX_BODY_BYTES {
+        return Err(ApiError::new(
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            "body must be at most 64 KiB",
+        ));
+    }
+    if nesting_depth(body) > MAX_DEPTH {
+        return Err(ApiError::bad_request("body is nested more than 32 levels"));
+    }
     let doc: serde_yaml::Value = serde_yaml::from_slice(body)
         .map_err(|_| ApiError::bad_request("body must be a JSON or YAML object"))?;
     if !matches!(doc, serde_yaml::Value::Mapping(_)) {
@@ -117,8 +174,9 @@ pub fn parse_server_config(body: &[u8]) -> Result<Vec<(String, Value)>, ApiError
 pub async fn put_server_config<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    let body = body?;
     let keys = perf_trace_core::spawn_blocking(move || {
         let authz = Authorizer::new(state.store(), state.audit(), &principal);
         if !authz.allow_hub_admin()? {
@@ -172,6 +230,35 @@ mod tests {
     }
 
     #[test]
+    fn deep_or_large_bodies_are_refused_before_parsing() {
+        let nested_block: String = (0..40)
+            .map(|i| format!("{}k{i}:\n", "  ".repeat(i)))
+            .collect::<String>()
+            + &"  ".repeat(40)
+            + "v: 1\n";
+        let nested_flow = format!("{{\"a\":{}1{}}}", "[".repeat(40), "]".repeat(40));
+        let nested_seq = format!("a:\n{}1\n", "- ".repeat(40));
+        for body in [&nested_block, &nested_flow, &nested_seq] {
+            let err = parse_server_config(body.as_bytes()).unwrap_err();
+            assert_eq!(err.status(), 400, "{body}");
+            assert_eq!(err.body()["error"], "body is nested more than 32 levels");
+        }
+        let big = format!("{{\"a\":\"{}\"}}", "x".repeat(MAX_BODY_BYTES));
+        assert_eq!(
+            parse_server_config(big.as_bytes()).unwrap_err().status(),
+            413
+        );
+        // Nesting within the bound is still read.
+        let shallow: String = (0..10)
+            .map(|i| format!("{}k{i}:\n", "  ".repeat(i)))
+            .collect::<String>()
+            + &"  ".repeat(10)
+            + "v: 1\n";
+        let settings = parse_server_config(shallow.as_bytes()).unwrap();
+        assert_eq!(settings[0].0, "k0.k1.k2.k3.k4.k5.k6.k7.k8.k9.v");
+    }
+
+    #[test]
     fn malformed_bodies_are_400() {
         for body in ["", "[1]", "42", "{", r#"{"bad key":1}"#, "{}"] {
             let err = parse_server_config(body.as_bytes()).unwrap_err();
@@ -189,6 +276,12 @@ mod tests {
                 if let Err(e) = parse_server_config(&body) {
                     prop_assert!(matches!(e.status().as_u16(), 400 | 422));
                 }
+            }
+
+            #[test]
+            fn fuzz_depth_never_underestimates_bracket_nesting(depth in 0usize..100) {
+                let body = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+                prop_assert!(nesting_depth(body.as_bytes()) >= depth);
             }
 
             #[test]

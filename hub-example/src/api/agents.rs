@@ -1,6 +1,6 @@
 //! Agent endpoints: the project and global lists, one agent, and status changes.
 
-use axum::extract::rejection::PathRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
@@ -144,9 +144,10 @@ pub async fn put_status<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
     path: Result<Path<String>, PathRejection>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let id = path_id(path, "agent")?;
+    let body = body?;
     let change: StatusChange = serde_json::from_slice(&body).map_err(|_| {
         ApiError::bad_request(
             "body must be {\"phase\": created|provisioning|running|stopped|error, \"activity\"?: idle|working|waiting_for_input|completed|blocked}",
@@ -162,16 +163,20 @@ pub async fn put_status<S: AuthzStore, A: AuditEmitter>(
         if !authz.allow_agent(Action::AgentUpdate, &agent)? {
             return Err(ApiError::forbidden());
         }
-        writes::update_agent_status(
+        // The time is taken, the row written and the event published in
+        // one turn, and the event carries the committed row.
+        let _order = bus.write_order();
+        let updated = writes::update_agent_status(
             state.db(),
             &id,
             change.phase,
             change.activity,
             crate::clock::now_ms(),
         )?
-        .ok_or_else(|| ApiError::not_found("agent"))
+        .ok_or_else(|| ApiError::not_found("agent"))?;
+        bus.publish(HubEvent::agent_status(&updated));
+        Ok(updated)
     })
     .await??;
-    bus.publish(HubEvent::agent_status(&updated));
     Ok(LazyJson::new(CompactAgentView::from(updated)).into_response())
 }

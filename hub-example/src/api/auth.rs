@@ -2,12 +2,19 @@
 //! into a [`Principal`] in the request's extensions, or answers 401 itself,
 //! so a rejected request never reaches the tracing layer inside it and is
 //! never traced. `/healthz` and the public settings need no credential.
+//!
+//! A request with more than one `Authorization` header is refused (400), so
+//! a proxy that reads another of them cannot disagree with the Hub. Every
+//! refused credential is logged, rate-limited, through [`FailedLogins`]
+//! when the Hub provides it. An accepted one leaves its expiry beside the
+//! principal ([`CredentialExpiry`]), so an event stream can end with it.
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::failed_logins::FailedLogins;
 use super::ApiError;
 use crate::authz::{AgentPrincipal, AuditEmitter, Credential, Principal, UserPrincipal};
 use crate::clock;
@@ -21,7 +28,19 @@ pub const PUBLIC_PATHS: [&str; 2] = ["/healthz", "/api/v1/settings/public"];
 /// Longest credential accepted.
 const MAX_TOKEN_LEN: usize = 4096;
 
-fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
+/// When the request's credential stops being valid, in Unix milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CredentialExpiry(pub i64);
+
+pub(crate) fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
+    if headers
+        .get_all(header::AUTHORIZATION)
+        .iter()
+        .nth(1)
+        .is_some()
+    {
+        return Err(ApiError::bad_request("more than one authorization header"));
+    }
     let value = headers
         .get(header::AUTHORIZATION)
         .ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
@@ -45,6 +64,15 @@ pub fn resolve_principal<S: AuthzStore>(
     signer: &crate::tokens::TokenSigner,
     token: &str,
 ) -> Result<Principal, ApiError> {
+    resolve_credential(store, signer, token).map(|(principal, _)| principal)
+}
+
+/// [`resolve_principal`], also returning when the credential expires.
+pub fn resolve_credential<S: AuthzStore>(
+    store: &S,
+    signer: &crate::tokens::TokenSigner,
+    token: &str,
+) -> Result<(Principal, CredentialExpiry), ApiError> {
     let invalid = || ApiError::unauthorized("invalid token");
     if is_access_token(token) {
         let hash = token_hash(token);
@@ -59,34 +87,49 @@ pub fn resolve_principal<S: AuthzStore>(
             return Err(ApiError::unauthorized("token expired"));
         }
         let user = store.get_user(&stored.user_id)?.ok_or_else(invalid)?;
-        return Ok(Principal::User(UserPrincipal {
+        let principal = Principal::User(UserPrincipal {
             id: user.id,
             is_platform_admin: user.is_platform_admin,
             credential: Credential::AccessToken {
                 project_id: stored.project_id,
             },
-        }));
+        });
+        return Ok((principal, CredentialExpiry(stored.expires_at)));
     }
-    let subject = signer
-        .verify(token, clock::now_secs())
+    let (subject, expires_secs) = signer
+        .verify_with_expiry(token, clock::now_secs())
         .map_err(|e| ApiError::unauthorized(e.to_string()))?;
+    let expiry = CredentialExpiry(expires_secs.saturating_mul(1000));
     match subject {
         TokenSubject::User(id) => {
             let user = store.get_user(&id)?.ok_or_else(invalid)?;
-            Ok(Principal::User(UserPrincipal {
+            let principal = Principal::User(UserPrincipal {
                 id: user.id,
                 is_platform_admin: user.is_platform_admin,
                 credential: Credential::Session,
-            }))
+            });
+            Ok((principal, expiry))
         }
         TokenSubject::Agent(id) => {
             let agent = store.get_agent(&id)?.ok_or_else(invalid)?;
-            Ok(Principal::Agent(AgentPrincipal {
+            let principal = Principal::Agent(AgentPrincipal {
                 id: Id::from(id),
                 project_id: agent.project_id,
-            }))
+            });
+            Ok((principal, expiry))
         }
     }
+}
+
+/// Logs a refused credential (when the Hub provides the log) and answers.
+fn refuse(request: &Request, error: ApiError, credential: Option<&str>) -> Response {
+    if error.status() == axum::http::StatusCode::UNAUTHORIZED {
+        if let Some(log) = request.extensions().get::<FailedLogins>() {
+            let reason = error.body()["error"].as_str().unwrap_or("refused");
+            log.record(reason, credential);
+        }
+    }
+    error.into_response()
 }
 
 /// The middleware.
@@ -100,18 +143,21 @@ pub async fn authenticate<S: AuthzStore, A: AuditEmitter>(
     }
     let token = match bearer(request.headers()) {
         Ok(token) => token.to_owned(),
-        Err(e) => return e.into_response(),
+        Err(e) => return refuse(&request, e, None),
     };
     let st = state.clone();
-    let resolved =
-        tokio::task::spawn_blocking(move || resolve_principal(st.store(), st.signer(), &token))
-            .await;
+    let credential = token.clone();
+    let resolved = tokio::task::spawn_blocking(move || {
+        resolve_credential(st.store(), st.signer(), &credential)
+    })
+    .await;
     match resolved {
-        Ok(Ok(principal)) => {
+        Ok(Ok((principal, expiry))) => {
             request.extensions_mut().insert(principal);
+            request.extensions_mut().insert(expiry);
             next.run(request).await
         }
-        Ok(Err(e)) => e.into_response(),
+        Ok(Err(e)) => refuse(&request, e, Some(&token)),
         Err(_) => ApiError::internal().into_response(),
     }
 }
@@ -146,6 +192,14 @@ mod tests {
             assert_eq!(err.status(), 401);
             assert!(!err.body().to_string().contains("dXNl"));
         }
+        let mut twice = with_authorization(b"Bearer first").unwrap();
+        twice.append(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer last"),
+        );
+        let err = bearer(&twice).unwrap_err();
+        assert_eq!(err.status(), 400);
+        assert!(!err.body().to_string().contains("first"));
         let long = format!("Bearer {}", "a".repeat(MAX_TOKEN_LEN + 1));
         assert!(bearer(&with_authorization(long.as_bytes()).unwrap()).is_err());
         assert!(bearer(&HeaderMap::new()).is_err());

@@ -92,6 +92,18 @@ impl From<ListError> for ApiError {
     }
 }
 
+impl From<axum::extract::rejection::BytesRejection> for ApiError {
+    /// A body that could not be read: 413 when too large, otherwise the
+    /// rejection's status, always as JSON.
+    fn from(e: axum::extract::rejection::BytesRejection) -> Self {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "request body too large")
+        } else {
+            ApiError::new(e.status(), "request body could not be read")
+        }
+    }
+}
+
 impl From<tokio::task::JoinError> for ApiError {
     fn from(_: tokio::task::JoinError) -> Self {
         ApiError::internal()

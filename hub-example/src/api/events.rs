@@ -5,25 +5,41 @@
 //! only the close line; an accepted one writes a connect line when its body
 //! is first polled and a close line when it ends. Each delivered event adds
 //! to `sse_events` and is written inside the `sse_write` phase.
+//!
+//! A stream over the caller's or the Hub's cap is refused 429 (only the
+//! close line). An accepted stream ends, after a final `end` event naming
+//! why, when the Hub shuts down, when its credential expires, or when a
+//! re-check (every `stream_recheck_interval`) finds the credential revoked
+//! or any subscribed subject no longer allowed. The re-check runs outside
+//! the request's trace: it adds nothing to the stream's line.
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use perf_trace_core::traced_phase;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::BroadcastStream;
-use tokio_stream::StreamExt;
+use tokio_stream::{Stream, StreamExt};
 
+use super::auth::{bearer, resolve_credential, CredentialExpiry};
 use super::params::Params;
-use super::ApiError;
+use super::{ApiError, StreamLimiter, StreamPermit};
 use crate::authz::{AuditEmitter, Authorizer, Principal};
-use crate::events::{authorize_subjects, expand_subjects, parse_subjects, HubEvent, Pattern};
+use crate::events::{
+    authorize_subjects, expand_subjects, parse_subjects, HubEvent, Pattern, Subject,
+};
 use crate::keys::Phase;
+use crate::limits::ServerLimits;
+use crate::shutdown::ShutdownSignal;
 use crate::state::AppState;
 use crate::store::AuthzStore;
 
@@ -44,10 +60,135 @@ fn lagged_notice(missed: u64) -> Event {
         .data(format!("{{\"missed\":{missed}}}"))
 }
 
+/// Why the Hub ended a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamEnd {
+    /// The Hub is shutting down.
+    Shutdown,
+    /// The credential the stream was opened with expired.
+    CredentialExpired,
+    /// The credential was revoked, or a subject is no longer allowed.
+    AccessRevoked,
+}
+
+impl StreamEnd {
+    /// The final event: `event: end`, `data: {"reason": ...}`.
+    fn event(self) -> Event {
+        let reason = match self {
+            StreamEnd::Shutdown => "shutdown",
+            StreamEnd::CredentialExpired => "credential_expired",
+            StreamEnd::AccessRevoked => "access_revoked",
+        };
+        Event::default()
+            .event("end")
+            .data(format!("{{\"reason\":\"{reason}\"}}"))
+    }
+}
+
+/// The subscription's events until `end` completes; then its final event
+/// and the end of the stream. Holds the stream's place under the caps.
+struct EndingStream<E> {
+    events: E,
+    end: Option<Pin<Box<dyn Future<Output = StreamEnd> + Send>>>,
+    _permit: Option<StreamPermit>,
+}
+
+impl<E: Stream<Item = Result<Event, Infallible>> + Unpin> Stream for EndingStream<E> {
+    type Item = Result<Event, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let Some(end) = self.end.as_mut() else {
+            return Poll::Ready(None);
+        };
+        if let Poll::Ready(reason) = end.as_mut().poll(cx) {
+            self.end = None;
+            return Poll::Ready(Some(Ok(reason.event())));
+        }
+        Pin::new(&mut self.events).poll_next(cx)
+    }
+}
+
+/// Whether `token` still authenticates and its principal may still see
+/// every subject. A database that cannot answer now is not a refusal: the
+/// next re-check asks again.
+fn still_allowed<S: AuthzStore, A: AuditEmitter>(
+    state: &AppState<S, A>,
+    token: &str,
+    subjects: &[Subject],
+) -> bool {
+    let principal = match resolve_credential(state.store(), state.signer(), token) {
+        Ok((principal, _)) => principal,
+        Err(e) => return e.status() != StatusCode::UNAUTHORIZED,
+    };
+    let authz = Authorizer::new(state.store(), state.audit(), &principal);
+    match expand_subjects(&authz, subjects).and_then(|e| authorize_subjects(&authz, e)) {
+        Ok(patterns) => patterns.is_some(),
+        Err(_) => true,
+    }
+}
+
+/// Completes when the stream must end, and says why.
+async fn stream_end<S: AuthzStore, A: AuditEmitter>(
+    state: AppState<S, A>,
+    token: Option<String>,
+    subjects: Vec<Subject>,
+    expiry: Option<CredentialExpiry>,
+    shutdown: Option<ShutdownSignal>,
+    recheck: Duration,
+) -> StreamEnd {
+    let shutdown = async move {
+        match shutdown {
+            Some(signal) => signal.started().await,
+            None => std::future::pending().await,
+        }
+    };
+    let expired = async move {
+        match expiry {
+            Some(CredentialExpiry(at_ms)) => {
+                let left = at_ms.saturating_sub(crate::clock::now_ms()).max(0);
+                tokio::time::sleep(Duration::from_millis(left.unsigned_abs())).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let revoked = async move {
+        let Some(token) = token else {
+            return std::future::pending().await;
+        };
+        let token: Arc<str> = token.into();
+        let subjects: Arc<[Subject]> = subjects.into();
+        let mut ticks = tokio::time::interval(recheck);
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            let (st, token, subjects) = (state.clone(), Arc::clone(&token), Arc::clone(&subjects));
+            // A plain blocking task: no recorder, so nothing is counted.
+            let allowed =
+                tokio::task::spawn_blocking(move || still_allowed(&st, &token, &subjects))
+                    .await
+                    .unwrap_or(true);
+            if !allowed {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        _ = shutdown => StreamEnd::Shutdown,
+        _ = expired => StreamEnd::CredentialExpired,
+        _ = revoked => StreamEnd::AccessRevoked,
+    }
+}
+
 /// `GET /events`.
+#[allow(clippy::too_many_arguments)]
 pub async fn events<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
+    expiry: Option<Extension<CredentialExpiry>>,
+    shutdown: Option<Extension<ShutdownSignal>>,
+    limiter: Option<Extension<StreamLimiter>>,
+    limits: Option<Extension<ServerLimits>>,
+    headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let params = Params::parse(query.as_deref());
@@ -59,7 +200,12 @@ pub async fn events<S: AuthzStore, A: AuditEmitter>(
         }
     };
     perf_trace_core::mark_stream();
+    let permit = match &limiter {
+        Some(Extension(limiter)) => Some(limiter.try_open(&principal.reference())?),
+        None => None,
+    };
     let st = state.clone();
+    let kept_subjects = subjects.clone();
     let patterns = perf_trace_core::spawn_blocking(move || {
         let authz = Authorizer::new(st.store(), st.audit(), &principal);
         let expanded = expand_subjects(&authz, &subjects)?;
@@ -77,6 +223,23 @@ pub async fn events<S: AuthzStore, A: AuditEmitter>(
             .then(|| Ok::<_, Infallible>(write_event(&event))),
         Err(BroadcastStreamRecvError::Lagged(missed)) => Some(Ok(lagged_notice(missed))),
     });
+    let recheck = limits
+        .map(|Extension(l)| l.stream_recheck_interval)
+        .unwrap_or(ServerLimits::default().stream_recheck_interval);
+    let token = bearer(&headers).ok().map(str::to_owned);
+    let end = stream_end(
+        state.clone(),
+        token,
+        kept_subjects,
+        expiry.map(|Extension(e)| e),
+        shutdown.map(|Extension(s)| s),
+        recheck,
+    );
+    let stream = EndingStream {
+        events: stream,
+        end: Some(Box::pin(end)),
+        _permit: permit,
+    };
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response())

@@ -1,8 +1,9 @@
 //! The outermost guards of every request: size limits checked before
 //! anything reads the request, and the answer to a handler that panics.
 //!
-//! The HTTP server has its own, much larger limits, whose answers have no
-//! body; these smaller ones answer with the Hub's JSON errors.
+//! The HTTP parser has its own, much larger limits (more than 100 headers,
+//! a path over 64 KiB); the server gives its answers to those a JSON body
+//! too (see `crate::server`).
 
 use std::any::Any;
 

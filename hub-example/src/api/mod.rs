@@ -5,12 +5,16 @@ pub mod agents;
 pub mod auth;
 mod error;
 pub mod events;
+mod failed_logins;
+mod guards;
 mod lazy_json;
 mod limits;
 pub mod params;
 pub mod public;
 
 pub use error::{method_not_allowed, not_found, ApiError};
+pub use failed_logins::{FailedLogins, FAILED_LOGIN_MESSAGE, SUPPRESSED_MESSAGE};
+pub use guards::{enforce_request_timeout, StreamCapError, StreamLimiter, StreamPermit};
 pub use lazy_json::LazyJson;
 pub use limits::{
     limit_request_size, panic_response, MAX_HEADER_BYTES, MAX_PATH_BYTES, MAX_QUERY_BYTES,

@@ -6,6 +6,12 @@
 //! their parents, and, limited to the delegated actions, of the users it acts
 //! for), from the creator role on agents the caller created, and are then
 //! narrowed by the project's access constraints.
+//!
+//! Two rules come before all of these: a credential limited to one project
+//! (an access token, an agent's own token) is denied everything outside it,
+//! and the creator role applies only while the user still holds a role in
+//! the agent's project, so leaving a project ends control of the agents one
+//! created there.
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeSet, HashMap};
@@ -36,8 +42,18 @@ pub struct Authorizer<'a, S: ?Sized, A: ?Sized> {
     audit: &'a A,
     principal: &'a Principal,
     me: PrincipalRef,
-    scopes: RefCell<HashMap<Option<Id>, Permissions>>,
+    scopes: RefCell<HashMap<Option<Id>, Scope>>,
     creator: OnceCell<Permissions>,
+}
+
+/// What the caller's own role bindings give it at the hub or in a project.
+#[derive(Debug, Clone, Copy)]
+struct Scope {
+    /// Everything granted there (own roles, groups, delegations).
+    permissions: Permissions,
+    /// Whether the caller holds a role there in its own name or through a
+    /// group (a delegation lends actions, not a role).
+    has_role: bool,
 }
 
 impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> {
@@ -95,27 +111,37 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
     /// user, the creator role is read at the same time, so that the reads a
     /// request makes do not depend on which agents a page happens to hold.
     pub fn permissions_at(&self, project: Option<&Id>) -> StoreResult<Permissions> {
+        Ok(self.scope_at(project)?.permissions)
+    }
+
+    fn scope_at(&self, project: Option<&Id>) -> StoreResult<Scope> {
         let key = project.cloned();
-        if let Some(p) = self.scopes.borrow().get(&key) {
-            return Ok(*p);
+        if let Some(scope) = self.scopes.borrow().get(&key) {
+            return Ok(*scope);
         }
-        let perms = self.compute_permissions(project)?;
+        let scope = self.compute_scope(project)?;
         if matches!(self.principal, Principal::User(u) if !u.is_platform_admin) && project.is_some()
         {
             self.creator_permissions()?;
         }
-        self.scopes.borrow_mut().insert(key, perms);
-        Ok(perms)
+        self.scopes.borrow_mut().insert(key, scope);
+        Ok(scope)
     }
 
-    fn compute_permissions(&self, project: Option<&Id>) -> StoreResult<Permissions> {
+    fn compute_scope(&self, project: Option<&Id>) -> StoreResult<Scope> {
         if let Some(limit) = self.principal.project_limit() {
             if project != Some(limit) {
-                return Ok(Permissions::NONE);
+                return Ok(Scope {
+                    permissions: Permissions::NONE,
+                    has_role: false,
+                });
             }
         }
         if self.principal.user().is_some_and(|u| u.is_platform_admin) {
-            return Ok(Permissions::all());
+            return Ok(Scope {
+                permissions: Permissions::all(),
+                has_role: true,
+            });
         }
         let groups = self.memo.effective_groups(&self.me)?;
         let edges = self.memo.delegations(&self.me)?;
@@ -147,10 +173,13 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
         };
         let granted = |b: &RoleBinding| roles.get(&b.role_id).copied().unwrap_or_default();
 
-        let mut perms = bindings
-            .iter()
-            .filter(|b| own.contains(&b.principal) && applies(b))
-            .fold(Permissions::NONE, |acc, b| acc.union(granted(b)));
+        let own_bindings = || {
+            bindings
+                .iter()
+                .filter(|b| own.contains(&b.principal) && applies(b))
+        };
+        let has_role = own_bindings().next().is_some();
+        let mut perms = own_bindings().fold(Permissions::NONE, |acc, b| acc.union(granted(b)));
         for edge in edges.iter() {
             if edge.project_id.as_ref().is_some_and(|p| Some(p) != project) {
                 continue;
@@ -162,7 +191,10 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
                 .fold(Permissions::NONE, |acc, b| acc.union(granted(b)));
             perms = perms.union(lent.intersection(Permissions::from_patterns(&edge.actions)));
         }
-        Ok(perms)
+        Ok(Scope {
+            permissions: perms,
+            has_role,
+        })
     }
 
     /// What a user may do with the agents they created (the role named by
@@ -199,12 +231,24 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
     }
 
     fn agent_allows(&self, action: Action, agent: &Agent) -> StoreResult<bool> {
-        let mut allowed = self
-            .permissions_at(Some(&agent.project_id))?
-            .contains(action);
+        // Before any other rule: a credential limited to one project sees
+        // nothing outside it, whatever the caller's roles or creations.
+        if self
+            .principal
+            .project_limit()
+            .is_some_and(|limit| *limit != agent.project_id)
+        {
+            return Ok(false);
+        }
+        let scope = self.scope_at(Some(&agent.project_id))?;
+        let mut allowed = scope.permissions.contains(action);
         if !allowed {
             allowed = match self.principal {
-                Principal::User(u) if u.id == agent.created_by && !u.is_platform_admin => {
+                // The creator role lasts only while the creator still holds
+                // a role in the agent's project.
+                Principal::User(u)
+                    if u.id == agent.created_by && !u.is_platform_admin && scope.has_role =>
+                {
                     self.creator_permissions()?.contains(action)
                 }
                 Principal::Agent(a) => a.id == agent.id && action == Action::AgentRead,

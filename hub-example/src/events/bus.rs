@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
 use crate::model::Agent;
@@ -49,6 +50,7 @@ impl HubEvent {
 #[derive(Debug, Clone)]
 pub struct EventBus {
     tx: broadcast::Sender<Arc<HubEvent>>,
+    order: Arc<Mutex<()>>,
 }
 
 impl Default for EventBus {
@@ -62,7 +64,15 @@ impl EventBus {
     pub fn new(capacity: usize) -> Self {
         EventBus {
             tx: broadcast::channel(capacity).0,
+            order: Arc::default(),
         }
+    }
+
+    /// Held from before a write takes its time until its event is
+    /// published: events then leave in the order their writes committed,
+    /// with times that never go backwards.
+    pub fn write_order(&self) -> MutexGuard<'_, ()> {
+        self.order.lock()
     }
 
     /// Publishes `event`; returns how many subscribers will see it.

@@ -8,7 +8,8 @@ use crate::db::{Db, DbError};
 use crate::model::{Agent, AgentActivity, AgentPhase};
 
 /// Sets an agent's phase (and activity, when given) and returns the agent as
-/// stored; `None` when there is no such agent.
+/// stored; `None` when there is no such agent. `updated_at` never goes
+/// back, even if the clock does.
 pub fn update_agent_status(
     db: &Db,
     agent_id: &str,
@@ -18,7 +19,7 @@ pub fn update_agent_status(
 ) -> Result<Option<Agent>, DbError> {
     let conn = db.conn()?;
     let mut stmt = conn.prepare_cached(&format!(
-        "UPDATE agents SET phase = ?2, activity = COALESCE(?3, activity), updated_at = ?4
+        "UPDATE agents SET phase = ?2, activity = COALESCE(?3, activity), updated_at = MAX(updated_at, ?4)
          WHERE id = ?1 RETURNING {AGENT_COLUMNS}"
     ))?;
     Ok(stmt

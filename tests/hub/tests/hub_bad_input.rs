@@ -1,6 +1,7 @@
 //! Bad input, one table: malformed and unknown ids, cursors, limits, sorts,
 //! subject lists, credentials, perf-trace trigger values, oversized headers
-//! and query strings, paths that are not UTF-8. Each row is a request sent
+//! and query strings, paths that are not UTF-8, two credentials, deep or
+//! large settings bodies. Each row is a request sent
 //! to a served Hub over a real connection and the status it must get. Every
 //! error is JSON `{"error": "<string>"}` and holds neither the session
 //! secret, nor the credential sent, nor the row's distinctive input.
@@ -38,7 +39,7 @@ struct Row {
     target: String,
     cred: Cred,
     headers: Vec<(&'static str, Vec<u8>)>,
-    body: &'static str,
+    body: String,
     status: u16,
     /// Input that must not come back in the body.
     echo: Option<String>,
@@ -51,7 +52,7 @@ fn row(name: &'static str, target: impl Into<String>, cred: &Cred, status: u16) 
         target: target.into(),
         cred: cred.clone(),
         headers: Vec::new(),
-        body: "",
+        body: String::new(),
         status,
         echo: None,
     }
@@ -68,9 +69,9 @@ impl Row {
         self
     }
 
-    fn put(mut self, body: &'static str) -> Row {
+    fn put(mut self, body: impl Into<String>) -> Row {
         self.method = Method::PUT;
-        self.body = body;
+        self.body = body.into();
         self
     }
 
@@ -539,6 +540,28 @@ fn table(hub: &TestHub) -> Vec<Row> {
         )
         .put("{not yaml: [}"),
         row(
+            "server config nested too deep",
+            "/api/v1/admin/server-config",
+            &admin,
+            400,
+        )
+        .put(
+            (0..200)
+                .map(|i| format!("{}k{i}:\n", "  ".repeat(i)))
+                .collect::<String>(),
+        ),
+        row(
+            "server config too large",
+            "/api/v1/admin/server-config",
+            &admin,
+            413,
+        )
+        .put(format!("{{\"a\":\"{}\"}}", "x".repeat(70_000))),
+        // Two credentials: a proxy reading the other one would disagree.
+        row("two authorization headers", agents.clone(), &member, 400)
+            .header("authorization", format!("Bearer {}", doc.owner_token))
+            .echo(doc.owner_token.clone()),
+        row(
             "server config layer 0",
             "/api/v1/admin/server-config",
             &admin,
@@ -552,7 +575,7 @@ fn table(hub: &TestHub) -> Vec<Row> {
 async fn every_bad_input_is_a_json_4xx_that_echoes_nothing_secret() {
     let hub = TestHub::traced(5);
     let rows = table(&hub);
-    let served = Served::start(hub.router.clone()).await;
+    let served = Served::hub(&hub.hub).await;
     let client = reqwest::Client::new();
     let mut failures = Vec::new();
 
@@ -579,7 +602,7 @@ async fn every_bad_input_is_a_json_4xx_that_echoes_nothing_secret() {
         if !row.body.is_empty() {
             request = request
                 .header("content-type", "application/json")
-                .body(row.body);
+                .body(row.body.clone());
         }
         let response = match request.send().await {
             Ok(r) => r,
@@ -654,4 +677,89 @@ async fn every_bad_input_is_a_json_4xx_that_echoes_nothing_secret() {
         }
     }
     assert!(!log.contains(SECRET));
+}
+
+/// Reads a raw response to the end and returns its status and JSON body.
+async fn raw_exchange(addr: std::net::SocketAddr, request: &[u8]) -> (u16, serde_json::Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_to_end(&mut response),
+    )
+    .await
+    .expect("the Hub answers and closes")
+    .unwrap();
+    let text = String::from_utf8_lossy(&response);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split(' ').nth(1).unwrap_or("0").parse().unwrap();
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/json"),
+        "{head}"
+    );
+    let json = serde_json::from_str(body)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {body:?} after {head}"));
+    (status, json)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_the_http_parser_refuses_are_json_errors_too() {
+    let hub = TestHub::traced(3);
+    let served = Served::hub(&hub.hub).await;
+    let many_headers: String = (0..150).map(|i| format!("X-H{i}: v\r\n")).collect();
+    let cases = [
+        (
+            "too many headers",
+            format!("GET /healthz HTTP/1.1\r\nHost: x\r\n{many_headers}\r\n"),
+            431,
+            "request headers too large",
+        ),
+        (
+            "path over 64 KiB",
+            format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "p".repeat(70_000)),
+            414,
+            "request path too long",
+        ),
+        (
+            "not HTTP",
+            "GARBAGE\r\n\r\n".to_owned(),
+            400,
+            "malformed request",
+        ),
+    ];
+    for (name, request, status, message) in cases {
+        let (got, json) = raw_exchange(served.addr, request.as_bytes()).await;
+        assert_eq!(got, status, "{name}");
+        assert_eq!(json, serde_json::json!({ "error": message }), "{name}");
+    }
+    // The Hub serves on.
+    let (status, _) = raw_exchange(
+        served.addr,
+        b"GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status, 401);
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_a_json_413() {
+    let hub = TestHub::traced(3);
+    let reply = hub
+        .call(
+            reqwest::Method::PUT,
+            &format!("/api/v1/agents/{UNKNOWN}/status"),
+            Some(&hub.doc().member_token),
+            &[("content-type", "application/json")],
+            &"x".repeat(3 * 1024 * 1024),
+        )
+        .await;
+    assert_eq!(reply.status.as_u16(), 413);
+    assert_eq!(
+        reply.json(),
+        serde_json::json!({"error": "request body too large"})
+    );
 }

@@ -1,6 +1,9 @@
 //! Faults: a handler that panics, a client that goes away mid-response, a
-//! locked database, SSE clients that leave or never read. In each the Hub
-//! answers clearly, keeps serving, and writes each request's line once.
+//! locked database, SSE clients that leave or never read, clients that send
+//! slowly or not at all, too many streams, streams that outlive their
+//! credential, concurrent writes, and shutdown with all of these open. In
+//! each the Hub answers clearly, keeps serving, and writes each request's
+//! line once.
 //! (Closed standard output and unusable database files need the binary:
 //! hub-example/tests/serve_faults.rs.)
 
@@ -15,13 +18,17 @@ use axum::routing::get;
 use axum::Router;
 use hub_example::db::{Db, OpenMode, PoolOptions};
 use hub_example::events::HubEvent;
+use hub_example::limits::ServerLimits;
 use hub_example::log::CaptureBuffer;
 use hub_example::settings::Settings;
 use hub_example::{Hub, HubOptions};
 use hub_support::{Seeded, TestHub, SECRET};
 use serde_json::Value;
-use served::{head_header, read_head, send_get, wait_for_lines, Served};
-use tokio::io::AsyncReadExt;
+use served::{
+    head_header, perf_values, read_head, read_to_close, send_get, wait_for_lines, Served,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 const TRACED: Settings = Settings {
     perf_trace: true,
@@ -402,4 +409,485 @@ async fn a_slow_sse_consumer_blocks_neither_publishers_nor_other_subscribers() {
             .cloned()
             .collect::<Vec<_>>(),
     );
+}
+
+/// Small limits, so each test is quick; outcomes are asserted, never times.
+fn small_limits() -> ServerLimits {
+    ServerLimits {
+        header_read_timeout: Duration::from_millis(200),
+        idle_timeout: Duration::from_millis(300),
+        request_timeout: Duration::from_millis(300),
+        shutdown_timeout: Duration::from_millis(500),
+        max_streams_per_principal: 2,
+        max_streams: 3,
+        stream_recheck_interval: Duration::from_millis(100),
+    }
+}
+
+/// A liveness bound for waits on the Hub: far above every limit above.
+const LIVENESS: Duration = Duration::from_secs(10);
+
+async fn raw(addr: std::net::SocketAddr, bytes: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(bytes.as_bytes()).await.unwrap();
+    stream
+}
+
+fn events_request(addr: std::net::SocketAddr, subject: &str, token: &str) -> String {
+    format!(
+        "GET /events?sub={subject} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\r\n"
+    )
+}
+
+/// Opens an event stream and returns the connection and its status.
+async fn open_stream(
+    addr: std::net::SocketAddr,
+    subject: &str,
+    token: &str,
+) -> (TcpStream, u16, Vec<u8>) {
+    let mut stream = raw(addr, &events_request(addr, subject, token)).await;
+    let (head, rest) = tokio::time::timeout(LIVENESS, read_head(&mut stream))
+        .await
+        .expect("a response head");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (stream, status, rest)
+}
+
+fn json_body(head_and_body: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(head_and_body);
+    let body = text.split_once("\r\n\r\n").map_or(&*text, |(_, b)| b);
+    serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_and_idle_connections_are_closed_and_the_hub_keeps_answering() {
+    let hub = TestHub::limited(3, small_limits());
+    let served = Served::hub(&hub.hub).await;
+    let addr = served.addr;
+    // Heads that never end, a connection that never speaks, and one that
+    // finished a request and stays idle.
+    let mut slow = Vec::new();
+    for _ in 0..20 {
+        slow.push(raw(addr, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ").await);
+    }
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    let mut idle = raw(addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let (head, _) = read_head(&mut idle).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+
+    let health = reqwest::get(format!("{}/healthz", served.url()))
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+
+    for (i, stream) in slow.iter_mut().enumerate() {
+        let (_, closed) = read_to_close(stream, LIVENESS).await;
+        assert!(closed, "half-sent head {i} still open");
+    }
+    let (bytes, closed) = read_to_close(&mut silent, LIVENESS).await;
+    assert!(closed && bytes.is_empty(), "a silent connection is closed");
+    let (_, closed) = read_to_close(&mut idle, LIVENESS).await;
+    assert!(closed, "an idle keep-alive connection is closed");
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_takes_too_long_is_a_json_408_with_its_one_line() {
+    let hub = TestHub::limited(3, small_limits());
+    let served = Served::hub(&hub.hub).await;
+    let addr = served.addr;
+    let agent = hub
+        .get(&hub.project_agents_uri(), Some(&hub.doc().owner_token))
+        .await
+        .json()["agents"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let lines_before = perf_values(&hub.log).len();
+    // Ten bytes of a promised hundred.
+    let mut stream = raw(
+        addr,
+        &format!(
+            "PUT /api/v1/agents/{agent}/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"phase\":",
+            hub.doc().owner_token
+        ),
+    )
+    .await;
+    let (bytes, closed) = read_to_close(&mut stream, LIVENESS).await;
+    assert!(closed, "answered and closed");
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert_eq!(json_body(&bytes)["error"], "request timed out");
+    let lines = wait_for_lines(&hub.log, 500, |l| l.len() > lines_before).await;
+    let puts: Vec<&Value> = lines[lines_before..]
+        .iter()
+        .filter(|l| l["method"] == "PUT")
+        .collect();
+    assert_eq!(puts.len(), 1, "{puts:?}");
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_streams_over_the_caps_are_refused_429_and_freed_when_they_end() {
+    let hub = TestHub::limited(3, small_limits());
+    let served = Served::hub(&hub.hub).await;
+    let addr = served.addr;
+    let doc = hub.doc().clone();
+    let me = "users.me.%3E";
+    let (first, status, _) = open_stream(addr, me, &doc.member_token).await;
+    assert_eq!(status, 200);
+    let (_second, status, _) = open_stream(addr, me, &doc.member_token).await;
+    assert_eq!(status, 200);
+    let (_, status, _) = open_stream(addr, me, &doc.member_token).await;
+    assert_eq!(status, 429, "over the caller's cap");
+    let (_owner, status, _) = open_stream(addr, me, &doc.owner_token).await;
+    assert_eq!(status, 200);
+    let (_, status, _) = open_stream(addr, me, &doc.admin_token).await;
+    assert_eq!(status, 429, "over the Hub's cap");
+    assert_eq!(hub.hub.streams().open(), 3);
+
+    // A stream that ends gives its place back (noticed at its next write).
+    drop(first);
+    let mut freed = false;
+    for _ in 0..500 {
+        hub.hub.bus().publish(HubEvent {
+            kind: "agent.status",
+            subjects: vec![format!("users.{}.ping", doc.member_user_id)],
+            data: "{}".into(),
+        });
+        if hub.hub.streams().open() < 3 {
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(freed, "the closed stream still counts");
+    let (_admin, status, _) = open_stream(addr, me, &doc.admin_token).await;
+    assert_eq!(status, 200);
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_is_json_and_names_the_cap() {
+    let hub = TestHub::limited(3, small_limits());
+    let served = Served::hub(&hub.hub).await;
+    let doc = hub.doc().clone();
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        open.push(open_stream(served.addr, "users.me.%3E", &doc.member_token).await);
+    }
+    let mut stream = raw(
+        served.addr,
+        &events_request(served.addr, "users.me.%3E", &doc.member_token),
+    )
+    .await;
+    let (head, body) = read_head(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 429"), "{head}");
+    assert_eq!(
+        head_header(&head, "content-type").unwrap(),
+        "application/json"
+    );
+    let mut body = body;
+    while serde_json::from_slice::<Value>(&body).is_err() {
+        let mut chunk = [0u8; 1024];
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0);
+        body.extend_from_slice(&chunk[..n]);
+    }
+    let json: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(json["error"], "too many event streams open for this caller");
+    // Like a refused subscription: only the close line.
+    let id = head_header(&head, "x-request-id").unwrap();
+    let lines = wait_for_lines(&hub.log, 1000, |lines| {
+        lines.iter().any(|l| l["request_id"] == id.as_str())
+    })
+    .await;
+    let mine: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["request_id"] == id.as_str())
+        .collect();
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    assert_eq!(mine[0]["sse_stage"], "close");
+    assert_eq!(mine[0]["audit_records"], 0, "refused before any decision");
+    drop(open);
+    served.stop().await;
+}
+
+/// Reads a stream until it closes and returns the `end` event's reason.
+async fn end_reason(stream: &mut TcpStream, already: Vec<u8>) -> String {
+    let (bytes, closed) = read_to_close(stream, LIVENESS).await;
+    assert!(closed, "the stream did not end");
+    let text = String::from_utf8_lossy(&[already, bytes].concat()).into_owned();
+    let data = text
+        .split("event: end\n")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .unwrap_or_else(|| panic!("no end event: {text}"));
+    let json: Value = serde_json::from_str(data.trim_start_matches("data: ")).unwrap();
+    json["reason"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_ends_when_its_credential_expires() {
+    let hub = TestHub::limited(3, small_limits());
+    let served = Served::hub(&hub.hub).await;
+    let doc = hub.doc().clone();
+    let token = access_token_for(&hub, 40, hub_example::clock::now_ms() + 400);
+    let subject = format!("projects.{}.agents.%3E", doc.project_id);
+    let (mut stream, status, rest) = open_stream(served.addr, &subject, &token).await;
+    assert_eq!(status, 200);
+    assert_eq!(end_reason(&mut stream, rest).await, "credential_expired");
+
+    // A session token that expires soon ends the same way.
+    let session = hub_example::tokens::TokenSigner::from_session_secret(SECRET).issue(
+        &hub_example::tokens::TokenSubject::User(doc.member_user_id.clone()),
+        hub_example::clock::now_secs() + 1,
+    );
+    let (mut stream, status, rest) = open_stream(served.addr, &subject, &session).await;
+    assert_eq!(status, 200);
+    assert_eq!(end_reason(&mut stream, rest).await, "credential_expired");
+    served.stop().await;
+}
+
+fn access_token_for(hub: &TestHub, seed: u8, expires_at_ms: i64) -> String {
+    let doc = hub.doc();
+    let token = hub_example::tokens::access_token_from_bytes([seed; 32]);
+    hub_example::store::writes::insert_user_access_token(
+        hub.hub.db(),
+        &hub_example::store::writes::NewAccessToken {
+            id: &format!("{seed:08x}-0000-4000-8000-000000000000"),
+            user_id: &doc.member_user_id,
+            project_id: &doc.project_id,
+            name: "faults",
+            token: &token,
+            expires_at_ms,
+        },
+        0,
+    )
+    .unwrap();
+    token
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_stops_when_its_token_is_revoked_or_its_role_removed() {
+    let hub = TestHub::limited(3, small_limits());
+    let served = Served::hub(&hub.hub).await;
+    let doc = hub.doc().clone();
+    let subject = format!("projects.{}.agents.%3E", doc.project_id);
+
+    let token = access_token_for(&hub, 41, i64::MAX);
+    let (mut revoked, status, rest) = open_stream(served.addr, &subject, &token).await;
+    assert_eq!(status, 200);
+    hub_example::store::writes::revoke_user_access_token(
+        hub.hub.db(),
+        &format!("{:08x}-0000-4000-8000-000000000000", 41),
+        1,
+    )
+    .unwrap();
+    assert_eq!(end_reason(&mut revoked, rest).await, "access_revoked");
+
+    // The member reaches the project through its group's binding.
+    let (mut removed, status, rest) = open_stream(served.addr, &subject, &doc.member_token).await;
+    assert_eq!(status, 200);
+    hub.hub
+        .db()
+        .conn()
+        .unwrap()
+        .execute(
+            "DELETE FROM role_bindings WHERE principal_kind = 'group' AND scope_id = ?1",
+            [&doc.project_id],
+        )
+        .unwrap();
+    assert_eq!(end_reason(&mut removed, rest).await, "access_revoked");
+    // And it cannot subscribe again.
+    let (_, status, _) = open_stream(served.addr, &subject, &doc.member_token).await;
+    assert_eq!(status, 403);
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn status_events_never_go_back_in_time_under_concurrent_writes() {
+    let hub = TestHub::traced(3);
+    let doc = hub.doc().clone();
+    let agent = hub
+        .get(&hub.project_agents_uri(), Some(&doc.owner_token))
+        .await
+        .json()["agents"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut events = hub.hub.bus().subscribe();
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let router = hub.router.clone();
+            let (agent, token) = (agent.clone(), doc.owner_token.clone());
+            tokio::spawn(async move {
+                for i in 0..25 {
+                    let phase = if (w + i) % 2 == 0 {
+                        "running"
+                    } else {
+                        "stopped"
+                    };
+                    let request =
+                        axum::http::Request::put(format!("/api/v1/agents/{agent}/status"))
+                            .header("authorization", format!("Bearer {token}"))
+                            .header("content-type", "application/json")
+                            .body(axum::body::Body::from(format!(r#"{{"phase":"{phase}"}}"#)))
+                            .unwrap();
+                    let response = tower::ServiceExt::oneshot(router.clone(), request)
+                        .await
+                        .unwrap();
+                    assert_eq!(response.status(), StatusCode::OK);
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let mut times = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        let data: Value = serde_json::from_str(&event.data).unwrap();
+        times.push(data["updatedAt"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(times.len(), 200);
+    let back: Vec<_> = times.windows(2).filter(|w| w[1] < w[0]).collect();
+    assert!(
+        back.is_empty(),
+        "{} of 199 steps go back: {back:?}",
+        back.len()
+    );
+    // And the last event is the row as stored.
+    let stored = hub
+        .get(&format!("/api/v1/agents/{agent}"), Some(&doc.owner_token))
+        .await
+        .json();
+    assert_eq!(stored["updatedAt"].as_str().unwrap(), times.last().unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_streams_closes_idle_heads_and_cuts_off_what_outlives_the_deadline() {
+    let hub = TestHub::limited(3, small_limits());
+    let served = Served::hub(&hub.hub).await;
+    let addr = served.addr;
+    let doc = hub.doc().clone();
+    let agent = hub
+        .get(&hub.project_agents_uri(), Some(&doc.owner_token))
+        .await
+        .json()["agents"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let subject = format!("projects.{}.agents.%3E", doc.project_id);
+    let (mut stream, status, rest) = open_stream(addr, &subject, &doc.member_token).await;
+    assert_eq!(status, 200);
+    let mut half_head = raw(addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n").await;
+    // A body that never completes, in a Hub whose request timeout is
+    // longer than its shutdown deadline.
+    let slow_hub = TestHub::limited(
+        3,
+        ServerLimits {
+            request_timeout: Duration::from_secs(60),
+            ..small_limits()
+        },
+    );
+    let slow_served = Served::hub(&slow_hub.hub).await;
+    let mut slow_body = raw(
+        slow_served.addr,
+        &format!(
+            "PUT /api/v1/agents/{agent}/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Length: 100\r\n\r\n{{",
+            slow_hub.doc().owner_token
+        ),
+    )
+    .await;
+    for _ in 0..1000 {
+        if slow_hub.hub.requests_in_flight() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        slow_hub.hub.requests_in_flight(),
+        1,
+        "the slow request is in"
+    );
+
+    tokio::time::timeout(LIVENESS, served.stop())
+        .await
+        .expect("shutdown finishes with a stream and a half-sent head open");
+    assert_eq!(end_reason(&mut stream, rest).await, "shutdown");
+    let (_, closed) = read_to_close(&mut half_head, LIVENESS).await;
+    assert!(closed);
+
+    tokio::time::timeout(LIVENESS, slow_served.stop())
+        .await
+        .expect("shutdown finishes with a slow body open");
+    let (_, closed) = read_to_close(&mut slow_body, LIVENESS).await;
+    assert!(closed);
+    assert_eq!(slow_hub.hub.requests_in_flight(), 0);
+    let lines = slow_hub.lines();
+    let field = |msg: &str, key: &str| -> i64 {
+        let line = lines
+            .iter()
+            .find(|l| l.contains(&format!("\"msg\":\"{msg}\"")))
+            .unwrap_or_else(|| panic!("no {msg} line: {lines:?}"));
+        serde_json::from_str::<Value>(line).unwrap()[key]
+            .as_i64()
+            .unwrap()
+    };
+    assert_eq!(field("shutdown started", "requests_in_flight"), 1);
+    assert_eq!(field("shutdown started", "deadline_ms"), 500);
+    assert_eq!(field("shutdown finished", "cut_off_requests"), 1);
+    assert_eq!(field("shutdown finished", "cut_off_connections"), 1);
+    // The cut-off request still wrote its one line.
+    let puts = perf_values(&slow_hub.log)
+        .into_iter()
+        .filter(|l| l["method"] == "PUT")
+        .count();
+    assert_eq!(puts, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_s_re_checks_add_nothing_to_its_line() {
+    let hub = TestHub::limited(3, small_limits());
+    let served = Served::hub(&hub.hub).await;
+    let doc = hub.doc().clone();
+    let subject = format!("projects.{}.agents.%3E", doc.project_id);
+    let mut stream = raw(
+        served.addr,
+        &events_request(served.addr, &subject, &doc.member_token),
+    )
+    .await;
+    let (head, rest) = read_head(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let id = head_header(&head, "x-request-id").unwrap();
+    wait_for_lines(&hub.log, 1000, |lines| {
+        lines
+            .iter()
+            .any(|l| l["request_id"] == id.as_str() && l["sse_stage"] == "connect")
+    })
+    .await;
+    // Each re-check makes a decision: wait for two of them.
+    let before = hub.hub.audit_log().sent();
+    for _ in 0..1000 {
+        if hub.hub.audit_log().sent() >= before + 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(hub.hub.audit_log().sent() >= before + 2, "no re-check ran");
+
+    served.stop().await;
+    assert_eq!(end_reason(&mut stream, rest).await, "shutdown");
+    let mine: Vec<Value> = hub
+        .perf_values()
+        .into_iter()
+        .filter(|l| l["request_id"] == id.as_str())
+        .collect();
+    assert_eq!(mine.len(), 2, "{mine:?}");
+    let (connect, close) = (&mine[0], &mine[1]);
+    assert_eq!(close["sse_stage"], "close");
+    for key in ["authz_store_calls", "audit_records", "audit_allow"] {
+        assert_eq!(close[key], connect[key], "{key}");
+    }
 }

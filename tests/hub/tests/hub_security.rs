@@ -1,5 +1,7 @@
-//! Security: perf headers reach only the unscoped platform admin, whatever
-//! the endpoint and outcome; access tokens are kept only as hashes.
+//! Security: what each kind of caller may do with agents inside and outside
+//! its project (read, status update, event subscription), perf headers only
+//! for the unscoped platform admin, whatever the endpoint and outcome, and
+//! access tokens kept only as hashes.
 //! (Constant-time comparison: the unit test in hub-example's tokens.rs.
 //! Secrets in logs and reports: the load test scans a whole run.)
 
@@ -22,13 +24,18 @@ struct Principal {
 }
 
 fn access_token(hub: &TestHub, id: &str, user: &str, seed: u8) -> String {
+    let project = hub.doc().project_id.clone();
+    access_token_in(hub, id, user, &project, seed)
+}
+
+fn access_token_in(hub: &TestHub, id: &str, user: &str, project: &str, seed: u8) -> String {
     let token = access_token_from_bytes([seed; 32]);
     insert_user_access_token(
         hub.hub.db(),
         &NewAccessToken {
             id,
             user_id: user,
-            project_id: &hub.doc().project_id,
+            project_id: project,
             name: "security",
             token: &token,
             expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
@@ -251,4 +258,398 @@ async fn access_tokens_are_stored_only_as_hashes_and_no_credential_is_in_the_dat
     // And the stored hash still authenticates the token.
     let reply = hub.get("/api/v1/agents", Some(&token)).await;
     assert_eq!(reply.status, StatusCode::OK);
+}
+
+/// A project the matrix creates beside the seeded two: each user is given a
+/// role there, creates an agent, and then loses the role again.
+const LEFT_PROJECT: &str = "cccccccc-0000-4000-8000-000000000001";
+/// A user who is none of the callers, creator of the agents nobody else made.
+const STRANGER: &str = "cccccccc-0000-4000-8000-000000000002";
+const MEMBER_ROLE: &str = "00000000-0000-4000-8000-000000000003";
+
+/// Who may do what, as the matrix expects it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Rights {
+    read: bool,
+    update: bool,
+    subscribe: bool,
+}
+
+const ALL: Rights = Rights {
+    read: true,
+    update: true,
+    subscribe: true,
+};
+const NONE: Rights = Rights {
+    read: false,
+    update: false,
+    subscribe: false,
+};
+const READ_ONLY: Rights = Rights {
+    read: true,
+    update: false,
+    subscribe: true,
+};
+
+/// The agents of the matrix, by where they live and who created them.
+struct MatrixAgents {
+    /// In the seeded main project, created by the stranger.
+    own_project: String,
+    /// In the seeded other project (owned by the owner), created by the stranger.
+    other_project: String,
+    /// Per caller user id: an agent it created in the other project.
+    mine_in_other: Vec<(String, String)>,
+    /// Per caller user id: an agent it created in the project it then left.
+    mine_in_left: Vec<(String, String)>,
+}
+
+impl MatrixAgents {
+    fn of(list: &[(String, String)], user: &str) -> String {
+        list.iter()
+            .find(|(u, _)| u == user)
+            .map(|(_, a)| a.clone())
+            .unwrap()
+    }
+}
+
+fn exec(hub: &TestHub, sql: &str, params: &[&dyn rusqlite::ToSql]) {
+    hub.hub.db().conn().unwrap().execute(sql, params).unwrap();
+}
+
+fn insert_agent(hub: &TestHub, id: &str, project: &str, creator: &str) {
+    exec(
+        hub,
+        "INSERT INTO agents (id, project_id, name, phase, activity, created_by, created_at, updated_at, config)
+         VALUES (?1, ?2, ?1, 'running', 'idle', ?3, 0, 0, '{}')",
+        &[&id, &project, &creator],
+    );
+}
+
+/// Builds the matrix's data: the stranger, the agents, and the left project
+/// where each user held the member role while it created its agent.
+fn matrix_agents(hub: &TestHub) -> MatrixAgents {
+    let doc = hub.doc().clone();
+    exec(
+        hub,
+        "INSERT INTO users (id, email, display_name, created_at) VALUES (?1, 'stranger@example.com', 'Stranger', 0)",
+        &[&STRANGER],
+    );
+    exec(
+        hub,
+        "INSERT INTO projects (id, slug, name, created_by, created_at) VALUES (?1, 'left', 'Left', ?2, 0)",
+        &[&LEFT_PROJECT, &STRANGER],
+    );
+    insert_agent(
+        hub,
+        "dddddddd-0000-4000-8000-000000000001",
+        &doc.project_id,
+        STRANGER,
+    );
+    insert_agent(
+        hub,
+        "dddddddd-0000-4000-8000-000000000002",
+        &doc.other_project_id,
+        STRANGER,
+    );
+    let users = [&doc.owner_user_id, &doc.member_user_id, &doc.admin_user_id];
+    let mut mine_in_other = Vec::new();
+    let mut mine_in_left = Vec::new();
+    for (i, user) in users.into_iter().enumerate() {
+        let in_other = format!("eeeeeeee-0000-4000-8000-00000000000{i}");
+        insert_agent(hub, &in_other, &doc.other_project_id, user);
+        mine_in_other.push((user.clone(), in_other));
+        let in_left = format!("ffffffff-0000-4000-8000-00000000000{i}");
+        let binding = format!("bbbbbbbb-1111-4000-8000-00000000000{i}");
+        exec(
+            hub,
+            "INSERT INTO role_bindings (id, principal_kind, principal_id, role_id, scope_kind, scope_id, created_at)
+             VALUES (?1, 'user', ?2, ?3, 'project', ?4, 0)",
+            &[&binding, user, &MEMBER_ROLE, &LEFT_PROJECT],
+        );
+        insert_agent(hub, &in_left, LEFT_PROJECT, user);
+        mine_in_left.push((user.clone(), in_left));
+    }
+    MatrixAgents {
+        own_project: "dddddddd-0000-4000-8000-000000000001".into(),
+        other_project: "dddddddd-0000-4000-8000-000000000002".into(),
+        mine_in_other,
+        mine_in_left,
+    }
+}
+
+/// Takes every role in the left project away again.
+fn leave_left_project(hub: &TestHub) {
+    exec(
+        hub,
+        "DELETE FROM role_bindings WHERE scope_id = ?1",
+        &[&LEFT_PROJECT],
+    );
+}
+
+fn phase_of(hub: &TestHub, agent: &str) -> String {
+    hub.hub
+        .db()
+        .conn()
+        .unwrap()
+        .query_row("SELECT phase FROM agents WHERE id = ?1", [agent], |r| {
+            r.get(0)
+        })
+        .unwrap()
+}
+
+/// What `token` may actually do with `agent`: a read, a status update (the
+/// row must change exactly when it is allowed) and an event subscription.
+async fn rights_of(hub: &TestHub, token: &str, agent: &str) -> Rights {
+    let read = hub
+        .get(&format!("/api/v1/agents/{agent}"), Some(token))
+        .await;
+    let before = phase_of(hub, agent);
+    let target = if before == "stopped" {
+        "running"
+    } else {
+        "stopped"
+    };
+    let update = hub
+        .call(
+            Method::PUT,
+            &format!("/api/v1/agents/{agent}/status"),
+            Some(token),
+            &[("content-type", "application/json")],
+            &format!(r#"{{"phase":"{target}"}}"#),
+        )
+        .await;
+    let after = phase_of(hub, agent);
+    assert_eq!(
+        update.status == StatusCode::OK,
+        after == target,
+        "the row changes exactly when the update is allowed ({})",
+        update.status
+    );
+    // The body of an accepted stream never ends: only its status is read.
+    let (subscribe, _) = perf_headers_of(
+        hub,
+        Method::GET,
+        &format!("/events?sub=agents.{agent}.%3E"),
+        Some(token),
+    )
+    .await;
+    for status in [read.status, update.status, subscribe] {
+        assert!(
+            status == StatusCode::OK || status == StatusCode::FORBIDDEN,
+            "allowed or forbidden, never anything else: {status}"
+        );
+    }
+    Rights {
+        read: read.status == StatusCode::OK,
+        update: update.status == StatusCode::OK,
+        subscribe: subscribe == StatusCode::OK,
+    }
+}
+
+/// Runs rows of (case, token, agent, expected rights) and fails with every
+/// row that disagrees.
+async fn check_matrix(hub: &TestHub, rows: Vec<(String, String, String, Rights)>) {
+    let mut wrong = Vec::new();
+    for (case, token, agent, expected) in rows {
+        let got = rights_of(hub, &token, &agent).await;
+        if got != expected {
+            wrong.push(format!("{case}: expected {expected:?}, got {got:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The matrix for one user: its session token and access tokens scoped to
+/// the main and to the other project, against an agent of the main
+/// project, one of the other project, one it created in the other project,
+/// and one it created in a project where it then lost its role (checked
+/// first while it held it).
+async fn user_matrix(
+    user_of: fn(&hub_example::seed::SeedDocument) -> (String, String),
+    token_seed: u8,
+    session: [Rights; 4],
+    scoped: [Rights; 4],
+    scoped_to_other: [Rights; 4],
+) {
+    let hub = TestHub::traced(3);
+    let agents = matrix_agents(&hub);
+    let (user, session_token) = user_of(hub.doc());
+    let scoped_token = access_token(
+        &hub,
+        &format!("aaaaaaaa-1111-4000-8000-0000000000{token_seed:02}"),
+        &user,
+        token_seed,
+    );
+    let other = hub.doc().other_project_id.clone();
+    let other_token = access_token_in(
+        &hub,
+        &format!("aaaaaaaa-2222-4000-8000-0000000000{token_seed:02}"),
+        &user,
+        &other,
+        token_seed + 100,
+    );
+    let in_left = MatrixAgents::of(&agents.mine_in_left, &user);
+    let while_held = rights_of(&hub, &session_token, &in_left).await;
+    assert!(
+        while_held.read && while_held.update,
+        "the creator may update its agent while it holds a role: {while_held:?}"
+    );
+    leave_left_project(&hub);
+
+    let targets = [
+        ("main project", agents.own_project.clone()),
+        ("other project", agents.other_project.clone()),
+        (
+            "created by me in the other project",
+            MatrixAgents::of(&agents.mine_in_other, &user),
+        ),
+        ("created by me in a project I left", in_left),
+    ];
+    let mut rows = Vec::new();
+    for (credential, token, expected) in [
+        ("session", &session_token, session),
+        ("scoped to the main project", &scoped_token, scoped),
+        ("scoped to the other project", &other_token, scoped_to_other),
+    ] {
+        for ((target, agent), rights) in targets.iter().zip(expected) {
+            rows.push((
+                format!("{credential}, {target}"),
+                token.clone(),
+                agent.clone(),
+                rights,
+            ));
+        }
+    }
+    check_matrix(&hub, rows).await;
+}
+
+#[tokio::test]
+async fn the_owner_keeps_to_its_projects_and_its_token_to_the_token_project() {
+    user_matrix(
+        |d| (d.owner_user_id.clone(), d.owner_token.clone()),
+        1,
+        // The owner owns both seeded projects.
+        [ALL, ALL, ALL, NONE],
+        [ALL, NONE, NONE, NONE],
+        [NONE, ALL, ALL, NONE],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_member_loses_the_agents_it_created_outside_its_projects() {
+    user_matrix(
+        |d| (d.member_user_id.clone(), d.member_token.clone()),
+        2,
+        // A member reads its project's agents and updates only its own;
+        // it has no role in the other project.
+        [READ_ONLY, NONE, NONE, NONE],
+        [READ_ONLY, NONE, NONE, NONE],
+        [NONE, NONE, NONE, NONE],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_admin_token_scoped_to_a_project_is_held_to_it() {
+    user_matrix(
+        |d| (d.admin_user_id.clone(), d.admin_token.clone()),
+        3,
+        // A platform admin's session reaches everything.
+        [ALL, ALL, ALL, ALL],
+        [ALL, NONE, NONE, NONE],
+        [NONE, ALL, ALL, NONE],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_agent_sees_itself_and_nothing_else() {
+    let hub = TestHub::traced(3);
+    let agents = matrix_agents(&hub);
+    let doc = hub.doc().clone();
+    let signer = TokenSigner::from_session_secret(SECRET);
+    let token_of =
+        |agent: &str| signer.issue(&TokenSubject::Agent(agent.into()), TOKEN_EXPIRY_SECS);
+    let own = token_of(&agents.own_project);
+    let in_other = MatrixAgents::of(&agents.mine_in_other, &doc.owner_user_id);
+    let rows = vec![
+        ("itself", own.clone(), agents.own_project.clone(), READ_ONLY),
+        (
+            "another agent of its project",
+            token_of(&MatrixAgents::of(
+                &agents.mine_in_other,
+                &doc.member_user_id,
+            )),
+            agents.other_project.clone(),
+            NONE,
+        ),
+        ("an agent of another project", own.clone(), in_other, NONE),
+        (
+            "an agent of a project it is not in",
+            own,
+            MatrixAgents::of(&agents.mine_in_left, &doc.member_user_id),
+            NONE,
+        ),
+    ];
+    check_matrix(
+        &hub,
+        rows.into_iter()
+            .map(|(case, token, agent, rights)| (case.to_owned(), token, agent, rights))
+            .collect(),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn refused_credentials_are_logged_with_a_hash_prefix_only() {
+    let hub = TestHub::traced(3);
+    let doc = hub.doc().clone();
+    let forged = TokenSigner::from_session_secret("not-the-secret").issue(
+        &TokenSubject::User(doc.admin_user_id.clone()),
+        TOKEN_EXPIRY_SECS,
+    );
+    let expired = TokenSigner::from_session_secret(SECRET)
+        .issue(&TokenSubject::User(doc.member_user_id.clone()), 1);
+    for token in [Some(forged.as_str()), Some(expired.as_str()), None] {
+        let reply = hub.get("/api/v1/agents", token).await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    }
+    let refusals: Vec<serde_json::Value> = hub
+        .lines()
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["msg"] == "authentication failed")
+        .collect();
+    let reasons: Vec<&str> = refusals
+        .iter()
+        .map(|l| l["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "invalid token signature",
+            "token expired",
+            "missing bearer token"
+        ]
+    );
+    let prefix = |token: &str| -> String {
+        token_hash(token)[..4]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    assert_eq!(refusals[0]["credential_sha256_prefix"], prefix(&forged));
+    assert_eq!(refusals[1]["credential_sha256_prefix"], prefix(&expired));
+    assert!(refusals[2].get("credential_sha256_prefix").is_none());
+    let log = hub.log.contents();
+    for needle in [
+        forged.as_str(),
+        expired.as_str(),
+        &doc.admin_user_id,
+        &doc.member_user_id,
+        &doc.member_email,
+    ] {
+        assert!(!log.contains(needle), "the log names a credential or user");
+    }
 }

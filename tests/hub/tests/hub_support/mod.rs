@@ -117,6 +117,21 @@ impl TestHub {
         }
     }
 
+    /// A traced Hub with these timeouts and caps.
+    pub fn limited(agents: u32, limits: hub_example::limits::ServerLimits) -> TestHub {
+        let TestHub {
+            seeded, hub, log, ..
+        } = Self::traced(agents);
+        let hub = hub.with_limits(limits);
+        let router = hub.router();
+        TestHub {
+            seeded,
+            hub,
+            router,
+            log,
+        }
+    }
+
     pub fn doc(&self) -> &SeedDocument {
         &self.seeded.doc
     }

@@ -39,6 +39,19 @@ impl Served {
         Served { addr, stop, task }
     }
 
+    /// Serves `hub` the way `hub-example serve` does (its connection
+    /// timeouts, caps and graceful shutdown) on a free loopback port.
+    pub async fn hub(hub: &hub_example::Hub) -> Served {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let serving = hub.serving(listener, async {
+            let _ = stopped.await;
+        });
+        let task = tokio::spawn(async move { serving.await.unwrap() });
+        Served { addr, stop, task }
+    }
+
     /// `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
@@ -95,6 +108,23 @@ pub fn perf_values(log: &CaptureBuffer) -> Vec<Value> {
         .filter(|l| l.contains("\"subsystem\":\"hub.perf-trace\""))
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// Reads until the peer closes the connection (or `limit` passes, a
+/// liveness bound only) and returns everything read, and whether it closed.
+pub async fn read_to_close(stream: &mut TcpStream, limit: Duration) -> (Vec<u8>, bool) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let read_all = async {
+        loop {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    let closed = tokio::time::timeout(limit, read_all).await.is_ok();
+    (buf, closed)
 }
 
 /// Polls the log until `found` holds, for at most `tries` times 10 ms. A

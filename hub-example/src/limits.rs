@@ -1,0 +1,239 @@
+//! How long the Hub waits for clients and how many event streams it keeps:
+//! the header-read, idle and request timeouts, the shutdown deadline, the
+//! caps on event streams and how often a stream re-checks its credential.
+//!
+//! Each is read from the settings file (`server.hub.<name>`), then the
+//! environment (`SCION_SERVER_HUB_<NAME>`), then `serve`'s flags, the later
+//! winning. Durations are written as `humantime` does (`10s`, `200ms`,
+//! `1m`); counts as whole numbers.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::settings::{lookup, SettingsError};
+
+/// The Hub's timeouts and caps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Longest time from a connection's first byte of a request head (or
+    /// from accepting it, for its first request) to the end of that head.
+    pub header_read_timeout: Duration,
+    /// Longest time a connection may stay open with no request in flight
+    /// and no byte moving.
+    pub idle_timeout: Duration,
+    /// Longest time a request may take to produce its response head (an
+    /// event stream's body is not bounded by it).
+    pub request_timeout: Duration,
+    /// Longest time shutdown waits for requests in flight before it cuts
+    /// them off.
+    pub shutdown_timeout: Duration,
+    /// Most open event streams of one principal.
+    pub max_streams_per_principal: usize,
+    /// Most open event streams in all.
+    pub max_streams: usize,
+    /// How often an open event stream re-checks its credential and its
+    /// principal's access to every subject.
+    pub stream_recheck_interval: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(30),
+            shutdown_timeout: Duration::from_secs(10),
+            max_streams_per_principal: 16,
+            max_streams: 1024,
+            stream_recheck_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+/// One limit: its settings key suffix, environment variable and kind.
+struct Limit {
+    name: &'static str,
+    env: &'static str,
+    field: Field,
+}
+
+enum Field {
+    Duration(fn(&mut ServerLimits) -> &mut Duration),
+    Count(fn(&mut ServerLimits) -> &mut usize),
+}
+
+const LIMITS: [Limit; 7] = [
+    Limit {
+        name: "header_read_timeout",
+        env: "SCION_SERVER_HUB_HEADER_READ_TIMEOUT",
+        field: Field::Duration(|l| &mut l.header_read_timeout),
+    },
+    Limit {
+        name: "idle_timeout",
+        env: "SCION_SERVER_HUB_IDLE_TIMEOUT",
+        field: Field::Duration(|l| &mut l.idle_timeout),
+    },
+    Limit {
+        name: "request_timeout",
+        env: "SCION_SERVER_HUB_REQUEST_TIMEOUT",
+        field: Field::Duration(|l| &mut l.request_timeout),
+    },
+    Limit {
+        name: "shutdown_timeout",
+        env: "SCION_SERVER_HUB_SHUTDOWN_TIMEOUT",
+        field: Field::Duration(|l| &mut l.shutdown_timeout),
+    },
+    Limit {
+        name: "max_streams_per_principal",
+        env: "SCION_SERVER_HUB_MAX_STREAMS_PER_PRINCIPAL",
+        field: Field::Count(|l| &mut l.max_streams_per_principal),
+    },
+    Limit {
+        name: "max_streams",
+        env: "SCION_SERVER_HUB_MAX_STREAMS",
+        field: Field::Count(|l| &mut l.max_streams),
+    },
+    Limit {
+        name: "stream_recheck_interval",
+        env: "SCION_SERVER_HUB_STREAM_RECHECK_INTERVAL",
+        field: Field::Duration(|l| &mut l.stream_recheck_interval),
+    },
+];
+
+/// A limit that could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{name} must be {expected}")]
+pub struct LimitError {
+    name: String,
+    expected: &'static str,
+}
+
+impl Limit {
+    fn set(&self, limits: &mut ServerLimits, shown: &str, text: &str) -> Result<(), LimitError> {
+        let err = |expected| LimitError {
+            name: shown.to_owned(),
+            expected,
+        };
+        match self.field {
+            Field::Duration(field) => {
+                let d: Duration = humantime::parse_duration(text.trim())
+                    .map_err(|_| err("a duration such as 10s or 200ms"))?;
+                if d.is_zero() {
+                    return Err(err("a duration above zero"));
+                }
+                *field(limits) = d;
+            }
+            Field::Count(field) => {
+                let n: usize = text
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| err("a whole number above zero"))?;
+                *field(limits) = n;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ServerLimits {
+    /// Reads the limits from the settings file (if any), then the
+    /// environment through `env`, which wins.
+    pub fn load(
+        config: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<ServerLimits, SettingsError> {
+        let mut limits = ServerLimits::default();
+        if let Some(doc) = crate::settings::read_document(config)? {
+            for limit in &LIMITS {
+                let key = format!("server.hub.{}", limit.name);
+                let Some(value) = lookup(&doc, &key) else {
+                    continue;
+                };
+                let text = match value {
+                    serde_yaml::Value::String(s) => s.clone(),
+                    serde_yaml::Value::Number(n) => n.to_string(),
+                    _ => String::new(),
+                };
+                limit
+                    .set(&mut limits, &key, &text)
+                    .map_err(SettingsError::Limit)?;
+            }
+        }
+        for limit in &LIMITS {
+            if let Some(text) = env(limit.env) {
+                limit
+                    .set(&mut limits, limit.env, &text)
+                    .map_err(SettingsError::Limit)?;
+            }
+        }
+        Ok(limits)
+    }
+
+    /// Reads the settings file and the process environment.
+    pub fn from_process(config: Option<&Path>) -> Result<ServerLimits, SettingsError> {
+        ServerLimits::load(config, |name| std::env::var(name).ok())
+    }
+
+    /// How often a connection's timeouts are looked at: often enough that a
+    /// timeout fires within a quarter of its length.
+    pub(crate) fn connection_tick(&self) -> Duration {
+        (self.header_read_timeout.min(self.idle_timeout) / 4)
+            .clamp(Duration::from_millis(10), Duration::from_secs(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), text).unwrap();
+        f
+    }
+
+    #[test]
+    fn defaults_hold_without_settings() {
+        let limits = ServerLimits::load(None, |_| None).unwrap();
+        assert_eq!(limits, ServerLimits::default());
+        assert_eq!(limits.shutdown_timeout, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn the_file_sets_limits_and_the_environment_wins() {
+        let f = file(
+            "server:\n  hub:\n    header_read_timeout: 200ms\n    max_streams: 3\n    idle_timeout: 2s\n",
+        );
+        let env = |name: &str| (name == "SCION_SERVER_HUB_IDLE_TIMEOUT").then(|| "1m".to_owned());
+        let limits = ServerLimits::load(Some(f.path()), env).unwrap();
+        assert_eq!(limits.header_read_timeout, Duration::from_millis(200));
+        assert_eq!(limits.max_streams, 3);
+        assert_eq!(limits.idle_timeout, Duration::from_secs(60));
+        assert_eq!(limits.request_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn bad_values_name_the_setting_without_echoing_it() {
+        for (name, value) in [
+            ("SCION_SERVER_HUB_REQUEST_TIMEOUT", "soon"),
+            ("SCION_SERVER_HUB_REQUEST_TIMEOUT", "0s"),
+            ("SCION_SERVER_HUB_MAX_STREAMS", "-1"),
+            ("SCION_SERVER_HUB_MAX_STREAMS", "0"),
+        ] {
+            let env = |n: &str| (n == name).then(|| value.to_owned());
+            let message = ServerLimits::load(None, env).unwrap_err().to_string();
+            assert!(message.contains(name), "{message}");
+            assert!(!message.contains(value), "{message}");
+        }
+        let f = file("server.hub.max_streams_per_principal: many\n");
+        let message = ServerLimits::load(Some(f.path()), |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("server.hub.max_streams_per_principal"),
+            "{message}"
+        );
+    }
+}
