@@ -7,7 +7,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use common::{Method, Phase, TestSchema};
-use perf_trace_core::{__private::TimedGuard, traced_phase, Outcome, Recorder};
+use perf_trace_core::{__private01::TimedGuard, traced_phase, Outcome, Recorder};
 
 struct Counting;
 

@@ -11,7 +11,7 @@ use common::{Captured, Endpoint, Method, Phase, TestSchema};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use perf_trace_core::{
-    __private::TimedGuard, traced_phase, Emitter, LineFormat, LineSink, Outcome, PerfTraceLayer,
+    __private01::TimedGuard, traced_phase, Emitter, LineFormat, LineSink, Outcome, PerfTraceLayer,
     TracePolicy,
 };
 use tower::{service_fn, Layer, ServiceExt};

@@ -44,7 +44,9 @@ use hub_example::store::{AuthzStore, CountedAuthzStore, SqliteStore, StoreResult
 use hub_example::tokens::TokenSigner;
 use hub_example::{build_router, AppState};
 use hub_support::{Seeded, TestHub, SECRET};
-use perf_trace_core::{perf_traced_request, BudgetCheck, Snapshot};
+use perf_trace_core::budget::BudgetCheck;
+use perf_trace_core::testing::perf_traced_request;
+use perf_trace_core::Snapshot;
 
 /// Where the baselines below were measured.
 const PERF_BUDGET_BASELINE: &str = "main adfea9d";
