@@ -227,9 +227,3 @@ pub fn discard_line() {
 pub fn mark_stream() {
     with_current(|r| r.mark_stream());
 }
-
-/// Whether a recorder is current on this thread.
-#[inline]
-pub fn is_tracing() -> bool {
-    !current_ptr().is_null()
-}

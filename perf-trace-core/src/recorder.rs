@@ -306,12 +306,12 @@ impl Recorder {
     }
 
     /// Whether [`discard_line`](crate::discard_line) was called in its scope.
-    pub fn is_discarded(&self) -> bool {
+    pub(crate) fn is_discarded(&self) -> bool {
         self.0.discarded.load(Relaxed)
     }
 
     /// Whether the request was marked as a stream (see [`crate::mark_stream`]).
-    pub fn is_stream(&self) -> bool {
+    pub(crate) fn is_stream(&self) -> bool {
         self.0.stream.load(Relaxed)
     }
 
