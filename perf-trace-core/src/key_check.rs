@@ -5,7 +5,7 @@
 use crate::keys::KeySet;
 
 /// Byte-wise string equality usable in constants.
-pub const fn const_str_eq(a: &str, b: &str) -> bool {
+const fn const_str_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
         return false;
@@ -21,7 +21,7 @@ pub const fn const_str_eq(a: &str, b: &str) -> bool {
 }
 
 /// Finds a key by variant identifier at compile time.
-pub const fn lookup_variant<K: KeySet>(variant: &str) -> Option<K> {
+const fn lookup_variant<K: KeySet>(variant: &str) -> Option<K> {
     let mut i = 0;
     while i < K::VARIANTS.len() {
         if const_str_eq(K::VARIANTS[i], variant) {
@@ -81,7 +81,7 @@ const fn edit_distance(a: &[u8], b: &[u8]) -> Option<usize> {
 
 /// The variant closest to `typed`, when it is close enough to be a likely
 /// misspelling: at most one edit per four characters, and at least one.
-pub const fn closest_variant<K: KeySet>(typed: &str) -> Option<usize> {
+const fn closest_variant<K: KeySet>(typed: &str) -> Option<usize> {
     let limit = 1 + typed.len() / 4;
     let mut best: Option<(usize, usize)> = None;
     let mut i = 0;
@@ -100,6 +100,17 @@ pub const fn closest_variant<K: KeySet>(typed: &str) -> Option<usize> {
     match best {
         Some((i, _)) => Some(i),
         None => None,
+    }
+}
+
+/// The key `Set::variant` of `K`, or the message of the compile error when
+/// `K` has no such key. Built only when the key is missing.
+// Only ever evaluated in a constant, so the large error costs nothing at run time.
+#[allow(clippy::result_large_err)]
+pub const fn check_key<K: KeySet>(variant: &str) -> Result<K, KeyMessage> {
+    match lookup_variant::<K>(variant) {
+        Some(key) => Ok(key),
+        None => Err(unknown_key::<K>(variant)),
     }
 }
 

@@ -21,7 +21,7 @@
 //!
 //! Everyday names sit at the root; the rest is in modules: [`keys`] (roles,
 //! schema parts, limits), [`snapshot`], [`pool`], [`budget`], [`testing`],
-//! [`layer`], [`line`], [`headers`], [`record`], [`recorder`], [`scope`] and
+//! [`layer`], [`line`](mod@line), [`headers`], [`record`], [`recorder`], [`scope`] and
 //! [`contract`].
 
 #![warn(missing_docs)]
@@ -71,7 +71,7 @@ pub use snapshot::{Snapshot, SseStage};
 #[doc(hidden)]
 pub mod __private01 {
     pub use crate::guard::{TimedFuture, TimedGuard};
-    pub use crate::key_check::{lookup_variant, unknown_key, KeyMessage};
+    pub use crate::key_check::{check_key, unknown_key, KeyMessage};
     pub use crate::keys::{
         CounterKey, EndpointKey, KeySet, KeySetInfo, PairedCounterKey, PhaseKey, Role,
         StoreMethodKey, TimerKey, MAX_KEYS, MAX_PAIRS,

@@ -107,7 +107,7 @@ pub(crate) fn key_expr(key: &Key) -> TokenStream {
     let set = &key.set;
     let variant = key.variant.to_string();
     let konst = Ident::new("__PERF_TRACE_KEY", Span::mixed_site());
-    let message = Ident::new("__PERF_TRACE_UNKNOWN_KEY", Span::mixed_site());
+    let message = Ident::new("__perf_trace_unknown_key", Span::mixed_site());
     // The `panic!` invocation spans from the key's first token to its last,
     // so const evaluation reports the whole key.
     let panic_path = quote_spanned!(first=> ::perf_trace_core::__private01::panic!);
@@ -116,18 +116,14 @@ pub(crate) fn key_expr(key: &Key) -> TokenStream {
         quote_spanned!(last=> "{}", #message.as_str()),
     );
     panic_args.set_span(last);
-    let lookup = quote_spanned!(first=>
-        ::perf_trace_core::__private01::lookup_variant::<#set>(#variant)
+    let check = quote_spanned!(first=>
+        ::perf_trace_core::__private01::check_key::<#set>(#variant)
     );
     quote_spanned! {first=>
         {
-            const #konst: #set = match #lookup {
-                ::perf_trace_core::__private01::Option::Some(key) => key,
-                ::perf_trace_core::__private01::Option::None => {
-                    const #message: ::perf_trace_core::__private01::KeyMessage =
-                        ::perf_trace_core::__private01::unknown_key::<#set>(#variant);
-                    #panic_path #panic_args
-                }
+            const #konst: #set = match #check {
+                ::perf_trace_core::__private01::Result::Ok(key) => key,
+                ::perf_trace_core::__private01::Result::Err(#message) => #panic_path #panic_args,
             };
             #konst
         }
