@@ -55,7 +55,7 @@ pub use line::LineFormat;
 pub use perf_trace_macros::{counted_store, key, traced_phase, KeySet};
 pub use record::{
     add_sse_events, count, count_by, count_n, count_n_by, discard_line, mark_stream,
-    record_decision, set_endpoint, start_timer, time, time_decision,
+    record_decision, set_endpoint, start_timer, time, time_decision, time_future,
 };
 pub use recorder::{Outcome, Recorder};
 pub use scope::FutureExt;

@@ -5,8 +5,12 @@
 //! recorder is current, and a key of a set the current schema does not have
 //! is ignored. None of them locks or allocates.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use crate::clock;
-use crate::keys::{CounterKey, EndpointKey, KeySet, PairedCounterKey, TimerKey};
+use crate::keys::{CounterKey, EndpointKey, KeySet, KeySetInfo, PairedCounterKey, TimerKey};
 use crate::recorder::{Inner, Outcome};
 use crate::scope::{current_ptr, with_current};
 
@@ -171,6 +175,108 @@ impl Drop for TimerGuard {
             // SAFETY: the pointer is current, so its scope keeps it alive.
             unsafe { &*self.recorder }.add_timer(self.slot, ticks);
         }
+    }
+}
+
+/// Times `future` as timer `key`, from its first poll until it completes or
+/// is dropped, into the recorder current when it ends (the future may move
+/// between threads, as a phase's does).
+///
+/// ```
+/// # use perf_trace_core::{KeySet, Recorder, Schema};
+/// # use perf_trace_core::keys::TimerSet;
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(phases)]
+/// # enum Phase { Price }
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(store_methods)]
+/// # enum Method { GetOrder }
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(endpoints)]
+/// # enum Endpoint { #[key(default)] Other }
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(timers, prefix = "upstream")]
+/// enum Upstream { Tax }
+///
+/// struct Orders;
+/// impl Schema for Orders {
+///     type Phase = Phase;
+///     type StoreMethod = Method;
+///     type Endpoint = Endpoint;
+///     const TIMERS: &'static [TimerSet] = &[TimerSet::of::<Upstream>()];
+/// }
+///
+/// let recorder = Recorder::new::<Orders>();
+/// let rate = async { 20 };
+/// let rate = block_on(recorder.instrument(perf_trace_core::time_future(Upstream::Tax, rate)));
+/// assert_eq!(rate, 20);
+/// assert_eq!(recorder.snapshot().timer(Upstream::Tax).count, 1);
+/// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+/// # }
+/// ```
+pub fn time_future<K: TimerKey, F: Future>(key: K, future: F) -> TimedTimer<F> {
+    TimedTimer {
+        inner: future,
+        set: K::INFO,
+        index: key.index(),
+        start: None,
+        polled: false,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future timed as one timer key (see [`time_future`]).
+    #[must_use = "futures do nothing unless polled"]
+    #[derive(Debug)]
+    pub struct TimedTimer<F> {
+        #[pin]
+        inner: F,
+        set: &'static KeySetInfo,
+        index: usize,
+        // Set on the first poll when the current recorder has the set.
+        start: Option<u64>,
+        polled: bool,
+    }
+
+    impl<F> PinnedDrop for TimedTimer<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if let Some(start) = this.start.take() {
+                record_timer(this.set, *this.index, start);
+            }
+        }
+    }
+}
+
+/// Adds one event to timer `index` of `set` in the current recorder, if it has the set.
+fn record_timer(set: &'static KeySetInfo, index: usize, start: u64) {
+    let ticks = clock::span(start, clock::now());
+    with_current(|r| {
+        if let Some(offset) = r.timer_offset(set) {
+            r.add_timer(offset + index, ticks);
+        }
+    });
+}
+
+impl<F: Future> Future for TimedTimer<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        if !*this.polled {
+            *this.polled = true;
+            if with_current(|r| r.timer_offset(this.set).is_some()) == Some(true) {
+                *this.start = Some(clock::now());
+            }
+        }
+        let output = this.inner.poll(cx);
+        if output.is_ready() {
+            if let Some(start) = this.start.take() {
+                record_timer(this.set, *this.index, start);
+            }
+        }
+        output
     }
 }
 

@@ -6,6 +6,7 @@ mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::future::Future;
 
 use common::{Batch, Cache, Endpoint, Method, Phase, Render, TestSchema};
 use perf_trace_core::{__private01::TimedGuard, traced_phase, Outcome, Recorder};
@@ -68,6 +69,9 @@ fn count_and_time(i: u64) {
     perf_trace_core::count_n_by(Endpoint::Other, Cache::Shared, 2);
     perf_trace_core::time(Render::Page, || ());
     let _footer = perf_trace_core::start_timer(Render::Footer);
+    let timed = std::pin::pin!(perf_trace_core::time_future(Render::Page, async { i }));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(timed.poll(&mut cx).is_ready());
 }
 
 #[test]
@@ -81,7 +85,7 @@ fn counters_and_timers_allocate_nothing() {
     assert_eq!(snapshot.counter(Batch::Largest), 1_000);
     assert_eq!(snapshot.counter_by(Endpoint::ThingsList, Cache::Hit), 1_001);
     assert_eq!(snapshot.counter_by(Endpoint::Other, Cache::Shared), 2_002);
-    assert_eq!(snapshot.timer(Render::Page).count, 1_001);
+    assert_eq!(snapshot.timer(Render::Page).count, 2_002);
     assert_eq!(snapshot.timer(Render::Footer).count, 1_001);
 }
 

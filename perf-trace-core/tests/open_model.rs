@@ -166,6 +166,30 @@ fn each_set_has_its_header_and_a_schema_without_decisions_has_no_decisions_heade
     );
 }
 
+#[tokio::test]
+async fn a_timed_future_counts_once_whether_it_completes_or_is_dropped() {
+    let recorder = Recorder::new::<TestSchema>();
+    let value = recorder
+        .instrument(perf_trace_core::time_future(Render::Page, async {
+            tokio::task::yield_now().await;
+            7
+        }))
+        .await;
+    assert_eq!(value, 7);
+    // Dropped after its first poll: still one event.
+    let mut pending = Box::pin(recorder.instrument(perf_trace_core::time_future(
+        Render::Page,
+        std::future::pending::<()>(),
+    )));
+    assert!(futures_util::poll!(pending.as_mut()).is_pending());
+    drop(pending);
+    // Never polled: nothing.
+    drop(perf_trace_core::time_future(Render::Footer, async {}));
+    let snapshot = recorder.snapshot();
+    assert_eq!(snapshot.timer(Render::Page).count, 2);
+    assert_eq!(snapshot.timer(Render::Footer).count, 0);
+}
+
 #[derive(Clone)]
 struct EveryoneSees;
 
