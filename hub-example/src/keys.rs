@@ -121,7 +121,8 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Endpo
 mod tests {
     use super::*;
     use http::Method;
-    use perf_trace_core::{EndpointKey, KeySet};
+    use perf_trace_core::keys::EndpointKey;
+    use perf_trace_core::KeySet;
 
     #[test]
     fn key_names_follow_the_contract() {

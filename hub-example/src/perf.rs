@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use http::Request;
-use perf_trace_core::{Emitter, LineFormat, LineSink, PerfTraceLayer, PoolStats, TracePolicy};
+use perf_trace_core::pool::PoolStats;
+use perf_trace_core::{Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy};
 
 use crate::authz::Principal;
 use crate::keys::{classify, EndpointClass, HubSchema};

@@ -1,5 +1,5 @@
-//! What a traced phase, a counted store call and a line cost, side by side
-//! with the alternatives, in one run:
+//! What a traced phase, a counted store call, a counter, a timer and a line
+//! cost, side by side with the alternatives, in one run:
 //!
 //! ```text
 //! cargo bench -p perf-trace-core --bench overhead
@@ -13,6 +13,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 #[path = "../tests/seed_example/mod.rs"]
 mod seed_example;
 use parking_lot::Mutex;
+use perf_trace_core::keys::{CounterSet, TimerSet};
 use perf_trace_core::{
     counted_store, traced_phase, KeySet, LineFormat, Recorder, Schema, Snapshot,
 };
@@ -44,12 +45,35 @@ impl Store for Direct {
     }
 }
 
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(counters, prefix = "cache", by = Endpoint)]
+enum Cache {
+    Hit,
+    Miss,
+}
+
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(counters, prefix = "batch")]
+enum Batch {
+    Count,
+    #[key(max)]
+    Largest,
+}
+
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(timers, prefix = "render")]
+enum Render {
+    Page,
+}
+
 struct Bench;
 
 impl Schema for Bench {
     type Phase = Phase;
     type StoreMethod = StoreMethod;
     type Endpoint = Endpoint;
+    const COUNTERS: &'static [CounterSet] = &[CounterSet::of::<Cache>(), CounterSet::of::<Batch>()];
+    const TIMERS: &'static [TimerSet] = &[TimerSet::of::<Render>()];
 }
 
 #[inline(never)]
@@ -61,6 +85,29 @@ fn plain(x: u64) -> u64 {
 #[traced_phase(Phase::Work)]
 fn traced(x: u64) -> u64 {
     black_box(x) + 1
+}
+
+#[inline(never)]
+fn counted(x: u64) -> u64 {
+    perf_trace_core::count(Batch::Count);
+    black_box(x) + 1
+}
+
+#[inline(never)]
+fn counted_max(x: u64) -> u64 {
+    perf_trace_core::count_n(Batch::Largest, x);
+    black_box(x) + 1
+}
+
+#[inline(never)]
+fn counted_by(x: u64) -> u64 {
+    perf_trace_core::count_by(Endpoint::Other, Cache::Hit);
+    black_box(x) + 1
+}
+
+#[inline(never)]
+fn timed(x: u64) -> u64 {
+    perf_trace_core::time(Render::Page, || black_box(x) + 1)
 }
 
 #[inline(never)]
@@ -256,6 +303,29 @@ fn store_calls(c: &mut Criterion) {
     group.finish();
 }
 
+/// A counter beside a phase, in one group so both medians come from the same run.
+fn counters(c: &mut Criterion) {
+    let mut group = c.benchmark_group("counter");
+    group.bench_function("count, no recorder in scope", |b| {
+        b.iter(|| counted(black_box(1)))
+    });
+    let recorder = Recorder::new::<Bench>();
+    recorder.in_scope(|| {
+        group.bench_function("phase, recorded", |b| b.iter(|| traced(black_box(1))));
+        group.bench_function("count, recorded", |b| b.iter(|| counted(black_box(1))));
+        group.bench_function("count_n of a max key, recorded", |b| {
+            b.iter(|| counted_max(black_box(1)))
+        });
+        group.bench_function("count_by, recorded", |b| {
+            b.iter(|| counted_by(black_box(1)))
+        });
+        group.bench_function("time (timer set), recorded", |b| {
+            b.iter(|| timed(black_box(1)))
+        });
+    });
+    group.finish();
+}
+
 fn lines(c: &mut Criterion) {
     let mut group = c.benchmark_group("seed line");
     let snapshot = seed_example::seed_snapshot();
@@ -274,5 +344,5 @@ fn lines(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, phases, store_calls, lines);
+criterion_group!(benches, phases, store_calls, counters, lines);
 criterion_main!(benches);

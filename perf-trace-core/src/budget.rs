@@ -18,7 +18,7 @@ impl Margin {
     /// The margin over `baseline`.
     ///
     /// ```
-    /// use perf_trace_core::Margin;
+    /// use perf_trace_core::budget::Margin;
     /// assert_eq!(Margin::Count.of(10), 2);
     /// assert_eq!(Margin::Count.of(101), 3);
     /// assert_eq!(Margin::Bytes.of(1_000), 10);
@@ -63,7 +63,7 @@ impl Bound {
 /// The budgets of one request, checked together.
 ///
 /// ```
-/// use perf_trace_core::BudgetCheck;
+/// use perf_trace_core::budget::BudgetCheck;
 /// let check = BudgetCheck::new("project-first-page", "main 1a2b3c4")
 ///     .count("authz_store_calls", 12, 12)
 ///     .count("audit_records", 305, 300)

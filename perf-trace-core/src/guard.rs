@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::clock;
-use crate::key::{KeySet, PhaseKey, StoreMethodKey};
+use crate::keys::{KeySet, PhaseKey, StoreMethodKey};
 use crate::recorder::{Inner, Table};
 use crate::scope::current_ptr;
 

@@ -14,8 +14,9 @@ use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
 
 use crate::clock;
-use crate::headers::{render_headers, HEADER_SUFFIXES};
-use crate::key::{KeySet, Schema};
+use crate::contract::suffix;
+use crate::headers::render_headers;
+use crate::keys::{KeySet, Schema};
 use crate::pool::PoolStats;
 use crate::recorder::{Recorder, Table};
 use crate::scope::{current, Instrumented};
@@ -25,7 +26,7 @@ use crate::snapshot::SseStage;
 /// What the service decides about each request.
 pub trait TracePolicy<S: Schema>: Clone + Send + Sync + 'static {
     /// The request's endpoint class (handlers may refine it with
-    /// [`crate::set_endpoint`]).
+    /// [`set_endpoint`](crate::set_endpoint)).
     fn classify<B>(&self, request: &Request<B>) -> S::Endpoint;
 
     /// Whether the caller may receive the perf headers. Asked only when the
@@ -35,26 +36,25 @@ pub trait TracePolicy<S: Schema>: Clone + Send + Sync + 'static {
     fn headers_allowed<B>(&self, request: &Request<B>) -> bool;
 }
 
-/// The name of the response header that carries the request id.
-pub const REQUEST_ID_HEADER: &str = "x-request-id";
-
 #[derive(Clone)]
 struct Shared<P> {
     policy: P,
     emitter: Emitter,
     pool: Option<Arc<dyn PoolStats>>,
-    trigger: HeaderName,
+    /// `None` when the profile's names cannot be header names: then no
+    /// request gets the perf headers.
+    trigger: Option<HeaderName>,
+    request_id: Option<HeaderName>,
+    /// Every response header the schema can render, by suffix.
     names: Vec<(&'static str, HeaderName)>,
 }
 
 impl<P> Shared<P> {
-    fn header_name(&self, suffix: &str) -> &HeaderName {
-        &self
-            .names
+    fn header_name(&self, suffix: &str) -> Option<&HeaderName> {
+        self.names
             .iter()
             .find(|(s, _)| *s == suffix)
-            .expect("every suffix has a name")
-            .1
+            .map(|(_, name)| name)
     }
 }
 
@@ -84,51 +84,38 @@ impl<S, P> fmt::Debug for PerfTraceLayer<S, P> {
     }
 }
 
-/// A header prefix that is not a valid header name start.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvalidHeaderPrefix(pub String);
-
-impl fmt::Display for InvalidHeaderPrefix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid perf header prefix {:?}", self.0)
-    }
-}
-
-impl std::error::Error for InvalidHeaderPrefix {}
-
 impl<S: Schema, P: TracePolicy<S>> PerfTraceLayer<S, P> {
-    /// A layer with the default header prefix `X-Scion-Perf-` (trigger header
-    /// `X-Scion-Perf-Trace`).
+    /// A layer that writes `emitter`'s lines; its headers are named by the
+    /// emitter's [`LineFormat`](crate::LineFormat): `{prefix}Endpoint`, ...,
+    /// the trigger header `{prefix}Trace`, and the request-id header.
     pub fn new(policy: P, emitter: Emitter) -> Self {
-        Self::with_prefix(policy, emitter, "X-Scion-Perf-").expect("the default prefix is valid")
-    }
-
-    /// A layer whose headers are named `{prefix}Endpoint`, ... and whose
-    /// trigger header is `{prefix}Trace`.
-    pub fn with_prefix(
-        policy: P,
-        emitter: Emitter,
-        prefix: &str,
-    ) -> Result<Self, InvalidHeaderPrefix> {
-        let name = |suffix: &str| {
-            HeaderName::from_bytes(format!("{prefix}{suffix}").as_bytes())
-                .map_err(|_| InvalidHeaderPrefix(prefix.to_owned()))
-        };
-        let names = HEADER_SUFFIXES
-            .iter()
-            .map(|s| Ok((*s, name(s)?)))
-            .collect::<Result<_, InvalidHeaderPrefix>>()?;
+        let format = emitter.format();
+        let name =
+            |suffix: &str| HeaderName::from_bytes(format.header_name(suffix).as_bytes()).ok();
+        let schema_suffixes = S::COUNTERS.iter().map(|set| set.0.header).chain(
+            S::TIMERS
+                .iter()
+                .flat_map(|set| [set.0.header, set.0.header_counts]),
+        );
+        let names = suffix::ALL
+            .into_iter()
+            .chain(schema_suffixes)
+            .filter_map(|s| Some((s, name(s)?)))
+            .collect();
+        let trigger = name(suffix::TRIGGER);
+        let request_id = HeaderName::from_bytes(format.request_id_header_name().as_bytes()).ok();
         clock::warm_up();
-        Ok(PerfTraceLayer {
+        PerfTraceLayer {
             shared: Arc::new(Shared {
                 policy,
                 emitter,
                 pool: None,
-                trigger: name("Trace")?,
+                trigger,
+                request_id,
                 names,
             }),
             _schema: PhantomData,
-        })
+        }
     }
 
     /// Reads `pool`'s figures at the start and end of every request.
@@ -221,9 +208,10 @@ where
             builder.build::<S>()
         });
         recorder.set_endpoint(shared.policy.classify(&request));
-        let want_headers = request
-            .headers()
-            .get(&shared.trigger)
+        let want_headers = shared
+            .trigger
+            .as_ref()
+            .and_then(|trigger| request.headers().get(trigger))
             .is_some_and(|v| v.as_bytes() == b"1")
             && shared.policy.headers_allowed(&request);
         request.extensions_mut().insert(recorder.clone());
@@ -246,12 +234,17 @@ where
 }
 
 trait HeaderNames: Send + Sync {
-    fn name(&self, suffix: &str) -> &HeaderName;
+    fn name(&self, suffix: &str) -> Option<&HeaderName>;
+    fn request_id(&self) -> Option<&HeaderName>;
 }
 
 impl<P: Send + Sync> HeaderNames for Shared<P> {
-    fn name(&self, suffix: &str) -> &HeaderName {
+    fn name(&self, suffix: &str) -> Option<&HeaderName> {
         self.header_name(suffix)
+    }
+
+    fn request_id(&self) -> Option<&HeaderName> {
+        self.request_id.as_ref()
     }
 }
 
@@ -271,16 +264,17 @@ impl RequestTrace {
     fn on_response<B>(&self, response: &mut Response<B>) {
         let headers = response.headers_mut();
         let id = self.recorder.request_id();
-        if !id.is_empty() {
+        if let (false, Some(name)) = (id.is_empty(), self.header_names.request_id()) {
             if let Ok(id) = HeaderValue::from_str(id) {
-                headers.insert(REQUEST_ID_HEADER, id);
+                headers.insert(name.clone(), id);
             }
         }
         if self.want_headers {
             // Taken now, before the body: the headers never include serialize.
             for header in render_headers(&self.recorder.snapshot()) {
-                if let Ok(value) = HeaderValue::from_str(&header.value) {
-                    headers.insert(self.header_names.name(header.suffix).clone(), value);
+                let name = self.header_names.name(header.suffix);
+                if let (Some(name), Ok(value)) = (name, HeaderValue::from_str(&header.value)) {
+                    headers.insert(name.clone(), value);
                 }
             }
         }

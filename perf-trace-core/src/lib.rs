@@ -1,14 +1,28 @@
 //! Request-scoped performance tracing with keys fixed at compile time.
 //!
-//! A service declares its phases, store methods and endpoint classes as enums
-//! (`#[derive(KeySet)]`), marks functions with [`traced_phase`] and its store
-//! trait with [`counted_store`], and installs the tower layer. Each request
-//! then gets one [`Recorder`]: fixed tables indexed by key, filled without
-//! allocation, turned into one log line (and, for callers allowed to see them,
-//! response headers) when the request ends.
+//! A service declares its key sets as enums (`#[derive(KeySet)]`): phases,
+//! store methods, endpoint classes, and as many counter and timer sets as it
+//! needs. It marks functions with [`traced_phase`] and its store trait with
+//! [`counted_store`], counts with [`count`] / [`count_by`], times blocks with
+//! [`time`], ties the sets together in a [`Schema`], and installs the tower
+//! layer ([`PerfTraceLayer`]). Each request then gets one [`Recorder`]: fixed
+//! tables indexed by key, filled without a lock or an allocation, turned into
+//! one log line (and, for callers allowed to see them, response headers) when
+//! the request ends.
+//!
+//! The [`LineFormat`] is the profile: [`LineFormat::new`] is the Scion
+//! contract's ([`contract`]), [`LineFormat::plain`] a service's own. The
+//! schema says which optional groups of fields it has
+//! ([`keys::Groups`]: decisions, store total, pool figures, SSE); the
+//! default is all of them, the contract's line.
 //!
 //! With no recorder in scope a traced phase costs one thread-local read and a
 //! branch; with tracing off a service installs nothing at all.
+//!
+//! Everyday names sit at the root; the rest is in modules: [`keys`] (roles,
+//! schema parts, limits), [`snapshot`], [`pool`], [`budget`], [`testing`],
+//! [`layer`], [`line`](mod@line), [`headers`], [`record`], [`recorder`], [`scope`] and
+//! [`contract`].
 //!
 //! # Example
 //!
@@ -72,126 +86,79 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-mod budget;
+pub mod budget;
 mod clock;
+pub mod contract;
 #[cfg(feature = "insta")]
 pub mod counts;
 mod guard;
-mod headers;
-mod key;
+pub mod headers;
+mod key_check;
+pub mod keys;
 #[cfg(feature = "tower")]
-mod layer;
-mod line;
-mod pool;
-mod recorder;
-mod scope;
+pub mod layer;
+pub mod line;
+pub mod pool;
+pub mod record;
+pub mod recorder;
+pub mod scope;
 mod sink;
-mod snapshot;
+pub mod snapshot;
 #[cfg(feature = "tower")]
-mod testing;
+pub mod testing;
 mod timestamp;
 
-pub use budget::{Bound, BudgetCheck, BudgetExceeded, BudgetOutcome, Margin};
 pub use clock::warm_up;
-pub use headers::{render_headers, PerfHeader, HEADER_SUFFIXES};
-pub use key::{EndpointKey, KeySet, PhaseKey, Schema, StoreMethodKey, MAX_KEYS};
+pub use headers::render_headers;
+pub use keys::{KeySet, Schema};
 #[cfg(feature = "tower")]
-pub use layer::{
-    InvalidHeaderPrefix, PerfTrace, PerfTraceLayer, ResponseFuture, TracePolicy, TracedBody,
-    REQUEST_ID_HEADER,
-};
+pub use layer::{PerfTraceLayer, TracePolicy};
 pub use line::LineFormat;
-pub use perf_trace_macros::{counted_store, traced_phase, KeySet};
-pub use pool::{DbFigures, PoolFigures, PoolStats};
-pub use recorder::{Outcome, Recorder, RecorderBuilder};
-pub use scope::{bind_current, current, FutureExt, Instrumented};
+pub use perf_trace_macros::{counted_store, key, traced_phase, KeySet};
+pub use record::{
+    add_sse_events, count, count_by, count_n, count_n_by, discard_line, mark_stream,
+    record_decision, set_endpoint, start_timer, time, time_decision, time_future,
+};
+pub use recorder::{Outcome, Recorder};
+pub use scope::FutureExt;
 #[cfg(feature = "tokio")]
 pub use scope::{spawn, spawn_blocking};
 pub use sink::{Emitter, LineSink};
-pub use snapshot::{Decisions, KeyStat, Snapshot, SseStage};
-#[cfg(feature = "tower")]
-pub use testing::{perf_traced_request, TracedRequestError, TracedResponse};
+pub use snapshot::{Snapshot, SseStage};
 
-use scope::with_current;
-
-/// Whether a recorder is current on this thread.
-#[inline]
-pub fn is_tracing() -> bool {
-    !scope::current_ptr().is_null()
-}
-
-/// Records one authorization decision without timing its emission.
-#[inline]
-pub fn record_decision(outcome: Outcome) {
-    with_current(|r| r.add_decision(outcome, 0));
-}
-
-/// Records one authorization decision, timing `emit` (the audit emitter) as
-/// its emission time. With no recorder in scope, just runs `emit`.
-#[inline]
-pub fn time_decision<R>(outcome: Outcome, emit: impl FnOnce() -> R) -> R {
-    let recorder = scope::current_ptr();
-    if recorder.is_null() {
-        return emit();
-    }
-    let start = clock::now();
-    let result = emit();
-    let ticks = clock::span(start, clock::now());
-    // Re-read: `emit` may have run in (and left) a nested scope; record only
-    // into the recorder that is still current.
-    if scope::current_ptr() == recorder {
-        // SAFETY: the current pointer is kept alive by its scope.
-        unsafe { &*recorder }.add_decision(outcome, ticks);
-    }
-    result
-}
-
-/// Adds `n` written events to the current request's `sse_events`.
-#[inline]
-pub fn add_sse_events(n: u64) {
-    with_current(|r| r.add_sse_events(n));
-}
-
-/// Sets the current request's endpoint class (overriding the layer's
-/// classification).
-#[inline]
-pub fn set_endpoint<E: EndpointKey>(endpoint: E) {
-    with_current(|r| r.set_endpoint(endpoint));
-}
-
-/// Marks the current request so that no line is written for it (a request
-/// the service rejects before it is worth tracing, such as a malformed stream
-/// subscription).
-#[inline]
-pub fn discard_line() {
-    with_current(|r| r.discard());
-}
-
-/// Marks the current request as a stream: its line carries `sse_stage`, and
-/// the tower layer writes a `connect` line when the body is first polled.
-#[inline]
-pub fn mark_stream() {
-    with_current(|r| r.mark_stream());
-}
-
-/// Support for the macros' expansions. Not public API.
+/// Support for the macros' expansions. Not public API. Its name carries the
+/// crate's version (`01` for 0.1), as thiserror's does, and the macro crate
+/// is pinned with `=`: code generated by one release of the macros never
+/// names another release's internals.
 #[doc(hidden)]
-pub mod __private {
+pub mod __private01 {
     pub use crate::guard::{TimedFuture, TimedGuard};
-    pub use crate::key::{const_str_eq, lookup_variant};
-    pub use crate::key::{EndpointKey, KeySet, PhaseKey, StoreMethodKey, MAX_KEYS};
+    pub use crate::key_check::{check_key, unknown_key, KeyMessage};
+    pub use crate::keys::{
+        CounterKey, EndpointKey, KeySet, KeySetInfo, PairedCounterKey, PhaseKey, Role,
+        StoreMethodKey, TimerKey, MAX_KEYS, MAX_PAIRS,
+    };
     pub use core::{
         any::TypeId, clone::Clone, cmp::Eq, cmp::PartialEq, fmt::Debug, future::Future, hash::Hash,
         marker::Copy, marker::Send, marker::Sync, option::Option, panic, pin::Pin, result::Result,
     };
+    pub use perf_trace_macros::KeySet;
     pub use std::boxed::Box;
 
     /// Compile-time check that a key set fits the recorder's tables.
     pub const fn assert_key_count(count: usize) {
         assert!(
-            count <= crate::MAX_KEYS,
+            count <= crate::keys::MAX_KEYS,
             "a perf-trace key set has at most 64 keys"
         );
         assert!(count > 0, "a perf-trace key set needs at least one key");
+    }
+
+    /// Compile-time check that a paired counter set fits its table.
+    pub const fn assert_pair_count(by: usize, keys: usize) {
+        assert!(
+            by * keys <= crate::keys::MAX_PAIRS,
+            "a paired counter set has at most 1024 slots (keys of its `by` set times its own keys)"
+        );
     }
 }

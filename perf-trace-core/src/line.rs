@@ -5,23 +5,85 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime};
 
+use crate::contract;
 use crate::snapshot::Snapshot;
 
-/// How lines are rendered: the service's component name and the message key.
+/// A profile: what a service's lines and headers are called.
+///
+/// [`LineFormat::new`] is the Scion contract's profile (subsystem
+/// `hub.perf-trace`, headers `X-Scion-Perf-*`, request id in `X-Request-ID`);
+/// [`LineFormat::plain`] is a profile of a service's own, with headers
+/// `X-Perf-*` until [`header_prefix`](LineFormat::header_prefix) names them.
+/// Which fields a line has is the schema's business ([`Groups`](crate::keys::Groups)),
+/// not the profile's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineFormat {
-    /// The `component` value (the Hub uses `scion-hub`).
-    pub component: Cow<'static, str>,
-    /// GCP log format: the message goes under `message` instead of `msg`.
-    pub gcp: bool,
+    component: Cow<'static, str>,
+    subsystem: Cow<'static, str>,
+    gcp: bool,
+    header_prefix: Cow<'static, str>,
+    request_id_header: Cow<'static, str>,
+}
+
+/// A header prefix or name that cannot name an HTTP header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidHeaderName(pub String);
+
+impl std::fmt::Display for InvalidHeaderName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:?} cannot start an HTTP header name: use ASCII letters, digits and `-`",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for InvalidHeaderName {}
+
+/// Whether `name` is made of HTTP token characters only (and not empty).
+fn is_header_token(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 impl LineFormat {
-    /// A default-format line for `component`.
+    /// The Scion contract's profile for `component` (the Hub uses `scion-hub`).
     pub fn new(component: impl Into<Cow<'static, str>>) -> Self {
         LineFormat {
             component: component.into(),
+            subsystem: Cow::Borrowed(contract::SUBSYSTEM),
             gcp: false,
+            header_prefix: Cow::Borrowed(contract::HEADER_PREFIX),
+            request_id_header: Cow::Borrowed(contract::REQUEST_ID_HEADER),
+        }
+    }
+
+    /// A service's own profile: its component and subsystem, headers
+    /// `X-Perf-*` (see [`header_prefix`](Self::header_prefix)), the request
+    /// id in `X-Request-ID`.
+    ///
+    /// ```
+    /// use perf_trace_core::LineFormat;
+    /// let format = LineFormat::plain("orders-api", "orders.perf")
+    ///     .header_prefix("X-Orders-Perf-")
+    ///     .expect("a valid prefix");
+    /// assert_eq!(format.subsystem(), "orders.perf");
+    /// assert_eq!(format.header_name("Endpoint"), "X-Orders-Perf-Endpoint");
+    /// assert!(LineFormat::plain("a", "b").header_prefix("X Perf").is_err());
+    /// ```
+    pub fn plain(
+        component: impl Into<Cow<'static, str>>,
+        subsystem: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        LineFormat {
+            component: component.into(),
+            subsystem: subsystem.into(),
+            gcp: false,
+            header_prefix: Cow::Borrowed("X-Perf-"),
+            request_id_header: Cow::Borrowed(contract::REQUEST_ID_HEADER),
         }
     }
 
@@ -29,6 +91,44 @@ impl LineFormat {
     pub fn gcp(mut self, gcp: bool) -> Self {
         self.gcp = gcp;
         self
+    }
+
+    /// Names the headers `{prefix}Endpoint`, `{prefix}Phases`, ... and the
+    /// trigger header `{prefix}Trace`. A prefix that cannot start a header
+    /// name is refused and the format is dropped.
+    pub fn header_prefix(
+        mut self,
+        prefix: impl Into<Cow<'static, str>>,
+    ) -> Result<Self, InvalidHeaderName> {
+        let prefix = prefix.into();
+        if !is_header_token(&prefix) {
+            return Err(InvalidHeaderName(prefix.into_owned()));
+        }
+        self.header_prefix = prefix;
+        Ok(self)
+    }
+
+    /// Names the response header that carries the request id.
+    pub fn request_id_header(
+        mut self,
+        name: impl Into<Cow<'static, str>>,
+    ) -> Result<Self, InvalidHeaderName> {
+        let name = name.into();
+        if !is_header_token(&name) {
+            return Err(InvalidHeaderName(name.into_owned()));
+        }
+        self.request_id_header = name;
+        Ok(self)
+    }
+
+    /// The `component` value.
+    pub fn component(&self) -> &str {
+        &self.component
+    }
+
+    /// The `subsystem` value.
+    pub fn subsystem(&self) -> &str {
+        &self.subsystem
     }
 
     /// The message key: `msg`, or `message` in GCP format.
@@ -40,26 +140,32 @@ impl LineFormat {
         }
     }
 
+    /// The full name of the header with `suffix` (`Endpoint`, `Trace`, ...).
+    pub fn header_name(&self, suffix: &str) -> String {
+        format!("{}{suffix}", self.header_prefix)
+    }
+
+    /// The name of the response header that carries the request id.
+    pub fn request_id_header_name(&self) -> &str {
+        &self.request_id_header
+    }
+
     /// Renders `snapshot` as one line (without the trailing newline) into
     /// `out`, which is cleared first.
     ///
+    /// The order is fixed: `time, level, msg, component, subsystem,
+    /// endpoint, elapsed_us`, the phases, the store methods, then the
+    /// schema's groups (store total, decisions, `sse_events`, `db_*`), the
+    /// counter sets and the timer sets (non-zero keys only, each set sorted
+    /// by name, in the schema's order), `sse_stage`, `method`, `request_id`.
+    ///
     /// ```
     /// use perf_trace_core::{LineFormat, Snapshot};
-    /// # use perf_trace_core::Decisions;
     /// # use std::time::{Duration, UNIX_EPOCH};
     /// let snapshot = Snapshot {
-    ///     endpoint: "other",
     ///     elapsed: Duration::from_nanos(12_999),
-    ///     phases: vec![],
-    ///     store_calls: vec![],
-    ///     authz_store_calls: 0,
-    ///     authz_store_time: Duration::ZERO,
-    ///     decisions: Decisions::default(),
-    ///     sse_events: 0,
-    ///     db: None,
-    ///     sse_stage: None,
     ///     method: "GET",
-    ///     request_id: String::new(),
+    ///     ..Snapshot::default()
     /// };
     /// let mut line = String::new();
     /// LineFormat::new("scion-hub").render(&snapshot, UNIX_EPOCH, &mut line);
@@ -81,7 +187,9 @@ impl LineFormat {
             "\",\"level\":\"INFO\",\"msg\":\"perf_trace\",\"component\":"
         });
         push_json_string(out, &self.component);
-        out.push_str(",\"subsystem\":\"hub.perf-trace\",\"endpoint\":");
+        out.push_str(",\"subsystem\":");
+        push_json_string(out, &self.subsystem);
+        out.push_str(",\"endpoint\":");
         push_json_string(out, snapshot.endpoint);
         out.push_str(",\"elapsed_us\":");
         push_int(out, micros(snapshot.elapsed));
@@ -106,24 +214,31 @@ impl LineFormat {
             out.push_str("_us\":");
             push_int(out, micros(store.duration));
         }
-        let d = &snapshot.decisions;
-        for (key, value) in [
-            (",\"authz_store_calls\":", snapshot.authz_store_calls),
-            (",\"authz_store_us\":", micros(snapshot.authz_store_time)),
-            (",\"audit_records\":", d.records),
-            (",\"audit_allow\":", d.allow),
-            (",\"audit_deny\":", d.deny),
-            (",\"audit_other\":", d.other),
-            (",\"audit_emit_us\":", micros(d.emit_time)),
-        ] {
-            out.push_str(key);
-            push_int(out, value);
+        let groups = snapshot.groups;
+        if groups.store_total {
+            out.push_str(",\"authz_store_calls\":");
+            push_int(out, snapshot.authz_store_calls);
+            out.push_str(",\"authz_store_us\":");
+            push_int(out, micros(snapshot.authz_store_time));
         }
-        if snapshot.sse_events > 0 {
+        if groups.decisions {
+            let d = &snapshot.decisions;
+            for (key, value) in [
+                (",\"audit_records\":", d.records),
+                (",\"audit_allow\":", d.allow),
+                (",\"audit_deny\":", d.deny),
+                (",\"audit_other\":", d.other),
+                (",\"audit_emit_us\":", micros(d.emit_time)),
+            ] {
+                out.push_str(key);
+                push_int(out, value);
+            }
+        }
+        if groups.sse && snapshot.sse_events > 0 {
             out.push_str(",\"sse_events\":");
             push_int(out, snapshot.sse_events);
         }
-        if let Some(db) = &snapshot.db {
+        if let Some(db) = snapshot.db.as_ref().filter(|_| groups.pool) {
             for (key, value) in [
                 (",\"db_wait_count\":", db.wait_count),
                 (",\"db_wait_us\":", micros(db.wait_time)),
@@ -134,7 +249,34 @@ impl LineFormat {
                 push_int(out, value);
             }
         }
-        if let Some(stage) = snapshot.sse_stage {
+        for set in &snapshot.counters {
+            for counter in &set.values {
+                out.push_str(",\"");
+                out.push_str(set.set.prefix);
+                out.push('_');
+                if let Some(by) = counter.by {
+                    out.push_str(by);
+                    out.push('_');
+                }
+                out.push_str(counter.name);
+                out.push_str("\":");
+                push_int(out, counter.value);
+            }
+        }
+        for set in &snapshot.timers {
+            for timer in &set.stats {
+                for (suffix, value) in [("_us\":", micros(timer.duration)), ("_n\":", timer.count)]
+                {
+                    out.push_str(",\"");
+                    out.push_str(set.set.prefix);
+                    out.push('_');
+                    out.push_str(timer.name);
+                    out.push_str(suffix);
+                    push_int(out, value);
+                }
+            }
+        }
+        if let Some(stage) = snapshot.sse_stage.filter(|_| groups.sse) {
             out.push_str(",\"sse_stage\":\"");
             out.push_str(stage.as_str());
             out.push('"');

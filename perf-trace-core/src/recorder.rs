@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use crate::clock;
-use crate::key::{EndpointKey, Schema, SchemaInfo, MAX_KEYS};
+use crate::keys::{EndpointKey, KeySetInfo, Schema, SchemaInfo, MAX_KEYS, MAX_SETS};
 use crate::pool::{DbFigures, PoolFigures, PoolStats};
-use crate::snapshot::{Decisions, KeyStat, Snapshot, SseStage};
+use crate::snapshot::{CounterStat, Counters, Decisions, KeyStat, Snapshot, SseStage, Timers};
 
 /// Count and summed raw ticks of one key.
 #[derive(Default)]
@@ -53,6 +53,12 @@ pub(crate) struct Inner {
     pub(crate) schema: SchemaInfo,
     phases: [Stat; MAX_KEYS],
     stores: [Stat; MAX_KEYS],
+    /// The schema's counter sets, one after the other.
+    counters: Box<[AtomicU64]>,
+    counter_offsets: [u32; MAX_SETS],
+    /// The schema's timer sets, one after the other.
+    timers: Box<[Stat]>,
+    timer_offsets: [u32; MAX_SETS],
     decisions: [AtomicU64; 3],
     decision_ticks: AtomicU64,
     sse_events: AtomicU64,
@@ -86,6 +92,55 @@ impl Inner {
     pub(crate) fn add_decision(&self, outcome: Outcome, ticks: u64) {
         self.decisions[outcome as usize].fetch_add(1, Relaxed);
         self.decision_ticks.fetch_add(ticks, Relaxed);
+    }
+
+    /// Where counter set `info` starts in the counter table, when the schema has it.
+    #[inline(always)]
+    pub(crate) fn counter_offset(&self, info: &'static KeySetInfo) -> Option<usize> {
+        // A schema has a handful of sets at most: a short scan of pointers.
+        let sets = self.schema.counters;
+        let mut i = 0;
+        while i < sets.len() {
+            if std::ptr::eq(sets[i].0, info) {
+                return Some(self.counter_offsets[i] as usize);
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// Adds `n` to counter `slot`, or keeps the larger of the two for a max key.
+    #[inline(always)]
+    pub(crate) fn add_count(&self, slot: usize, n: u64, max: bool) {
+        if let Some(counter) = self.counters.get(slot) {
+            if max {
+                counter.fetch_max(n, Relaxed);
+            } else {
+                counter.fetch_add(n, Relaxed);
+            }
+        }
+    }
+
+    /// Where timer set `info` starts in the timer table, when the schema has it.
+    #[inline(always)]
+    pub(crate) fn timer_offset(&self, info: &'static KeySetInfo) -> Option<usize> {
+        let sets = self.schema.timers;
+        let mut i = 0;
+        while i < sets.len() {
+            if std::ptr::eq(sets[i].0, info) {
+                return Some(self.timer_offsets[i] as usize);
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// Adds one timed event to timer `slot`.
+    #[inline(always)]
+    pub(crate) fn add_timer(&self, slot: usize, ticks: u64) {
+        if let Some(stat) = self.timers.get(slot) {
+            stat.add(ticks);
+        }
     }
 
     pub(crate) fn add_sse_events(&self, n: u64) {
@@ -205,10 +260,16 @@ impl RecorderBuilder {
             let start = p.pool_figures();
             (p, start)
         });
+        let (counter_offsets, counter_slots) = layout(schema.counters.iter().map(|s| s.0));
+        let (timer_offsets, timer_slots) = layout(schema.timers.iter().map(|s| s.0));
         Recorder(Arc::new(Inner {
             schema,
             phases: std::array::from_fn(|_| Stat::default()),
             stores: std::array::from_fn(|_| Stat::default()),
+            counters: (0..counter_slots).map(|_| AtomicU64::new(0)).collect(),
+            counter_offsets,
+            timers: (0..timer_slots).map(|_| Stat::default()).collect(),
+            timer_offsets,
             decisions: Default::default(),
             decision_ticks: AtomicU64::new(0),
             sse_events: AtomicU64::new(0),
@@ -240,22 +301,17 @@ impl Recorder {
     }
 
     /// Sets the endpoint class (the default class until set).
-    pub fn set_endpoint<E: EndpointKey>(&self, endpoint: E) {
+    pub(crate) fn set_endpoint<E: EndpointKey>(&self, endpoint: E) {
         self.0.set_endpoint(endpoint);
     }
 
-    /// Marks the request as one whose line must not be written.
-    pub fn discard(&self) {
-        self.0.discard();
-    }
-
-    /// Whether [`discard`](Self::discard) was called.
-    pub fn is_discarded(&self) -> bool {
+    /// Whether [`discard_line`](crate::discard_line) was called in its scope.
+    pub(crate) fn is_discarded(&self) -> bool {
         self.0.discarded.load(Relaxed)
     }
 
     /// Whether the request was marked as a stream (see [`crate::mark_stream`]).
-    pub fn is_stream(&self) -> bool {
+    pub(crate) fn is_stream(&self) -> bool {
         self.0.stream.load(Relaxed)
     }
 
@@ -285,6 +341,26 @@ impl Recorder {
             other,
             emit_time: clock::ticks_to_duration(inner.decision_ticks.load(Relaxed)),
         };
+        let counters = inner
+            .schema
+            .counters
+            .iter()
+            .zip(inner.counter_offsets)
+            .map(|(set, offset)| collect_counters(set.0, &inner.counters[offset as usize..]))
+            .collect();
+        let timers = inner
+            .schema
+            .timers
+            .iter()
+            .zip(inner.timer_offsets)
+            .map(|(set, offset)| {
+                let table = &inner.timers[offset as usize..];
+                Timers {
+                    set: set.0,
+                    stats: collect(table, set.0.names, set.0.sorted),
+                }
+            })
+            .collect();
         let endpoint_index = inner.endpoint.load(Relaxed) as usize;
         Snapshot {
             endpoint: inner.schema.endpoints.names[endpoint_index],
@@ -302,15 +378,42 @@ impl Recorder {
             sse_stage: inner.stream.load(Relaxed).then_some(SseStage::Close),
             method: inner.method,
             request_id: inner.request_id.clone(),
+            counters,
+            timers,
+            groups: inner.schema.groups,
         }
     }
 }
 
-fn collect(
-    table: &[Stat; MAX_KEYS],
-    names: &'static [&'static str],
-    sorted: &[u16],
-) -> Vec<KeyStat> {
+/// The start of each set in one table, and the table's size.
+fn layout(sets: impl Iterator<Item = &'static KeySetInfo>) -> ([u32; MAX_SETS], usize) {
+    let mut offsets = [0; MAX_SETS];
+    let mut total = 0;
+    for (offset, set) in offsets.iter_mut().zip(sets) {
+        *offset = total as u32;
+        total += set.slots();
+    }
+    (offsets, total)
+}
+
+/// The non-zero counters of one set, sorted by rendered name (`by` key, `_`, key).
+fn collect_counters(set: &'static KeySetInfo, table: &[AtomicU64]) -> Counters {
+    let width = set.names.len();
+    let mut values: Vec<CounterStat> = (0..set.slots())
+        .filter_map(|slot| {
+            let value = table[slot].load(Relaxed);
+            (value > 0).then(|| CounterStat {
+                by: set.by.map(|by| by.names[slot / width]),
+                name: set.names[slot % width],
+                value,
+            })
+        })
+        .collect();
+    values.sort_by(|a, b| a.rendered_bytes().cmp(b.rendered_bytes()));
+    Counters { set, values }
+}
+
+fn collect(table: &[Stat], names: &'static [&'static str], sorted: &[u16]) -> Vec<KeyStat> {
     sorted
         .iter()
         .filter_map(|&i| {

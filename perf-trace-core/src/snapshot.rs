@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use crate::key::{KeySet, PhaseKey, StoreMethodKey};
+use crate::keys::{
+    CounterKey, Groups, KeySet, KeySetInfo, PairedCounterKey, PhaseKey, StoreMethodKey, TimerKey,
+};
 use crate::pool::DbFigures;
 
 /// Count and total duration of one phase or store method.
@@ -51,6 +53,48 @@ impl SseStage {
     }
 }
 
+/// One counter of a counter set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterStat {
+    /// The key of the `by` set, for a paired counter set.
+    pub by: Option<&'static str>,
+    /// The key's rendered name.
+    pub name: &'static str,
+    /// The count (the largest value given, for a max key).
+    pub value: u64,
+}
+
+impl CounterStat {
+    /// The name as rendered after the set's prefix: `<by>_<name>` or `<name>`.
+    pub fn rendered_name(&self) -> String {
+        self.rendered_bytes().map(char::from).collect()
+    }
+
+    pub(crate) fn rendered_bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        let by = self.by.unwrap_or("").bytes();
+        let sep = self.by.map(|_| b'_').into_iter();
+        by.chain(sep).chain(self.name.bytes())
+    }
+}
+
+/// The non-zero counters of one counter set, sorted by rendered name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counters {
+    /// The set.
+    pub set: &'static KeySetInfo,
+    /// Its counters with a value above zero.
+    pub values: Vec<CounterStat>,
+}
+
+/// The timers of one timer set that ran at least once, sorted by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timers {
+    /// The set.
+    pub set: &'static KeySetInfo,
+    /// Its keys entered at least once.
+    pub stats: Vec<KeyStat>,
+}
+
 /// Everything one request recorded.
 ///
 /// Store calls, decisions and phase counts are host-independent: for a fixed
@@ -82,6 +126,35 @@ pub struct Snapshot {
     pub method: &'static str,
     /// The request id, empty when none.
     pub request_id: String,
+    /// The schema's counter sets, in the schema's order.
+    pub counters: Vec<Counters>,
+    /// The schema's timer sets, in the schema's order.
+    pub timers: Vec<Timers>,
+    /// The optional groups the schema has: the line and headers leave the others out.
+    pub groups: Groups,
+}
+
+impl Default for Snapshot {
+    /// An empty snapshot of the `other` endpoint with the contract's groups.
+    fn default() -> Self {
+        Snapshot {
+            endpoint: "other",
+            elapsed: Duration::ZERO,
+            phases: Vec::new(),
+            store_calls: Vec::new(),
+            authz_store_calls: 0,
+            authz_store_time: Duration::ZERO,
+            decisions: Decisions::default(),
+            sse_events: 0,
+            db: None,
+            sse_stage: None,
+            method: "",
+            request_id: String::new(),
+            counters: Vec::new(),
+            timers: Vec::new(),
+            groups: Groups::CONTRACT,
+        }
+    }
 }
 
 fn find<K: KeySet>(stats: &[KeyStat], key: K) -> KeyStat {
@@ -106,6 +179,35 @@ impl Snapshot {
     /// The figures of one store method (zero when never called).
     pub fn store<M: StoreMethodKey>(&self, method: M) -> KeyStat {
         find(&self.store_calls, method)
+    }
+
+    /// The count of counter `key` (zero when never counted).
+    pub fn counter<K: CounterKey>(&self, key: K) -> u64 {
+        self.counter_value(K::INFO, None, key.name())
+    }
+
+    /// The count of counter `key` per `by` key (zero when never counted).
+    pub fn counter_by<K: PairedCounterKey>(&self, by: K::By, key: K) -> u64 {
+        self.counter_value(K::INFO, Some(by.name()), key.name())
+    }
+
+    fn counter_value(&self, set: &'static KeySetInfo, by: Option<&str>, name: &str) -> u64 {
+        self.counters
+            .iter()
+            .filter(|c| std::ptr::eq(c.set, set))
+            .flat_map(|c| &c.values)
+            .find(|v| v.by == by && v.name == name)
+            .map_or(0, |v| v.value)
+    }
+
+    /// The figures of timer `key` (zero when never entered).
+    pub fn timer<K: TimerKey>(&self, key: K) -> KeyStat {
+        let stats = self
+            .timers
+            .iter()
+            .find(|t| std::ptr::eq(t.set, K::INFO))
+            .map_or(&[][..], |t| &t.stats[..]);
+        find(stats, key)
     }
 
     /// Sets the stage (used for streaming lines).

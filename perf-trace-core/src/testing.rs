@@ -6,7 +6,7 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use tower_service::Service;
 
-use crate::key::Schema;
+use crate::keys::Schema;
 use crate::recorder::Recorder;
 use crate::snapshot::Snapshot;
 

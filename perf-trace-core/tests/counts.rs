@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use http::{Request, Response, StatusCode};
 use perf_trace_core::counts::CountsView;
+use perf_trace_core::testing::perf_traced_request;
 use perf_trace_core::{
-    assert_counts_snapshot, counted_store, perf_traced_request, record_decision, set_endpoint,
-    traced_phase, KeySet, Outcome, Recorder, Schema, Snapshot,
+    assert_counts_snapshot, counted_store, record_decision, set_endpoint, traced_phase, KeySet,
+    Outcome, Recorder, Schema, Snapshot,
 };
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]

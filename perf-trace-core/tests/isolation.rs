@@ -7,11 +7,11 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{Captured, Endpoint, Method, Phase, TestSchema};
+use common::{Batch, Cache, Captured, Endpoint, Method, Phase, Render, TestSchema};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use perf_trace_core::{
-    __private::TimedGuard, traced_phase, Emitter, LineFormat, LineSink, Outcome, PerfTraceLayer,
+    __private01::TimedGuard, traced_phase, Emitter, LineFormat, LineSink, Outcome, PerfTraceLayer,
     TracePolicy,
 };
 use tower::{service_fn, Layer, ServiceExt};
@@ -56,6 +56,17 @@ async fn handler(request: Request<()>) -> Result<Response<Full<Bytes>>, Infallib
         .await
         .unwrap();
     perf_trace_core::add_sse_events(n);
+    perf_trace_core::spawn_blocking(move || {
+        for i in 0..n {
+            perf_trace_core::count_by(Endpoint::ThingsList, Cache::Hit);
+            perf_trace_core::count_n(Batch::Largest, i + 1);
+            perf_trace_core::time(Render::Page, || ());
+        }
+        perf_trace_core::count_n_by(Endpoint::Other, Cache::Miss, n * 2);
+        perf_trace_core::count(Batch::Count);
+    })
+    .await
+    .unwrap();
     Ok(Response::new(Full::new(Bytes::from(vec![
         b'x';
         n as usize
@@ -99,5 +110,10 @@ async fn concurrent_requests_keep_their_own_counts() {
         assert_eq!(line["audit_deny"], deny);
         assert_eq!(line["audit_allow"], n - deny);
         assert_eq!(line["sse_events"], n);
+        assert_eq!(line["cache_things.list_hit"], n);
+        assert_eq!(line["cache_other_miss"], n * 2);
+        assert_eq!(line["authz_batch_count"], 1);
+        assert_eq!(line["authz_batch_largest"], n);
+        assert_eq!(line["render_page_n"], n);
     }
 }

@@ -13,10 +13,9 @@ use common::{Captured, Endpoint, Phase, TestSchema};
 use futures_util::FutureExt as _;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, StreamBody};
-use perf_trace_core::{
-    traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer, PoolFigures, PoolStats,
-    TracePolicy,
-};
+use perf_trace_core::layer::TracedBody;
+use perf_trace_core::pool::{PoolFigures, PoolStats};
+use perf_trace_core::{traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy};
 use tower::{service_fn, Layer, Service, ServiceExt};
 
 #[derive(Clone)]
@@ -88,11 +87,8 @@ async fn handler(request: Request<()>) -> Result<Response<BoxBody>, Infallible> 
 
 fn traced(
     captured: &Captured,
-) -> impl Service<
-    Request<()>,
-    Response = Response<perf_trace_core::TracedBody<BoxBody>>,
-    Error = Infallible,
-> + Clone {
+) -> impl Service<Request<()>, Response = Response<TracedBody<BoxBody>>, Error = Infallible> + Clone
+{
     let emitter = Emitter::new(LineFormat::new("test-svc"), LineSink::new(captured.clone()));
     PerfTraceLayer::<TestSchema, _>::new(Policy, emitter)
         .with_pool(Arc::new(FakePool(AtomicU64::new(0))))

@@ -6,7 +6,8 @@ mod common;
 use std::time::Duration;
 
 use common::{Endpoint, Method, OtherPhase, Phase, TestSchema};
-use perf_trace_core::{__private::TimedGuard, current, traced_phase, FutureExt, Outcome, Recorder};
+use perf_trace_core::scope::current;
+use perf_trace_core::{__private01::TimedGuard, traced_phase, FutureExt, Outcome, Recorder};
 
 #[traced_phase(Phase::Load)]
 fn load(n: u32) -> u32 {

@@ -3,6 +3,7 @@
 //! so a crate that depends on this one alone cannot compile their expansions.
 //!
 //! - [`KeySet`](derive@KeySet): a fixed set of keys from a fieldless enum.
+//! - [`key!`](macro@key): a key of any set, checked like `#[traced_phase]`'s.
 //! - [`traced_phase`](macro@traced_phase): records one phase around a fn's body.
 //! - [`counted_store`](macro@counted_store): a store trait's method enum and a
 //!   decorator that counts and times each call.
@@ -20,6 +21,7 @@
 mod case;
 mod errors;
 mod item;
+mod key_path;
 mod key_set;
 mod phase;
 mod store;
@@ -31,8 +33,20 @@ use syn::{parse_macro_input, DeriveInput};
 /// variant names, keys, sorted order and the message of an unknown key, all
 /// computed at compile time, plus the marker trait of its role.
 ///
-/// The enum needs one role, `#[key_set(phases)]`, `#[key_set(store_methods)]`
-/// or `#[key_set(endpoints)]`, and must also derive `Clone, Copy, PartialEq, Eq`.
+/// The enum needs one role and must also derive `Clone, Copy, PartialEq, Eq`:
+///
+/// - `#[key_set(phases)]`, `#[key_set(store_methods)]`, `#[key_set(endpoints)]`;
+/// - `#[key_set(counters, prefix = "cache")]`: a count per key, rendered
+///   `cache_<key>` (header `Cache`); with `by = Route`, a count per key of
+///   `Route` and key of this set, rendered `cache_<route>_<key>` (at most
+///   1024 pairs); `#[key(max)]` on a variant keeps the largest value counted
+///   instead of the sum;
+/// - `#[key_set(timers, prefix = "render")]`: a count and a time per key,
+///   rendered `render_<key>_us`, `render_<key>_n` (headers `Render-Us`,
+///   `Render-Counts`).
+///
+/// A prefix is lowercase ASCII letters, digits and `_`, and not one of the
+/// contract's own (`phase`, `store`, `audit`, `db`, `sse`, `authz_store`).
 ///
 /// - `#[key_set(rename_all = "...")]` picks how variant names are rendered:
 ///   `"snake_case"` (default for phases and endpoints), `"PascalCase"` (default
@@ -41,13 +55,15 @@ use syn::{parse_macro_input, DeriveInput};
 ///   name renders unchanged in PascalCase (`GetRoleDefinitionsByIDs`).
 /// - `#[key(rename = "agents.project.sorted")]` on a variant sets its name.
 /// - `#[key(default)]` marks the default class of an endpoint set (exactly one).
+/// - `#[key(max)]` marks a counter that keeps the largest value (a largest batch).
 ///
 /// A set has 1 to 64 keys. Rendered names are distinct, non-empty ASCII
 /// without whitespace, control characters, `=`, `,`, `"` or `\`: they go into
 /// log keys and `name=value` headers.
 ///
 /// ```rust,ignore
-/// use perf_trace_core::{KeySet, EndpointKey};
+/// use perf_trace_core::KeySet;
+/// use perf_trace_core::keys::EndpointKey;
 ///
 /// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
 /// #[key_set(phases)]
@@ -71,6 +87,31 @@ use syn::{parse_macro_input, DeriveInput};
 pub fn derive_key_set(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     key_set::derive(&input).into()
+}
+
+/// A key of any set, written `key!(Set::Variant)`, checked at compile time:
+/// an unknown variant is an error at the key that suggests the closest key
+/// and lists the set's keys, as for `#[traced_phase]`. A plain path
+/// (`Set::Variant`) works as well; this form gives the better error.
+///
+/// ```rust,ignore
+/// use perf_trace_core::{key, KeySet};
+///
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(counters, prefix = "cache")]
+/// enum Cache { Hit, Miss }
+///
+/// assert_eq!(key!(Cache::Miss), Cache::Miss);
+/// ```
+///
+/// A misspelt key, `key!(Cache::Hitt)`, fails to compile with:
+///
+/// ```text
+/// error: `Cache` has no key `Hitt`; did you mean `Cache::Hit`? the keys of `Cache` are: Cache::Hit, Cache::Miss
+/// ```
+#[proc_macro]
+pub fn key(input: TokenStream) -> TokenStream {
+    key_path::expand(input.into()).into()
 }
 
 /// Records one phase (count + 1, duration) around the body of a fn, an

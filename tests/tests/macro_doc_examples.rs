@@ -5,7 +5,8 @@
 
 /// The example of `#[derive(KeySet)]`.
 mod key_set {
-    use perf_trace_core::{EndpointKey, KeySet};
+    use perf_trace_core::keys::EndpointKey;
+    use perf_trace_core::KeySet;
 
     #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
     #[key_set(phases)]
@@ -116,5 +117,23 @@ mod counted_store {
             AuthzStoreMethod::NAMES,
             ["GetUser", "GetRoleDefinitionsByIDs"]
         );
+    }
+}
+
+/// The example of `key!`.
+mod key_macro {
+    use perf_trace_core::{key, KeySet};
+
+    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    #[key_set(counters, prefix = "cache")]
+    enum Cache {
+        Hit,
+        Miss,
+    }
+
+    #[test]
+    fn a_checked_key_is_the_variant() {
+        assert_eq!(key!(Cache::Miss), Cache::Miss);
+        assert_eq!(key!(Cache::Hit).name(), "hit");
     }
 }

@@ -397,9 +397,28 @@ fn key_set_tables() {
     );
     assert_eq!(Phase::SORTED, [3, 1, 0, 2]);
     assert_eq!(Phase::Serialize.index(), 2);
+    assert_eq!(Phase::INFO.names, Phase::NAMES);
+    assert_eq!(Phase::INFO.sorted, Phase::SORTED);
+    assert_eq!(Phase::INFO.prefix, "");
+    assert!(std::ptr::eq(Phase::INFO, Phase::INFO));
+}
+
+#[test]
+fn an_unknown_key_message_suggests_the_closest_key_and_lists_them_all() {
+    use perf_trace_core::__private01::unknown_key;
+    const MISSPELT: &str = unknown_key::<Phase>("Serialise").as_str();
     assert_eq!(
-        Phase::UNKNOWN_KEY,
-        "`Phase` has no such key; its keys are: Phase::ListDbRead, Phase::Enrich, \
+        MISSPELT,
+        "`Phase` has no key `Serialise`; did you mean `Phase::Serialize`? the keys of `Phase` \
+         are: Phase::ListDbRead, Phase::Enrich, Phase::Serialize, Phase::Capabilities"
+    );
+    // Case is ignored; a key far from every variant gets no suggestion.
+    assert!(unknown_key::<Phase>("enrich")
+        .as_str()
+        .contains("did you mean `Phase::Enrich`?"));
+    assert_eq!(
+        unknown_key::<Phase>("Nope").as_str(),
+        "`Phase` has no key `Nope`; the keys of `Phase` are: Phase::ListDbRead, Phase::Enrich, \
          Phase::Serialize, Phase::Capabilities"
     );
 }

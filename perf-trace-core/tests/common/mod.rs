@@ -5,6 +5,7 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use perf_trace_core::keys::{CounterSet, TimerSet};
 use perf_trace_core::{KeySet, Schema};
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
@@ -34,6 +35,32 @@ pub enum Endpoint {
     ThingsStream,
 }
 
+/// Cache outcomes, counted per endpoint class: `cache_<endpoint>_<outcome>`.
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(counters, prefix = "cache", by = Endpoint)]
+pub enum Cache {
+    Hit,
+    Miss,
+    Shared,
+}
+
+/// Authorization batches: how many, and the largest.
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(counters, prefix = "authz_batch")]
+pub enum Batch {
+    Count,
+    #[key(max)]
+    Largest,
+}
+
+/// Blocks timed by hand.
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(timers, prefix = "render")]
+pub enum Render {
+    Page,
+    Footer,
+}
+
 /// A schema of the sets above.
 pub struct TestSchema;
 
@@ -42,6 +69,8 @@ impl Schema for TestSchema {
     type StoreMethod = Method;
     type Endpoint = Endpoint;
     const SERIALIZE: Option<Phase> = Some(Phase::Serialize);
+    const COUNTERS: &'static [CounterSet] = &[CounterSet::of::<Cache>(), CounterSet::of::<Batch>()];
+    const TIMERS: &'static [TimerSet] = &[TimerSet::of::<Render>()];
 }
 
 /// A second, unrelated schema: its keys must never land in a TestSchema recorder.

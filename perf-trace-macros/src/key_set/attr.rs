@@ -2,7 +2,7 @@
 //! attribute.
 
 use proc_macro2::Span;
-use syn::{Attribute, LitStr};
+use syn::{Attribute, LitStr, Path};
 
 use crate::case::RenameRule;
 use crate::errors::{has_value, option_name, skip_value, Errors};
@@ -16,6 +16,11 @@ pub(crate) enum Role {
     StoreMethods,
     /// `#[key_set(endpoints)]`: `EndpointKey`, with one default variant.
     Endpoints,
+    /// `#[key_set(counters, prefix = "...")]`: `CounterKey`, or
+    /// `PairedCounterKey` with `by = Set`.
+    Counters,
+    /// `#[key_set(timers, prefix = "...")]`: `TimerKey`.
+    Timers,
 }
 
 impl Role {
@@ -24,6 +29,8 @@ impl Role {
             "phases" => Some(Role::Phases),
             "store_methods" => Some(Role::StoreMethods),
             "endpoints" => Some(Role::Endpoints),
+            "counters" => Some(Role::Counters),
+            "timers" => Some(Role::Timers),
             _ => None,
         }
     }
@@ -34,13 +41,31 @@ impl Role {
             Role::Phases => "phases",
             Role::StoreMethods => "store_methods",
             Role::Endpoints => "endpoints",
+            Role::Counters => "counters",
+            Role::Timers => "timers",
         }
+    }
+
+    /// The `Role` variant of `perf_trace_core::keys::Role`.
+    pub(crate) fn variant(self) -> &'static str {
+        match self {
+            Role::Phases => "Phases",
+            Role::StoreMethods => "StoreMethods",
+            Role::Endpoints => "Endpoints",
+            Role::Counters => "Counters",
+            Role::Timers => "Timers",
+        }
+    }
+
+    /// Whether the set's fields carry a prefix of the user's (`prefix = "..."`).
+    pub(crate) fn has_prefix(self) -> bool {
+        matches!(self, Role::Counters | Role::Timers)
     }
 
     /// The convention names are rendered in unless `rename_all` says otherwise.
     pub(crate) fn default_rule(self) -> RenameRule {
         match self {
-            Role::Phases | Role::Endpoints => RenameRule::Snake,
+            Role::Phases | Role::Endpoints | Role::Counters | Role::Timers => RenameRule::Snake,
             Role::StoreMethods => RenameRule::Pascal,
         }
     }
@@ -53,10 +78,14 @@ pub(crate) struct ContainerAttrs {
     pub(crate) roles: Vec<(Role, Span)>,
     /// The `rename_all` rule, when given and valid.
     pub(crate) rename_all: Option<RenameRule>,
+    /// `prefix = "..."` of a counter or timer set.
+    pub(crate) prefix: Option<LitStr>,
+    /// `by = Set` of a paired counter set.
+    pub(crate) by: Option<Path>,
 }
 
-const CONTAINER_OPTIONS: &str =
-    "expected `phases`, `store_methods`, `endpoints` or `rename_all = \"...\"`";
+const CONTAINER_OPTIONS: &str = "expected a role (`phases`, `store_methods`, `endpoints`, \
+     `counters`, `timers`), `prefix = \"...\"`, `by = Set` or `rename_all = \"...\"`";
 
 /// Reads every `#[key_set(...)]` attribute of the enum.
 pub(crate) fn container(attrs: &[Attribute], errors: &mut Errors) -> ContainerAttrs {
@@ -65,7 +94,8 @@ pub(crate) fn container(attrs: &[Attribute], errors: &mut Errors) -> ContainerAt
     for attr in attrs.iter().filter(|a| a.path().is_ident("key_set")) {
         let result = attr.parse_nested_meta(|meta| {
             let name = option_name(&meta);
-            let known = Role::from_name(&name).is_some() || name == "rename_all";
+            let known = Role::from_name(&name).is_some()
+                || matches!(name.as_str(), "rename_all" | "prefix" | "by");
             if !known {
                 errors.spanned(
                     &meta.path,
@@ -91,7 +121,15 @@ pub(crate) fn container(attrs: &[Attribute], errors: &mut Errors) -> ContainerAt
                 ));
                 return Ok(());
             }
+            if name == "by" {
+                out.by = Some(meta.value()?.parse()?);
+                return Ok(());
+            }
             let lit: LitStr = meta.value()?.parse()?;
+            if name == "prefix" {
+                out.prefix = Some(lit);
+                return Ok(());
+            }
             match RenameRule::from_name(&lit.value()) {
                 Some(rule) => out.rename_all = Some(rule),
                 None => errors.spanned(
@@ -119,6 +157,8 @@ pub(crate) struct VariantAttrs {
     pub(crate) rename: Option<LitStr>,
     /// The span of `default`, when given.
     pub(crate) default: Option<Span>,
+    /// The span of `max`, when given: the counter keeps the largest value.
+    pub(crate) max: Option<Span>,
 }
 
 /// Reads every `#[key(...)]` attribute of one variant.
@@ -136,22 +176,27 @@ pub(crate) fn variant(attrs: &[Attribute], errors: &mut Errors) -> VariantAttrs 
                         out.rename = Some(lit);
                     }
                 }
-                "default" => {
+                "default" | "max" => {
                     if has_value(&meta) {
-                        errors.spanned(&meta.path, "`default` takes no value");
+                        errors.spanned(&meta.path, format!("`{name}` takes no value"));
                         return skip_value(&meta);
                     }
-                    if out.default.is_some() {
-                        errors.spanned(&meta.path, "duplicate key option `default`");
+                    let slot = if name == "default" {
+                        &mut out.default
                     } else {
-                        out.default = meta.path.get_ident().map(|i| i.span());
+                        &mut out.max
+                    };
+                    if slot.is_some() {
+                        errors.spanned(&meta.path, format!("duplicate key option `{name}`"));
+                    } else {
+                        *slot = meta.path.get_ident().map(|i| i.span());
                     }
                 }
                 _ => {
                     errors.spanned(
                         &meta.path,
                         format!(
-                            "unknown key option `{name}`; expected `rename = \"...\"` or `default`"
+                            "unknown key option `{name}`; expected `rename = \"...\"`, `default` or `max`"
                         ),
                     );
                     return skip_value(&meta);

@@ -1,7 +1,8 @@
 //! The `KeySet` impl and the role marker impl.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
+use syn::Ident;
 
 use super::ast::Container;
 use super::attr::Role;
@@ -24,15 +25,6 @@ pub(crate) fn impls(cont: &Container, valid: bool) -> TokenStream {
             .as_bytes()
             .cmp(keys[b as usize].name.as_bytes())
     });
-    let listed: Vec<String> = cont
-        .variants
-        .iter()
-        .map(|v| format!("{set_name}::{}", v.ident))
-        .collect();
-    let unknown_key = format!(
-        "`{set_name}` has no such key; its keys are: {}",
-        listed.join(", ")
-    );
     let arms = cont.variants.iter().enumerate().map(|(i, v)| {
         let variant = v.ident;
         if v.fields.is_empty() {
@@ -48,11 +40,27 @@ pub(crate) fn impls(cont: &Container, valid: bool) -> TokenStream {
     let role = match cont.role() {
         Some(Role::Phases) => quote_spanned! {span=>
             #[automatically_derived]
-            impl ::perf_trace_core::PhaseKey for #ident {}
+            impl ::perf_trace_core::__private01::PhaseKey for #ident {}
         },
         Some(Role::StoreMethods) => quote_spanned! {span=>
             #[automatically_derived]
-            impl ::perf_trace_core::StoreMethodKey for #ident {}
+            impl ::perf_trace_core::__private01::StoreMethodKey for #ident {}
+        },
+        Some(Role::Counters) => match &cont.attrs.by {
+            Some(by) => quote_spanned! {span=>
+                #[automatically_derived]
+                impl ::perf_trace_core::__private01::PairedCounterKey for #ident {
+                    type By = #by;
+                }
+            },
+            None => quote_spanned! {span=>
+                #[automatically_derived]
+                impl ::perf_trace_core::__private01::CounterKey for #ident {}
+            },
+        },
+        Some(Role::Timers) => quote_spanned! {span=>
+            #[automatically_derived]
+            impl ::perf_trace_core::__private01::TimerKey for #ident {}
         },
         Some(Role::Endpoints) => {
             let default = cont
@@ -65,7 +73,7 @@ pub(crate) fn impls(cont: &Container, valid: bool) -> TokenStream {
             match default {
                 Some(default) => quote_spanned! {span=>
                     #[automatically_derived]
-                    impl ::perf_trace_core::EndpointKey for #ident {
+                    impl ::perf_trace_core::__private01::EndpointKey for #ident {
                         const DEFAULT: Self = Self::#default;
                     }
                 },
@@ -75,24 +83,80 @@ pub(crate) fn impls(cont: &Container, valid: bool) -> TokenStream {
         None => TokenStream::new(),
     };
 
+    let count = cont.variants.len();
+    let pair_check = match (&cont.attrs.by, cont.role()) {
+        (Some(by), Some(Role::Counters)) if valid => quote! {
+            const _: () = ::perf_trace_core::__private01::assert_pair_count(
+                <#by as ::perf_trace_core::__private01::KeySet>::NAMES.len(),
+                #count,
+            );
+        },
+        _ => TokenStream::new(),
+    };
     let count_check = if valid {
-        let count = cont.variants.len();
         quote! {
-            const _: () = ::perf_trace_core::__private::assert_key_count(#count);
+            const _: () = ::perf_trace_core::__private01::assert_key_count(#count);
+            #pair_check
         }
     } else {
         TokenStream::new()
     };
 
+    let role_variant = Ident::new(
+        cont.role().map_or("Phases", Role::variant),
+        Span::call_site(),
+    );
+    let prefix = cont
+        .role()
+        .filter(|r| r.has_prefix())
+        .and(cont.attrs.prefix.as_ref())
+        .map(|lit| lit.value())
+        .unwrap_or_default();
+    let title = title_case(&prefix);
+    let (header, header_counts) = match cont.role() {
+        Some(Role::Counters) => (title, String::new()),
+        Some(Role::Timers) => (format!("{title}-Us"), format!("{title}-Counts")),
+        _ => (String::new(), String::new()),
+    };
+    let max_mask: u64 = cont
+        .variants
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| *i < 64 && v.attrs.max.is_some())
+        .fold(0, |mask, (i, _)| mask | (1u64 << i));
+    let by = match (&cont.attrs.by, cont.role()) {
+        (Some(by), Some(Role::Counters)) => quote! {
+            ::perf_trace_core::__private01::Option::Some(
+                <#by as ::perf_trace_core::__private01::KeySet>::INFO
+            )
+        },
+        _ => quote!(::perf_trace_core::__private01::Option::None),
+    };
+
     quote! {
         #[automatically_derived]
-        impl ::perf_trace_core::KeySet for #ident {
+        impl ::perf_trace_core::__private01::KeySet for #ident {
             const SET_NAME: &'static str = #set_name;
             const NAMES: &'static [&'static str] = &[#(#names),*];
             const VARIANTS: &'static [&'static str] = &[#(#variant_names),*];
             const ALL: &'static [Self] = &[#(Self::#all),*];
             const SORTED: &'static [u16] = &[#(#sorted),*];
-            const UNKNOWN_KEY: &'static str = #unknown_key;
+            const INFO: &'static ::perf_trace_core::__private01::KeySetInfo = {
+                // One static per set: its address is the set's identity.
+                static INFO: ::perf_trace_core::__private01::KeySetInfo =
+                    ::perf_trace_core::__private01::KeySetInfo {
+                        set_name: #set_name,
+                        role: ::perf_trace_core::__private01::Role::#role_variant,
+                        names: <#ident as ::perf_trace_core::__private01::KeySet>::NAMES,
+                        sorted: <#ident as ::perf_trace_core::__private01::KeySet>::SORTED,
+                        prefix: #prefix,
+                        header: #header,
+                        header_counts: #header_counts,
+                        max_mask: #max_mask,
+                        by: #by,
+                    };
+                &INFO
+            };
 
             #[inline]
             fn index(self) -> usize {
@@ -104,4 +168,20 @@ pub(crate) fn impls(cont: &Container, valid: bool) -> TokenStream {
         #role
         #count_check
     }
+}
+
+/// A field prefix as a header suffix: `authz_batch` is `Authz-Batch`.
+fn title_case(prefix: &str) -> String {
+    prefix
+        .split('_')
+        .filter(|word| !word.is_empty())
+        .map(|word| {
+            let mut chars = word.chars();
+            chars
+                .next()
+                .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+                .unwrap_or_default()
+        })
+        .collect::<Vec<_>>()
+        .join("-")
 }

@@ -13,6 +13,8 @@ pub(crate) fn check(cont: &Container, errors: &mut Errors) {
     check_variants(cont, errors);
     check_names(cont, errors);
     check_default(cont, errors);
+    check_prefix(cont, errors);
+    check_counter_options(cont, errors);
 }
 
 fn check_role(cont: &Container, errors: &mut Errors) {
@@ -21,8 +23,9 @@ fn check_role(cont: &Container, errors: &mut Errors) {
         [] => errors.spanned(
             ident,
             format!(
-                "`{ident}` needs a role: add `#[key_set(phases)]`, `#[key_set(store_methods)]` \
-                 or `#[key_set(endpoints)]`"
+                "`{ident}` needs a role: add `#[key_set(phases)]`, `#[key_set(store_methods)]`, \
+                 `#[key_set(endpoints)]`, `#[key_set(counters, prefix = \"...\")]` or \
+                 `#[key_set(timers, prefix = \"...\")]`"
             ),
         ),
         [(first, _), rest @ ..] => {
@@ -154,5 +157,88 @@ fn check_default(cont: &Container, errors: &mut Errors) {
             }
         }
         None => {}
+    }
+}
+
+/// Why `prefix` cannot start a counter or timer field name.
+fn prefix_problem(prefix: &str) -> Option<&'static str> {
+    if prefix.is_empty() {
+        return Some("a prefix cannot be empty");
+    }
+    if !prefix
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return Some("a prefix is lowercase ASCII letters, digits and `_`");
+    }
+    if prefix.starts_with('_') || prefix.ends_with('_') {
+        return Some("a prefix does not start or end with `_` (the `_` before the key is added)");
+    }
+    // These would read as the contract's own groups.
+    if matches!(
+        prefix,
+        "phase" | "store" | "audit" | "db" | "sse" | "authz_store"
+    ) {
+        return Some("this prefix is the contract's own (`phase`, `store`, `audit`, `db`, `sse`, `authz_store`)");
+    }
+    None
+}
+
+fn check_prefix(cont: &Container, errors: &mut Errors) {
+    let ident = cont.ident;
+    let Some(role) = cont.role() else { return };
+    match (&cont.attrs.prefix, role.has_prefix()) {
+        (Some(lit), true) => {
+            if let Some(problem) = prefix_problem(&lit.value()) {
+                errors.spanned(lit, format!("{problem}; got {:?}", lit.value()));
+            }
+        }
+        (None, true) => errors.spanned(
+            ident,
+            format!(
+                "a {} set names the prefix of its fields: add `prefix = \"...\"` to \
+                 `#[key_set({})]` of `{ident}`",
+                &role.flag()[..role.flag().len() - 1],
+                role.flag()
+            ),
+        ),
+        (Some(lit), false) => errors.spanned(
+            lit,
+            format!(
+                "`prefix` is for counter and timer sets; `{ident}` is marked `{}`, whose fields \
+                 are named by the contract",
+                role.flag()
+            ),
+        ),
+        (None, false) => {}
+    }
+}
+
+fn check_counter_options(cont: &Container, errors: &mut Errors) {
+    let ident = cont.ident;
+    let Some(role) = cont.role() else { return };
+    if role == Role::Counters {
+        return;
+    }
+    if let Some(by) = &cont.attrs.by {
+        errors.spanned(
+            by,
+            format!(
+                "`by = ...` pairs the keys of a counter set with another set; `{ident}` is marked `{}`",
+                role.flag()
+            ),
+        );
+    }
+    for v in &cont.variants {
+        if let Some(span) = v.attrs.max {
+            errors.at(
+                span,
+                format!(
+                    "`#[key(max)]` is for counter sets (it keeps the largest value counted); \
+                     `{ident}` is marked `{}`",
+                    role.flag()
+                ),
+            );
+        }
     }
 }

@@ -62,13 +62,13 @@ fn method_enum(item: &ItemTrait, store: &Store) -> TokenStream {
     quote! {
         #[doc = #doc]
         #[derive(
-            ::perf_trace_core::KeySet,
-            ::perf_trace_core::__private::Clone,
-            ::perf_trace_core::__private::Copy,
-            ::perf_trace_core::__private::PartialEq,
-            ::perf_trace_core::__private::Eq,
-            ::perf_trace_core::__private::Hash,
-            ::perf_trace_core::__private::Debug
+            ::perf_trace_core::__private01::KeySet,
+            ::perf_trace_core::__private01::Clone,
+            ::perf_trace_core::__private01::Copy,
+            ::perf_trace_core::__private01::PartialEq,
+            ::perf_trace_core::__private01::Eq,
+            ::perf_trace_core::__private01::Hash,
+            ::perf_trace_core::__private01::Debug
         )]
         #[key_set(store_methods)]
         #[allow(dead_code)]
@@ -93,7 +93,7 @@ fn decorator(item: &ItemTrait, store: &Store) -> TokenStream {
     );
     quote! {
         #[doc = #doc]
-        #[derive(::perf_trace_core::__private::Clone, ::perf_trace_core::__private::Debug)]
+        #[derive(::perf_trace_core::__private01::Clone, ::perf_trace_core::__private01::Debug)]
         #[allow(dead_code)]
         #vis struct #name<S> {
             inner: S,
@@ -235,19 +235,19 @@ fn forward_method(m: &Method, inner: &TokenStream, methods: &Ident) -> TokenStre
                 Kind::Sync => {
                     let guard = Ident::new("__perf_trace_guard", Span::mixed_site());
                     quote! {
-                        let #guard = ::perf_trace_core::__private::TimedGuard::store_call(#key);
+                        let #guard = ::perf_trace_core::__private01::TimedGuard::store_call(#key);
                         #call
                     }
                 }
                 Kind::AsyncFn => quote! {
-                    ::perf_trace_core::__private::TimedFuture::store_call(#key, #call).await
+                    ::perf_trace_core::__private01::TimedFuture::store_call(#key, #call).await
                 },
                 Kind::ImplFuture => quote! {
-                    ::perf_trace_core::__private::TimedFuture::store_call(#key, #call)
+                    ::perf_trace_core::__private01::TimedFuture::store_call(#key, #call)
                 },
                 Kind::BoxedFuture => quote! {
-                    ::perf_trace_core::__private::Box::pin(
-                        ::perf_trace_core::__private::TimedFuture::store_call(#key, #call)
+                    ::perf_trace_core::__private01::Box::pin(
+                        ::perf_trace_core::__private01::TimedFuture::store_call(#key, #call)
                     )
                 },
             }

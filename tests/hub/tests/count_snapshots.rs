@@ -34,8 +34,9 @@ use budget_requests::{
 use hub_example::keys::HubSchema;
 use hub_example::seed::SeedDocument;
 use hub_support::{Seeded, TestHub};
+use perf_trace_core::assert_counts_snapshot;
 use perf_trace_core::counts::CountsView;
-use perf_trace_core::{assert_counts_snapshot, perf_traced_request};
+use perf_trace_core::testing::perf_traced_request;
 use serde_json::Value;
 
 /// The counts of one request as `caller`, checked to be a 200 and to repeat

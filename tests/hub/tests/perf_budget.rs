@@ -34,7 +34,9 @@ use budget_requests::{
 use hub_example::keys::{HubSchema, Phase};
 use hub_example::seed::{SeedDocument, OTHER_PROJECT_AGENTS};
 use hub_support::{Seeded, TestHub};
-use perf_trace_core::{perf_traced_request, BudgetCheck, Snapshot};
+use perf_trace_core::budget::BudgetCheck;
+use perf_trace_core::testing::perf_traced_request;
+use perf_trace_core::Snapshot;
 
 /// Where the baselines below were measured.
 const PERF_BUDGET_BASELINE: &str = "main adfea9d";

@@ -1,4 +1,5 @@
-use perf_trace_core::{EndpointKey, KeySet, PhaseKey, StoreMethodKey};
+use perf_trace_core::keys::{EndpointKey, PhaseKey, StoreMethodKey};
+use perf_trace_core::KeySet;
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[key_set(phases)]

@@ -1,7 +1,8 @@
 #![deny(missing_docs, dead_code)]
 //! A public store: everything generated is documented.
 
-use perf_trace_core::{counted_store, KeySet, StoreMethodKey};
+use perf_trace_core::keys::StoreMethodKey;
+use perf_trace_core::{counted_store, KeySet};
 
 /// The authorization inputs.
 #[counted_store]

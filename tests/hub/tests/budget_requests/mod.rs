@@ -26,7 +26,7 @@ use hub_example::store::agent_rows::{read_agents, RowQuery, RowScope};
 use hub_example::store::{AuthzStore, CountedAuthzStore, SqliteStore, StoreResult};
 use hub_example::tokens::TokenSigner;
 use hub_example::{build_router, AppState};
-use perf_trace_core::perf_traced_request;
+use perf_trace_core::testing::perf_traced_request;
 
 use crate::hub_support::{Seeded, SECRET};
 

@@ -1,0 +1,335 @@
+//! What service code calls to record into the current request: counters,
+//! timers, decisions, stream events, and the request's class and fate.
+//!
+//! Every function is a no-op (a thread-local read and a branch) when no
+//! recorder is current, and a key of a set the current schema does not have
+//! is ignored. None of them locks or allocates.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::clock;
+use crate::keys::{CounterKey, EndpointKey, KeySet, KeySetInfo, PairedCounterKey, TimerKey};
+use crate::recorder::{Inner, Outcome};
+use crate::scope::{current_ptr, with_current};
+
+#[inline(always)]
+fn is_max<K: KeySet>(max_mask: u64, key: K) -> bool {
+    max_mask & (1u64 << key.index()) != 0
+}
+
+/// Counts one event of counter `key` into the current request.
+///
+/// ```
+/// use perf_trace_core::{count, KeySet, Recorder, Schema};
+/// use perf_trace_core::keys::{CounterSet, Groups};
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(phases)]
+/// # enum Phase { Price }
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(store_methods)]
+/// # enum Method { GetOrder }
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(endpoints)]
+/// # enum Endpoint { #[key(default)] Other }
+///
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(counters, prefix = "cache")]
+/// enum Cache { Hit, Miss }
+///
+/// struct Orders;
+/// impl Schema for Orders {
+///     type Phase = Phase;
+///     type StoreMethod = Method;
+///     type Endpoint = Endpoint;
+///     const COUNTERS: &'static [CounterSet] = &[CounterSet::of::<Cache>()];
+///     const GROUPS: Groups = Groups::NONE;
+/// }
+///
+/// let recorder = Recorder::new::<Orders>();
+/// recorder.in_scope(|| {
+///     count(Cache::Hit);
+///     count(Cache::Hit);
+///     count(Cache::Miss);
+/// });
+/// let snapshot = recorder.snapshot();
+/// assert_eq!(snapshot.counter(Cache::Hit), 2);
+/// assert_eq!(snapshot.counter(Cache::Miss), 1);
+/// ```
+#[inline]
+pub fn count<K: CounterKey>(key: K) {
+    count_n(key, 1);
+}
+
+/// Adds `n` to counter `key` (or, for a `#[key(max)]` key, keeps `n` when it
+/// is the largest value given so far).
+#[inline]
+pub fn count_n<K: CounterKey>(key: K, n: u64) {
+    with_current(|r| {
+        if let Some(offset) = r.counter_offset(K::INFO) {
+            r.add_count(offset + key.index(), n, is_max(K::INFO.max_mask, key));
+        }
+    });
+}
+
+/// Counts one event of counter `key` for `by` (a route x an outcome, say),
+/// rendered `<prefix>_<by>_<key>`.
+#[inline]
+pub fn count_by<K: PairedCounterKey>(by: K::By, key: K) {
+    count_n_by(by, key, 1);
+}
+
+/// Adds `n` to counter `key` for `by` (or keeps the largest, for a max key).
+#[inline]
+pub fn count_n_by<K: PairedCounterKey>(by: K::By, key: K, n: u64) {
+    with_current(|r| {
+        if let Some(offset) = r.counter_offset(K::INFO) {
+            let slot = offset + by.index() * K::NAMES.len() + key.index();
+            r.add_count(slot, n, is_max(K::INFO.max_mask, key));
+        }
+    });
+}
+
+/// Times `f` as timer `key` (count + 1, its duration), however `f` ends.
+///
+/// ```
+/// # use perf_trace_core::{KeySet, Recorder, Schema};
+/// # use perf_trace_core::keys::{TimerSet, Groups};
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(phases)]
+/// # enum Phase { Price }
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(store_methods)]
+/// # enum Method { GetOrder }
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(endpoints)]
+/// # enum Endpoint { #[key(default)] Other }
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(timers, prefix = "render")]
+/// enum Render { Invoice }
+///
+/// struct Orders;
+/// impl Schema for Orders {
+///     type Phase = Phase;
+///     type StoreMethod = Method;
+///     type Endpoint = Endpoint;
+///     const TIMERS: &'static [TimerSet] = &[TimerSet::of::<Render>()];
+/// }
+///
+/// let recorder = Recorder::new::<Orders>();
+/// let pdf = recorder.in_scope(|| perf_trace_core::time(Render::Invoice, || "pdf"));
+/// assert_eq!(pdf, "pdf");
+/// assert_eq!(recorder.snapshot().timer(Render::Invoice).count, 1);
+/// ```
+#[inline]
+pub fn time<K: TimerKey, R>(key: K, f: impl FnOnce() -> R) -> R {
+    let _timer = start_timer(key);
+    f()
+}
+
+/// Starts timer `key`: the returned guard records when it is dropped (a
+/// block's end, an early return, `?`, a panic).
+#[inline]
+pub fn start_timer<K: TimerKey>(key: K) -> TimerGuard {
+    let recorder = current_ptr();
+    let slot = if recorder.is_null() {
+        None
+    } else {
+        // SAFETY: a non-null current pointer is kept alive by its scope.
+        unsafe { &*recorder }
+            .timer_offset(K::INFO)
+            .map(|offset| offset + key.index())
+    };
+    match slot {
+        Some(slot) => TimerGuard {
+            recorder,
+            slot,
+            start: clock::now(),
+        },
+        None => TimerGuard {
+            recorder: std::ptr::null(),
+            slot: 0,
+            start: 0,
+        },
+    }
+}
+
+/// A running timer (see [`start_timer`]); records when dropped.
+#[must_use = "the timer records when this guard is dropped"]
+#[derive(Debug)]
+pub struct TimerGuard {
+    /// The recorder current at the start; null when nothing is recorded.
+    recorder: *const Inner,
+    slot: usize,
+    start: u64,
+}
+
+impl Drop for TimerGuard {
+    #[inline]
+    fn drop(&mut self) {
+        // Only into the recorder that was current at the start, and only
+        // while it still is (which also keeps it alive).
+        if !self.recorder.is_null() && current_ptr() == self.recorder {
+            let ticks = clock::span(self.start, clock::now());
+            // SAFETY: the pointer is current, so its scope keeps it alive.
+            unsafe { &*self.recorder }.add_timer(self.slot, ticks);
+        }
+    }
+}
+
+/// Times `future` as timer `key`, from its first poll until it completes or
+/// is dropped, into the recorder current when it ends (the future may move
+/// between threads, as a phase's does).
+///
+/// ```
+/// # use perf_trace_core::{KeySet, Recorder, Schema};
+/// # use perf_trace_core::keys::TimerSet;
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(phases)]
+/// # enum Phase { Price }
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(store_methods)]
+/// # enum Method { GetOrder }
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(endpoints)]
+/// # enum Endpoint { #[key(default)] Other }
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(timers, prefix = "upstream")]
+/// enum Upstream { Tax }
+///
+/// struct Orders;
+/// impl Schema for Orders {
+///     type Phase = Phase;
+///     type StoreMethod = Method;
+///     type Endpoint = Endpoint;
+///     const TIMERS: &'static [TimerSet] = &[TimerSet::of::<Upstream>()];
+/// }
+///
+/// let recorder = Recorder::new::<Orders>();
+/// let rate = async { 20 };
+/// let rate = block_on(recorder.instrument(perf_trace_core::time_future(Upstream::Tax, rate)));
+/// assert_eq!(rate, 20);
+/// assert_eq!(recorder.snapshot().timer(Upstream::Tax).count, 1);
+/// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+/// # }
+/// ```
+pub fn time_future<K: TimerKey, F: Future>(key: K, future: F) -> TimedTimer<F> {
+    TimedTimer {
+        inner: future,
+        set: K::INFO,
+        index: key.index(),
+        start: None,
+        polled: false,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future timed as one timer key (see [`time_future`]).
+    #[must_use = "futures do nothing unless polled"]
+    #[derive(Debug)]
+    pub struct TimedTimer<F> {
+        #[pin]
+        inner: F,
+        set: &'static KeySetInfo,
+        index: usize,
+        // Set on the first poll when the current recorder has the set.
+        start: Option<u64>,
+        polled: bool,
+    }
+
+    impl<F> PinnedDrop for TimedTimer<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if let Some(start) = this.start.take() {
+                record_timer(this.set, *this.index, start);
+            }
+        }
+    }
+}
+
+/// Adds one event to timer `index` of `set` in the current recorder, if it has the set.
+fn record_timer(set: &'static KeySetInfo, index: usize, start: u64) {
+    let ticks = clock::span(start, clock::now());
+    with_current(|r| {
+        if let Some(offset) = r.timer_offset(set) {
+            r.add_timer(offset + index, ticks);
+        }
+    });
+}
+
+impl<F: Future> Future for TimedTimer<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        if !*this.polled {
+            *this.polled = true;
+            if with_current(|r| r.timer_offset(this.set).is_some()) == Some(true) {
+                *this.start = Some(clock::now());
+            }
+        }
+        let output = this.inner.poll(cx);
+        if output.is_ready() {
+            if let Some(start) = this.start.take() {
+                record_timer(this.set, *this.index, start);
+            }
+        }
+        output
+    }
+}
+
+/// Records one authorization decision without timing its emission.
+#[inline]
+pub fn record_decision(outcome: Outcome) {
+    with_current(|r| r.add_decision(outcome, 0));
+}
+
+/// Records one authorization decision, timing `emit` (the audit emitter) as
+/// its emission time. With no recorder in scope, just runs `emit`.
+#[inline]
+pub fn time_decision<R>(outcome: Outcome, emit: impl FnOnce() -> R) -> R {
+    let recorder = current_ptr();
+    if recorder.is_null() {
+        return emit();
+    }
+    let start = clock::now();
+    let result = emit();
+    let ticks = clock::span(start, clock::now());
+    // Re-read: `emit` may have run in (and left) a nested scope; record only
+    // into the recorder that is still current.
+    if current_ptr() == recorder {
+        // SAFETY: the current pointer is kept alive by its scope.
+        unsafe { &*recorder }.add_decision(outcome, ticks);
+    }
+    result
+}
+
+/// Adds `n` written events to the current request's `sse_events`.
+#[inline]
+pub fn add_sse_events(n: u64) {
+    with_current(|r| r.add_sse_events(n));
+}
+
+/// Sets the current request's endpoint class (overriding the layer's
+/// classification).
+#[inline]
+pub fn set_endpoint<E: EndpointKey>(endpoint: E) {
+    with_current(|r| r.set_endpoint(endpoint));
+}
+
+/// Marks the current request so that no line is written for it (a request
+/// the service rejects before it is worth tracing, such as a malformed stream
+/// subscription).
+#[inline]
+pub fn discard_line() {
+    with_current(|r| r.discard());
+}
+
+/// Marks the current request as a stream: its line carries `sse_stage`, and
+/// the tower layer writes a `connect` line when the body is first polled.
+#[inline]
+pub fn mark_stream() {
+    with_current(|r| r.mark_stream());
+}
