@@ -32,13 +32,14 @@ use reqwest::{Client, Url};
 
 use crate::client::{self, endpoint_url, error_chain, path_and_query};
 use crate::machine;
-use crate::perf_log::{self, HEADER_DECISIONS, HEADER_STORE_CALLS, PERF_TRACE_REQUEST_HEADER};
+use crate::perf_log;
 use crate::report::{
     Attempt, EffectiveSettings, PerfTraceMap, PerfTraceSource, Report, ScenarioReport,
 };
 use crate::seed_file::LoadedSeed;
 use crate::stats;
 use crate::table::{self, Table};
+use perf_trace_core::contract::header;
 
 /// The flags of `apibench`.
 #[derive(Debug, Clone, Args)]
@@ -111,7 +112,7 @@ fn ms(d: Duration) -> f64 {
 pub async fn timed_get(client: &Client, url: &Url, token: &str, want_perf_trace: bool) -> Attempt {
     let mut req = client.get(url.clone()).bearer_auth(token);
     if want_perf_trace {
-        req = req.header(PERF_TRACE_REQUEST_HEADER, "1");
+        req = req.header(header::TRIGGER, "1");
     }
     let start = Instant::now();
     let mut attempt = Attempt {
@@ -272,7 +273,7 @@ fn progress_bar(len: u64) -> ProgressBar {
 /// `count=` of `Decisions`.
 pub fn trace_count(trace: &PerfTraceMap, header: &str) -> Option<u64> {
     let value = trace.get(header)?;
-    if header == HEADER_DECISIONS {
+    if header == header::DECISIONS {
         return value
             .split(',')
             .find_map(|p| p.strip_prefix("count="))
@@ -316,8 +317,8 @@ pub fn summary_table(report: &Report) -> String {
             format!("{}/{}", s.success_count, s.runs),
             table::ms(s.median_total_ms),
             table::ms(s.median_ttfb_ms),
-            count_cell(s, HEADER_STORE_CALLS),
-            count_cell(s, HEADER_DECISIONS),
+            count_cell(s, header::STORE_CALLS),
+            count_cell(s, header::DECISIONS),
         ]);
     }
     t.render()
@@ -563,13 +564,13 @@ mod tests {
     #[test]
     fn counts_from_traces() {
         let mut t = PerfTraceMap::new();
-        t.insert(HEADER_STORE_CALLS.into(), "GetEffectiveGroups=1,GetRoleDefinitionsByIDs=1,GetUser=84,ListAccessConstraints=1,ListRoleBindingsForPrincipals=1".into());
+        t.insert(header::STORE_CALLS.into(), "GetEffectiveGroups=1,GetRoleDefinitionsByIDs=1,GetUser=84,ListAccessConstraints=1,ListRoleBindingsForPrincipals=1".into());
         t.insert(
-            HEADER_DECISIONS.into(),
+            header::DECISIONS.into(),
             "count=255,allow=162,deny=93,other=0,audit_us=188".into(),
         );
-        assert_eq!(trace_count(&t, HEADER_STORE_CALLS), Some(88));
-        assert_eq!(trace_count(&t, HEADER_DECISIONS), Some(255));
+        assert_eq!(trace_count(&t, header::STORE_CALLS), Some(88));
+        assert_eq!(trace_count(&t, header::DECISIONS), Some(255));
         assert_eq!(trace_count(&t, "X-Scion-Perf-Phases"), None);
     }
 }

@@ -21,10 +21,10 @@ use hub_example::serve::open_for_serving;
 use hub_example::settings::Settings;
 
 use crate::apibench::{count_cell, scenarios, timed_get, ApibenchArgs};
-use crate::perf_log::{HEADER_DECISIONS, HEADER_STORE_CALLS};
 use crate::report::Report;
 use crate::table::{ms, Table};
 use crate::{client, run_apibench, stats};
+use perf_trace_core::contract::header;
 
 const SESSION_SECRET: &str = "demo-session-secret";
 
@@ -230,8 +230,8 @@ fn rows_of(report: &Report, agents: u32, ratios: &[(String, Option<f64>)]) -> Ve
             scenario: s.name.clone(),
             agents,
             median_ms: s.median_total_ms,
-            store_calls: count_cell(s, HEADER_STORE_CALLS),
-            decisions: count_cell(s, HEADER_DECISIONS),
+            store_calls: count_cell(s, header::STORE_CALLS),
+            decisions: count_cell(s, header::DECISIONS),
             on_off_ratio: ratios
                 .iter()
                 .find(|(name, _)| *name == s.name)

@@ -14,46 +14,14 @@
 //! written by the hub.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
 use std::io::{BufRead as _, BufReader};
 use std::path::Path;
 
 use anyhow::Context as _;
+use perf_trace_core::contract::{self, field, header};
 use serde_json::{Map, Value};
 
 use crate::report::PerfTraceMap;
-
-/// `X-Scion-Perf-Endpoint`: the endpoint class.
-pub const HEADER_ENDPOINT: &str = "X-Scion-Perf-Endpoint";
-/// `X-Scion-Perf-Phases`: phase durations in microseconds.
-pub const HEADER_PHASES: &str = "X-Scion-Perf-Phases";
-/// `X-Scion-Perf-Phase-Counts`: phase entry counts.
-pub const HEADER_PHASE_COUNTS: &str = "X-Scion-Perf-Phase-Counts";
-/// `X-Scion-Perf-Store-Calls`: store round trips per method.
-pub const HEADER_STORE_CALLS: &str = "X-Scion-Perf-Store-Calls";
-/// `X-Scion-Perf-Store-Us`: store time per method in microseconds.
-pub const HEADER_STORE_US: &str = "X-Scion-Perf-Store-Us";
-/// `X-Scion-Perf-Decisions`: `count=..,allow=..,deny=..,other=..,audit_us=..`.
-pub const HEADER_DECISIONS: &str = "X-Scion-Perf-Decisions";
-/// `X-Scion-Perf-DB`: `wait_count=..,wait_us=..,in_use=..,open=..`.
-pub const HEADER_DB: &str = "X-Scion-Perf-DB";
-
-/// Every `X-Scion-Perf-*` trace header, in rendering order.
-pub const PERF_HEADERS: [&str; 7] = [
-    HEADER_ENDPOINT,
-    HEADER_PHASES,
-    HEADER_PHASE_COUNTS,
-    HEADER_STORE_CALLS,
-    HEADER_STORE_US,
-    HEADER_DECISIONS,
-    HEADER_DB,
-];
-
-/// The prefix every trace header shares (compare case-insensitively).
-pub const PERF_HEADER_PREFIX: &str = "X-Scion-Perf-";
-
-/// The request header that asks the hub for trace headers.
-pub const PERF_TRACE_REQUEST_HEADER: &str = "X-Scion-Perf-Trace";
 
 /// How many times a phase or store method was entered, and for how long.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -79,9 +47,9 @@ pub struct DecisionFigures {
     pub emit_us: u64,
 }
 
-/// The database pool figures of a line.
+/// The database pool figures of a line, as written (whole microseconds).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DbFigures {
+pub struct LinePoolFigures {
     /// `db_wait_count`.
     pub wait_count: u64,
     /// `db_wait_us`.
@@ -112,7 +80,7 @@ pub struct PerfLine {
     /// `sse_events` (0 when absent).
     pub sse_events: u64,
     /// The `db_*` figures, when the line has any.
-    pub db: Option<DbFigures>,
+    pub db: Option<LinePoolFigures>,
     /// `sse_stage` on SSE lines.
     pub sse_stage: Option<String>,
     /// The HTTP method.
@@ -131,10 +99,10 @@ fn string(v: &Value) -> Option<String> {
 
 /// Splits `<name>_us` / `<name>_n` into the name and whether it is the duration.
 fn split_figure(rest: &str) -> Option<(&str, bool)> {
-    let (name, is_us) = if let Some(name) = rest.strip_suffix("_us") {
+    let (name, is_us) = if let Some(name) = rest.strip_suffix(field::MICROS_SUFFIX) {
         (name, true)
     } else {
-        (rest.strip_suffix("_n")?, false)
+        (rest.strip_suffix(field::COUNT_SUFFIX)?, false)
     };
     (!name.is_empty()).then_some((name, is_us))
 }
@@ -157,49 +125,54 @@ pub fn parse_perf_line(line: &str) -> Option<PerfLine> {
         return None;
     }
     let obj: Map<String, Value> = serde_json::from_str(line).ok()?;
-    if obj.get("msg")?.as_str()? != "perf_trace" {
+    if obj.get(field::MSG)?.as_str()? != contract::MESSAGE {
         return None;
     }
     let mut out = PerfLine {
-        endpoint: obj.get("endpoint")?.as_str()?.to_owned(),
+        endpoint: obj.get(field::ENDPOINT)?.as_str()?.to_owned(),
         ..PerfLine::default()
     };
-    let mut db = DbFigures::default();
+    let mut db = LinePoolFigures::default();
     let mut has_db = false;
     for (key, value) in &obj {
         match key.as_str() {
-            "time" | "level" | "msg" | "component" | "subsystem" | "endpoint" => {}
-            "elapsed_us" => out.elapsed_us = uint(value)?,
-            "authz_store_calls" => out.authz_store_calls = uint(value)?,
-            "authz_store_us" => out.authz_store_us = uint(value)?,
-            "audit_records" => out.decisions.records = uint(value)?,
-            "audit_allow" => out.decisions.allow = uint(value)?,
-            "audit_deny" => out.decisions.deny = uint(value)?,
-            "audit_other" => out.decisions.other = uint(value)?,
-            "audit_emit_us" => out.decisions.emit_us = uint(value)?,
-            "sse_events" => out.sse_events = uint(value)?,
-            "db_wait_count" | "db_wait_us" | "db_in_use" | "db_open" => {
+            field::TIME
+            | field::LEVEL
+            | field::MSG
+            | field::COMPONENT
+            | field::SUBSYSTEM
+            | field::ENDPOINT => {}
+            field::ELAPSED_US => out.elapsed_us = uint(value)?,
+            field::AUTHZ_STORE_CALLS => out.authz_store_calls = uint(value)?,
+            field::AUTHZ_STORE_US => out.authz_store_us = uint(value)?,
+            field::AUDIT_RECORDS => out.decisions.records = uint(value)?,
+            field::AUDIT_ALLOW => out.decisions.allow = uint(value)?,
+            field::AUDIT_DENY => out.decisions.deny = uint(value)?,
+            field::AUDIT_OTHER => out.decisions.other = uint(value)?,
+            field::AUDIT_EMIT_US => out.decisions.emit_us = uint(value)?,
+            field::SSE_EVENTS => out.sse_events = uint(value)?,
+            field::DB_WAIT_COUNT | field::DB_WAIT_US | field::DB_IN_USE | field::DB_OPEN => {
                 let v = uint(value)?;
                 has_db = true;
                 match key.as_str() {
-                    "db_wait_count" => db.wait_count = v,
-                    "db_wait_us" => db.wait_us = v,
-                    "db_in_use" => db.in_use = v,
+                    field::DB_WAIT_COUNT => db.wait_count = v,
+                    field::DB_WAIT_US => db.wait_us = v,
+                    field::DB_IN_USE => db.in_use = v,
                     _ => db.open = v,
                 }
             }
-            "sse_stage" => out.sse_stage = Some(string(value)?),
-            "method" => out.method = string(value)?,
-            "request_id" => {
+            field::SSE_STAGE => out.sse_stage = Some(string(value)?),
+            field::METHOD => out.method = string(value)?,
+            field::REQUEST_ID => {
                 let id = string(value)?;
                 out.request_id = (!id.is_empty()).then_some(id);
             }
             other => {
-                if let Some(rest) = other.strip_prefix("phase_") {
+                if let Some(rest) = other.strip_prefix(field::PHASE_PREFIX) {
                     if let Some((name, is_us)) = split_figure(rest) {
                         put(&mut out.phases, name, is_us, uint(value)?);
                     }
-                } else if let Some(rest) = other.strip_prefix("store_") {
+                } else if let Some(rest) = other.strip_prefix(field::STORE_PREFIX) {
                     if let Some((name, is_us)) = split_figure(rest) {
                         put(&mut out.store_calls, name, is_us, uint(value)?);
                     }
@@ -213,14 +186,7 @@ pub fn parse_perf_line(line: &str) -> Option<PerfLine> {
 }
 
 fn pairs(map: &BTreeMap<String, CountUs>, value: impl Fn(&CountUs) -> u64) -> String {
-    let mut s = String::new();
-    for (i, (name, stat)) in map.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        let _ = write!(s, "{name}={}", value(stat));
-    }
-    s
+    contract::pairs_value(map.iter().map(|(name, stat)| (name.as_str(), value(stat))))
 }
 
 impl PerfLine {
@@ -235,26 +201,20 @@ impl PerfLine {
                 m.insert(name.to_owned(), value);
             }
         };
-        put(HEADER_ENDPOINT, self.endpoint.clone());
-        put(HEADER_PHASES, pairs(&self.phases, |s| s.us));
-        put(HEADER_PHASE_COUNTS, pairs(&self.phases, |s| s.count));
-        put(HEADER_STORE_CALLS, pairs(&self.store_calls, |s| s.count));
-        put(HEADER_STORE_US, pairs(&self.store_calls, |s| s.us));
+        put(header::ENDPOINT, self.endpoint.clone());
+        put(header::PHASES, pairs(&self.phases, |s| s.us));
+        put(header::PHASE_COUNTS, pairs(&self.phases, |s| s.count));
+        put(header::STORE_CALLS, pairs(&self.store_calls, |s| s.count));
+        put(header::STORE_US, pairs(&self.store_calls, |s| s.us));
         let d = &self.decisions;
         put(
-            HEADER_DECISIONS,
-            format!(
-                "count={},allow={},deny={},other={},audit_us={}",
-                d.records, d.allow, d.deny, d.other, d.emit_us
-            ),
+            header::DECISIONS,
+            contract::decisions_value(d.records, d.allow, d.deny, d.other, d.emit_us),
         );
         if let Some(db) = &self.db {
             put(
-                HEADER_DB,
-                format!(
-                    "wait_count={},wait_us={},in_use={},open={}",
-                    db.wait_count, db.wait_us, db.in_use, db.open
-                ),
+                header::DB,
+                contract::db_value(db.wait_count, db.wait_us, db.in_use, db.open),
             );
         }
         m
@@ -321,16 +281,17 @@ pub fn read_perf_log(path: &Path) -> anyhow::Result<HashMap<String, PerfLine>> {
 
 /// Whether a response header name is a trace header (`X-Scion-Perf-*`, any case).
 pub fn is_perf_header(name: &str) -> bool {
-    name.len() > PERF_HEADER_PREFIX.len()
-        && name.is_char_boundary(PERF_HEADER_PREFIX.len())
-        && name[..PERF_HEADER_PREFIX.len()].eq_ignore_ascii_case(PERF_HEADER_PREFIX)
+    let prefix = contract::HEADER_PREFIX;
+    name.len() > prefix.len()
+        && name.is_char_boundary(prefix.len())
+        && name[..prefix.len()].eq_ignore_ascii_case(prefix)
 }
 
 /// The canonical spelling of a trace header name as received (HTTP/1 header
 /// names arrive lower-cased): the known names as the hub documents them
 /// (`X-Scion-Perf-DB`), any other as `Title-Case`.
 pub fn canonical_header_name(name: &str) -> String {
-    if let Some(known) = PERF_HEADERS.iter().find(|h| h.eq_ignore_ascii_case(name)) {
+    if let Some(known) = header::ALL.iter().find(|h| h.eq_ignore_ascii_case(name)) {
         return (*known).to_owned();
     }
     name.split('-')
@@ -351,8 +312,8 @@ pub fn canonical_header_name(name: &str) -> String {
 mod tests {
     use super::*;
 
-    /// The example line of the hub's guide (a member listing a 25-agent project).
-    const GUIDE_LINE: &str = r#"{"time":"2026-01-01T00:00:00.000000000Z","level":"INFO","msg":"perf_trace","component":"scion-hub","subsystem":"hub.perf-trace","endpoint":"agents.project.legacy","elapsed_us":557495,"phase_capabilities_us":484223,"phase_capabilities_n":1,"phase_enrich_us":43829,"phase_enrich_n":1,"phase_list_db_read_us":16435,"phase_list_db_read_n":2,"phase_list_read_authz_us":2695,"phase_list_read_authz_n":2,"phase_list_scope_authz_us":1793,"phase_list_scope_authz_n":1,"phase_scope_capabilities_us":125,"phase_scope_capabilities_n":1,"phase_serialize_us":2917,"phase_serialize_n":1,"store_GetEffectiveGroups_n":1,"store_GetEffectiveGroups_us":631,"store_GetRoleDefinitionsByIDs_n":1,"store_GetRoleDefinitionsByIDs_us":358,"store_GetUser_n":84,"store_GetUser_us":472801,"store_ListAccessConstraints_n":1,"store_ListAccessConstraints_us":303,"store_ListRoleBindingsForPrincipals_n":1,"store_ListRoleBindingsForPrincipals_us":340,"authz_store_calls":88,"authz_store_us":474434,"audit_records":255,"audit_allow":162,"audit_deny":93,"audit_other":0,"audit_emit_us":188,"db_wait_count":306,"db_wait_us":1887753,"db_in_use":1,"db_open":1,"method":"GET","request_id":"00000000-0000-4000-8000-000000000000"}"#;
+    /// The contract's example line (a member listing a 25-agent project).
+    const GUIDE_LINE: &str = contract::EXAMPLE_LINE;
 
     #[test]
     fn parses_the_guide_line() {
@@ -388,7 +349,7 @@ mod tests {
         );
         assert_eq!(
             l.db,
-            Some(DbFigures {
+            Some(LinePoolFigures {
                 wait_count: 306,
                 wait_us: 1887753,
                 in_use: 1,
@@ -441,9 +402,9 @@ mod tests {
         assert_eq!(l.request_id, None);
         let h = l.header_map();
         assert_eq!(h.len(), 2);
-        assert_eq!(h[HEADER_ENDPOINT], "other");
+        assert_eq!(h[header::ENDPOINT], "other");
         assert_eq!(
-            h[HEADER_DECISIONS],
+            h[header::DECISIONS],
             "count=0,allow=0,deny=0,other=0,audit_us=0"
         );
     }
