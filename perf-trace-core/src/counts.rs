@@ -98,8 +98,10 @@ pub struct CountsView {
     pub status: Option<u16>,
     /// Store calls, per method and in total.
     pub store_calls: StoreCallCounts,
-    /// Authorization decisions and their outcomes.
-    pub decisions: DecisionCounts,
+    /// Authorization decisions and their outcomes; left out of the text for
+    /// a schema without the decisions group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decisions: Option<DecisionCounts>,
     /// How many times each phase was entered, for phases entered at least
     /// once.
     pub phases: BTreeMap<&'static str, u64>,
@@ -110,6 +112,14 @@ pub struct CountsView {
     /// out of the text for other requests.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sse_stage: Option<&'static str>,
+    /// Counter values by line field (`<prefix>_<key>`, `<prefix>_<by>_<key>`),
+    /// for counters above zero; left out of the text when there are none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, u64>,
+    /// Timer entry counts by line field stem (`<prefix>_<key>`), for timers
+    /// entered at least once; left out of the text when there are none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub timers: BTreeMap<String, u64>,
 }
 
 /// Store calls of one request.
@@ -162,12 +172,12 @@ impl From<&Snapshot> for CountsView {
                     .map(|stat| (stat.name, stat.count))
                     .collect(),
             },
-            decisions: DecisionCounts {
+            decisions: snapshot.groups.decisions.then_some(DecisionCounts {
                 records: decisions.records,
                 allow: decisions.allow,
                 deny: decisions.deny,
                 other: decisions.other,
-            },
+            }),
             phases: snapshot
                 .phases
                 .iter()
@@ -175,6 +185,27 @@ impl From<&Snapshot> for CountsView {
                 .collect(),
             sse_events: snapshot.sse_events,
             sse_stage: snapshot.sse_stage.map(|stage| stage.as_str()),
+            counters: snapshot
+                .counters
+                .iter()
+                .flat_map(|set| {
+                    set.values.iter().map(|counter| {
+                        (
+                            format!("{}_{}", set.set.prefix, counter.rendered_name()),
+                            counter.value,
+                        )
+                    })
+                })
+                .collect(),
+            timers: snapshot
+                .timers
+                .iter()
+                .flat_map(|set| {
+                    set.stats
+                        .iter()
+                        .map(|stat| (format!("{}_{}", set.set.prefix, stat.name), stat.count))
+                })
+                .collect(),
         }
     }
 }

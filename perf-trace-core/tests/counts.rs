@@ -109,12 +109,15 @@ fn the_view_holds_every_count_sorted_by_key() {
         counts.store_calls.methods.into_iter().collect::<Vec<_>>(),
         [("GetUser", 1), ("ListThings", 1)]
     );
+    let decisions = counts
+        .decisions
+        .expect("the schema has the decisions group");
     assert_eq!(
         (
-            counts.decisions.records,
-            counts.decisions.allow,
-            counts.decisions.deny,
-            counts.decisions.other
+            decisions.records,
+            decisions.allow,
+            decisions.deny,
+            decisions.other
         ),
         (5, 3, 2, 0)
     );
@@ -193,4 +196,92 @@ async fn a_traced_response_adds_its_status() {
         CountsView::from(&response.snapshot).with_status(404)
     );
     assert_counts_snapshot!("not-found", &response);
+}
+
+/// A schema without decisions, with a counter set, a paired counter set and
+/// a timer set.
+mod sets {
+    use perf_trace_core::counts::CountsView;
+    use perf_trace_core::keys::{CounterSet, Groups, TimerSet};
+    use perf_trace_core::{count, count_by, count_n, time, KeySet, Recorder, Schema};
+
+    use super::{Endpoint, Phase, ThingStoreMethod};
+
+    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    #[key_set(counters, prefix = "cache")]
+    enum Cache {
+        Hit,
+        Miss,
+        Shared,
+    }
+
+    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    #[key_set(counters, prefix = "route", by = Endpoint)]
+    enum RouteCache {
+        Hit,
+        Miss,
+    }
+
+    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    #[key_set(counters, prefix = "authz")]
+    enum Batches {
+        Batches,
+        #[key(max)]
+        LargestBatch,
+    }
+
+    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    #[key_set(timers, prefix = "render")]
+    enum Render {
+        Page,
+        Row,
+    }
+
+    struct Plain;
+
+    impl Schema for Plain {
+        type Phase = Phase;
+        type StoreMethod = ThingStoreMethod;
+        type Endpoint = Endpoint;
+        const COUNTERS: &'static [CounterSet] = &[
+            CounterSet::of::<Cache>(),
+            CounterSet::of::<RouteCache>(),
+            CounterSet::of::<Batches>(),
+        ];
+        const TIMERS: &'static [TimerSet] = &[TimerSet::of::<Render>()];
+        const GROUPS: Groups = Groups::NONE;
+    }
+
+    #[test]
+    fn counters_and_timers_are_in_the_view_and_decisions_are_not() {
+        let recorder = Recorder::new::<Plain>();
+        recorder.in_scope(|| {
+            count(Cache::Hit);
+            count(Cache::Hit);
+            count(Cache::Shared);
+            count_by(Endpoint::ThingsList, RouteCache::Miss);
+            count(Batches::Batches);
+            count(Batches::Batches);
+            count_n(Batches::LargestBatch, 7);
+            count_n(Batches::LargestBatch, 3);
+            time(Render::Row, || ());
+            time(Render::Row, || ());
+        });
+        let counts = CountsView::from(&recorder.snapshot());
+        assert_eq!(counts.decisions, None);
+        assert_eq!(
+            counts.counters.into_iter().collect::<Vec<_>>(),
+            [
+                ("authz_batches".to_owned(), 2),
+                ("authz_largest_batch".to_owned(), 7),
+                ("cache_hit".to_owned(), 2),
+                ("cache_shared".to_owned(), 1),
+                ("route_things.list_miss".to_owned(), 1),
+            ]
+        );
+        assert_eq!(
+            counts.timers.into_iter().collect::<Vec<_>>(),
+            [("render_row".to_owned(), 2)]
+        );
+    }
 }
