@@ -840,6 +840,17 @@ async fn paging_and_a_live_update() {
             "return document.querySelectorAll('g.node-agent').length === 60",
         )
         .await;
+    // A creator link per agent, and the seeded delegation (the owner lends
+    // actions to the member) between their two users.
+    let links = browser
+        .js("return { creator: document.querySelectorAll('path.link-creator').length,
+                      delegation: document.querySelectorAll('path.link-delegation').length,
+                      fitted: document.querySelector('svg.agent-graph').getAttribute('viewBox') !== null };")
+        .await;
+    assert_eq!(
+        links,
+        json!({"creator": 60, "delegation": 1, "fitted": true})
+    );
     browser.screenshot("project-graph.png").await;
     browser
         .goto(&format!("{}/graph?project={}", hub.url, doc.project_id))
