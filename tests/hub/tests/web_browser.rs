@@ -699,6 +699,23 @@ async fn readiness_marks_on_and_off() {
         ["scion:ready:agents-data", "scion:ready:rows-list"]
     );
 
+    // A mark waiting for its frame is dropped when the load ends first: the
+    // page's own module, driven directly.
+    let dropped = browser
+        .js_async(
+            "const { ReadinessMarks } = await import('/assets/marks.js');
+             performance.clearMarks();
+             const marks = new ReadinessMarks(true);
+             marks.markNextFrame('scion:ready:graph', 'graph');
+             marks.endLoad();
+             marks.mark('scion:ready:agents-data', 'grid');
+             marks.mark('scion:ready:agents-data', 'grid');
+             await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+             return performance.getEntriesByType('mark').map((m) => m.name);",
+        )
+        .await;
+    assert_eq!(dropped, json!(["scion:ready:agents-data"]));
+
     // Off again: the next load calls nothing.
     set_readiness_marks(hub.hub.db(), false, 2).unwrap();
     browser.goto(&project).await;
