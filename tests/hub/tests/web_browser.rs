@@ -146,11 +146,18 @@ fn installed_browser(test: &str) -> Option<(PathBuf, PathBuf)> {
             driver.display()
         );
     }
-    eprintln!(
-        "{test}: skipped, no Chromium at {} or no chromedriver at {}",
-        chromium.display(),
-        driver.display()
-    );
+    // One line for the whole file, written past the test harness's capture
+    // so a developer sees it.
+    static NOTED: std::sync::Once = std::sync::Once::new();
+    NOTED.call_once(|| {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "web_browser: browser tests skipped (first: {test}): no Chromium at {} or no chromedriver at {}",
+            chromium.display(),
+            driver.display()
+        );
+    });
     None
 }
 
