@@ -306,6 +306,11 @@ impl Hub {
         &self.logger
     }
 
+    /// The log of refused credentials (the web client's sign-in adds to it).
+    pub fn failed_logins(&self) -> &FailedLogins {
+        &self.failed_logins
+    }
+
     /// The bearer-token signer (the web client's sign-in checks tokens with it).
     pub fn signer(&self) -> &TokenSigner {
         &self.signer

@@ -178,6 +178,15 @@ async fn only_a_users_session_token_starts_a_session() {
         assert_eq!(answer.status, status, "{}", answer.body);
         assert!(answer.cookie.is_none());
     }
+    // The refused token is logged like any refused credential, never itself.
+    let refusals: Vec<String> = hub
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains(hub_example::api::FAILED_LOGIN_MESSAGE))
+        .collect();
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert!(refusals[0].contains("credential_sha256_prefix"));
+    assert!(!refusals[0].contains("scb1.bad.token"));
     // Without the client header, sign-in is refused as cross-site.
     let forged = send(
         &web,
