@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod agents;
 pub mod auth;
+pub mod delegations;
 mod error;
 pub mod events;
 mod failed_logins;
@@ -10,6 +11,7 @@ mod guards;
 mod lazy_json;
 mod limits;
 pub mod params;
+pub mod profiling;
 pub mod public;
 
 pub use error::{method_not_allowed, not_found, ApiError};
