@@ -276,6 +276,7 @@ async fn the_gcp_switch_renames_the_message_key_everywhere() {
         Settings {
             perf_trace: true,
             gcp_logs: true,
+            ..Settings::default()
         },
     );
     hub.get("/healthz", None).await;
