@@ -482,3 +482,140 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
         Ok(ListScope::Projects(allowed))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authz::{AgentPrincipal, AuditLog, ChannelAuditSink, Credential, UserPrincipal};
+    use crate::db::{Db, OpenMode, PoolOptions};
+    use crate::keys::HubSchema;
+    use crate::listing::{self, ListRequest, ListShape, ListTarget, View};
+    use crate::seed::{seed, SeedDocument, SeedOptions};
+    use crate::store::agent_rows::{read_agents, RowQuery, RowScope};
+    use crate::store::{CountedAuthzStore, SqliteStore};
+    use perf_trace_core::Recorder;
+
+    fn seeded(dir: &std::path::Path) -> (Db, SeedDocument) {
+        let path = dir.join("hub.db");
+        let doc = seed(&SeedOptions {
+            db_path: path.clone(),
+            session_secret: "s".into(),
+            agents: 30,
+            project_slug: "batch".into(),
+            rand_seed: 42,
+        })
+        .unwrap();
+        let db = Db::open(&path, OpenMode::MustExist, PoolOptions::default()).unwrap();
+        (db, doc)
+    }
+
+    fn callers(doc: &SeedDocument, agent: &Agent) -> Vec<Principal> {
+        let user = |id: &str, admin, credential| {
+            Principal::User(UserPrincipal {
+                id: Id::from(id),
+                is_platform_admin: admin,
+                credential,
+            })
+        };
+        let limited = |project: &str| Credential::AccessToken {
+            project_id: Id::from(project),
+        };
+        vec![
+            user(&doc.owner_user_id, false, Credential::Session),
+            user(&doc.member_user_id, false, Credential::Session),
+            user(&doc.member_user_id, false, limited(&doc.project_id)),
+            user(&doc.member_user_id, false, limited(&doc.other_project_id)),
+            user(&doc.admin_user_id, true, Credential::Session),
+            user(&doc.admin_user_id, true, limited(&doc.other_project_id)),
+            Principal::Agent(AgentPrincipal {
+                id: agent.id.clone(),
+                project_id: agent.project_id.clone(),
+            }),
+        ]
+    }
+
+    fn decisions(log: &AuditLog) -> Vec<(Action, Resource, AuditOutcome)> {
+        // The drain thread takes records in asynchronously.
+        for _ in 0..400 {
+            if log.received() == log.sent() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        log.recent()
+            .into_iter()
+            .map(|r| (r.action, r.resource, r.outcome))
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_decides_as_one_call_per_agent_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, doc) = seeded(dir.path());
+        let store = SqliteStore::new(db.clone());
+        let every_agent = read_agents(
+            &db,
+            &RowQuery {
+                scope: &RowScope::All,
+                ids: None,
+                page: None,
+            },
+        )
+        .unwrap()
+        .agents;
+        assert!(every_agent.len() > 30, "both projects");
+        let actions = Action::ALL;
+        for principal in callers(&doc, &every_agent[0]) {
+            let (batch_sink, batch_log) = ChannelAuditSink::start(8_192, 8_192);
+            let batch = Authorizer::new(&store, &batch_sink, &principal)
+                .agents_batch(&every_agent, &actions)
+                .unwrap();
+            let (one_sink, one_log) = ChannelAuditSink::start(8_192, 8_192);
+            let one_by_one = Authorizer::new(&store, &one_sink, &principal);
+            for (agent, allowed) in every_agent.iter().zip(&batch) {
+                for action in actions {
+                    assert_eq!(
+                        allowed.contains(action),
+                        one_by_one.allow_agent(action, agent).unwrap(),
+                        "{principal:?} {action:?} {}",
+                        agent.id
+                    );
+                }
+            }
+            // The same records, one per decision, in the same order.
+            let (batched, one_by_one) = (decisions(&batch_log), decisions(&one_log));
+            assert!(batched == one_by_one, "{principal:?}");
+            assert_eq!(batch_log.sent(), (every_agent.len() * actions.len()) as u64);
+        }
+    }
+
+    #[test]
+    fn a_full_list_decides_in_three_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, doc) = seeded(dir.path());
+        let store = CountedAuthzStore::new(SqliteStore::new(db.clone()));
+        let (sink, _log) = ChannelAuditSink::start(16_384, 0);
+        let member = Principal::User(UserPrincipal {
+            id: Id::from(doc.member_user_id.as_str()),
+            is_platform_admin: false,
+            credential: Credential::Session,
+        });
+        let request = ListRequest {
+            target: ListTarget::Project(Id::from(doc.project_id.as_str())),
+            shape: ListShape::Legacy,
+            view: View::Full,
+        };
+        let recorder = Recorder::new::<HubSchema>();
+        let view = recorder.in_scope(|| {
+            let authz = Authorizer::new(&store, &sink, &member);
+            listing::list_agents(&authz, &db, &request).unwrap()
+        });
+        let listed = view.agents.len() as u64;
+        assert!(listed > 0);
+        let snapshot = recorder.snapshot();
+        // Read over the page, capabilities (five actions) and
+        // messageability over the readable agents.
+        assert_eq!(snapshot.counter(AuthzBatch::Count), 3);
+        assert_eq!(snapshot.counter(AuthzBatch::Largest), 5 * listed);
+    }
+}
