@@ -56,7 +56,7 @@ pub struct CacheKey {
     /// The cached route.
     pub route: CacheRoute,
     /// The id in the path (the project of a project list, the agent of an
-    /// agent read), as sent.
+    /// agent read), once parsed.
     pub path_id: Option<String>,
     /// The query, normalized by [`normalize_query`].
     pub query: String,
