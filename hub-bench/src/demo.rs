@@ -257,9 +257,11 @@ pub async fn start_hub(
         db,
         HubOptions {
             session_secret: session_secret.into(),
+            // The demo measures each request's own work: no response cache.
             settings: Settings {
                 perf_trace,
                 gcp_logs: false,
+                cache: hub_example::cache::CacheSettings::disabled(),
             },
             log: writer,
         },

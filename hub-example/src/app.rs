@@ -29,6 +29,7 @@ use crate::api::{
     method_not_allowed, not_found, panic_response, profiling, public, FailedLogins, StreamLimiter,
 };
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
+use crate::cache::ResponseCache;
 use crate::db::Db;
 use crate::events::EventBus;
 use crate::limits::ServerLimits;
@@ -74,7 +75,10 @@ pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
 ) -> Router {
     let routes: Router = Router::new()
         .route("/healthz", get(public::healthz))
-        .route("/api/v1/settings/public", get(public::public_settings))
+        .route(
+            "/api/v1/settings/public",
+            get(public::public_settings::<S, A>),
+        )
         .route(
             "/api/v1/projects/{id}/agents",
             get(agents::project_agents::<S, A>),
@@ -99,6 +103,7 @@ pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
             "/api/v1/admin/profiling",
             put(profiling::put_profiling::<S, A>),
         )
+        .route("/api/v1/admin/cache", get(admin::get_cache::<S, A>))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone());
@@ -149,6 +154,7 @@ pub struct Hub {
     db: Db,
     bus: EventBus,
     audit_log: AuditLog,
+    cache: ResponseCache,
     perf_trace: bool,
     store_type: &'static str,
     audit_type: &'static str,
@@ -186,15 +192,16 @@ impl Hub {
         let (sink, audit_log) = ChannelAuditSink::start(AUDIT_CHANNEL, AUDIT_RECENT);
         let store = SqliteStore::new(db.clone());
         let perf_trace = options.settings.perf_trace;
+        let cache = ResponseCache::new(options.settings.cache);
 
         fn assemble<S: AuthzStore, A: AuditEmitter>(
             store: S,
             audit: A,
-            parts: (Db, EventBus, TokenSigner, Option<Router>),
+            parts: (Db, EventBus, TokenSigner, Option<Router>, ResponseCache),
             trace: Option<HubTraceLayer>,
         ) -> (Router, &'static str, &'static str) {
-            let (db, bus, signer, extra) = parts;
-            let state = AppState::new(store, audit, db, bus, signer);
+            let (db, bus, signer, extra, cache) = parts;
+            let state = AppState::new(store, audit, db, bus, signer).with_cache(cache);
             (
                 build_router_with(state, trace, extra),
                 std::any::type_name::<S>(),
@@ -202,7 +209,13 @@ impl Hub {
             )
         }
 
-        let parts = (db.clone(), bus.clone(), signer.clone(), extra);
+        let parts = (
+            db.clone(),
+            bus.clone(),
+            signer.clone(),
+            extra,
+            cache.clone(),
+        );
         let (router, store_type, audit_type) = if perf_trace {
             logger.warn(PERF_TRACE_WARNING, &[("setting", PERF_TRACE_KEY.into())]);
             let layer = trace_layer(&logger, db.pool_stats());
@@ -226,6 +239,7 @@ impl Hub {
             db,
             bus,
             audit_log,
+            cache,
             perf_trace,
             store_type,
             audit_type,
@@ -289,6 +303,11 @@ impl Hub {
     /// The audit pipeline's figures.
     pub fn audit_log(&self) -> &AuditLog {
         &self.audit_log
+    }
+
+    /// The response cache (its settings, stamps and outcome totals).
+    pub fn cache(&self) -> &ResponseCache {
+        &self.cache
     }
 
     /// The event bus.

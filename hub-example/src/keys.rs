@@ -5,6 +5,7 @@
 //! classes carry their dotted names, and store methods come from
 //! `#[counted_store]` on [`AuthzStore`](crate::store::AuthzStore).
 
+use perf_trace_core::keys::CounterSet;
 use perf_trace_core::{KeySet, Schema};
 
 use crate::store::AuthzStoreMethod;
@@ -65,6 +66,55 @@ pub enum EndpointClass {
     SseEvents,
 }
 
+/// The routes whose responses the Hub caches (see [`crate::cache`]): the
+/// set [`CacheOutcome`] is counted by, and the rows of
+/// `GET /api/v1/admin/cache`. Nothing classifies requests by it; it is an
+/// endpoint set because its keys are classes of request, and such a set
+/// names a default, here simply the first route.
+#[derive(KeySet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[key_set(endpoints)]
+pub enum CacheRoute {
+    /// `GET /api/v1/settings/public`.
+    #[key(default, rename = "settings.public")]
+    SettingsPublic,
+    /// `GET /api/v1/projects/{id}/agents`, every shape.
+    #[key(rename = "agents.project")]
+    AgentsProject,
+    /// `GET /api/v1/agents`, every shape.
+    #[key(rename = "agents.global")]
+    AgentsGlobal,
+    /// `GET /api/v1/agents/{id}`.
+    #[key(rename = "agents.by_id")]
+    AgentsById,
+}
+
+/// How the response cache answered a request of a cached route, per route:
+/// `cache_<route>_<outcome>` on the line (`cache_agents.project_hit`).
+#[derive(KeySet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[key_set(counters, prefix = "cache", by = CacheRoute)]
+pub enum CacheOutcome {
+    /// From a stored entry: no store call, no decision.
+    Hit,
+    /// Computed by this request (and stored when it was a 200).
+    Miss,
+    /// Joined another request's computation in flight.
+    Shared,
+}
+
+/// Batched authorization: the agent lists decide a page in one batch per
+/// question (read, capabilities, messageability) instead of one call per
+/// agent. `authz_batch_count` batches, `authz_batch_largest` the most
+/// decisions one batch made.
+#[derive(KeySet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[key_set(counters, prefix = "authz_batch")]
+pub enum AuthzBatch {
+    /// Batches decided.
+    Count,
+    /// Decisions in the largest batch.
+    #[key(max)]
+    Largest,
+}
+
 /// The Hub's schema: what one request's recorder holds.
 #[derive(Debug, Clone, Copy)]
 pub struct HubSchema;
@@ -74,6 +124,10 @@ impl Schema for HubSchema {
     type StoreMethod = AuthzStoreMethod;
     type Endpoint = EndpointClass;
     const SERIALIZE: Option<Phase> = Some(Phase::Serialize);
+    const COUNTERS: &'static [CounterSet] = &[
+        CounterSet::of::<CacheOutcome>(),
+        CounterSet::of::<AuthzBatch>(),
+    ];
 }
 
 /// Query parameters that turn a legacy full list into a sorted page.

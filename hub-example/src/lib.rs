@@ -18,6 +18,7 @@
 pub mod api;
 pub mod app;
 pub mod authz;
+pub mod cache;
 pub mod cli;
 pub mod clock;
 pub mod db;

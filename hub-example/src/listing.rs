@@ -242,7 +242,8 @@ pub fn list_db_read(
     Ok(read_agents(db, &query)?)
 }
 
-/// Keeps the agents the caller may read (one decision per agent).
+/// Keeps the agents the caller may read (one decision per agent, the page
+/// in one batch).
 #[traced_phase(Phase::ListReadAuthz)]
 pub fn list_read_authz<S, A>(
     authz: &Authorizer<'_, S, A>,
@@ -257,13 +258,13 @@ where
     projects.sort();
     projects.dedup();
     authz.memo().constraints(&projects)?;
-    let mut readable = Vec::with_capacity(agents.len());
-    for agent in agents {
-        if authz.allow_agent(Action::AgentRead, &agent)? {
-            readable.push(agent);
-        }
-    }
-    Ok(readable)
+    let decisions = authz.agents_batch(&agents, &[Action::AgentRead])?;
+    Ok(agents
+        .into_iter()
+        .zip(decisions)
+        .filter(|(_, allowed)| allowed.contains(Action::AgentRead))
+        .map(|(agent, _)| agent)
+        .collect())
 }
 
 /// The display names of the agents' creators (one user read per distinct creator).
@@ -283,7 +284,8 @@ where
         .collect())
 }
 
-/// What the caller may do with each agent (one decision per agent and action).
+/// What the caller may do with each agent (one decision per agent and
+/// action, the page in one batch).
 #[traced_phase(Phase::Capabilities)]
 pub fn capabilities<S, A>(
     authz: &Authorizer<'_, S, A>,
@@ -293,18 +295,15 @@ where
     S: AuthzStore + ?Sized,
     A: AuditEmitter + ?Sized,
 {
-    agents
-        .iter()
-        .map(|agent| {
-            let mut caps = authz.agent_permissions(agent, &AGENT_CAPABILITIES)?;
-            caps.insert(Action::AgentRead);
-            Ok(caps)
-        })
-        .collect()
+    let mut capabilities = authz.agents_batch(agents, &AGENT_CAPABILITIES)?;
+    for caps in &mut capabilities {
+        caps.insert(Action::AgentRead);
+    }
+    Ok(capabilities)
 }
 
 /// Whether each agent can be messaged by the caller now: allowed to message
-/// it, and the agent is running.
+/// it (the page in one batch), and the agent is running.
 #[traced_phase(Phase::Messageability)]
 pub fn messageability<S, A>(
     authz: &Authorizer<'_, S, A>,
@@ -314,13 +313,14 @@ where
     S: AuthzStore + ?Sized,
     A: AuditEmitter + ?Sized,
 {
-    agents
+    let decisions = authz.agents_batch(agents, &[Action::AgentMessage])?;
+    Ok(agents
         .iter()
-        .map(|agent| {
-            Ok(authz.allow_agent(Action::AgentMessage, agent)?
-                && agent.phase == AgentPhase::Running)
+        .zip(decisions)
+        .map(|(agent, allowed)| {
+            allowed.contains(Action::AgentMessage) && agent.phase == AgentPhase::Running
         })
-        .collect()
+        .collect())
 }
 
 /// What the caller may do in the list's scope, and its membership there.

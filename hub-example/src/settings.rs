@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use crate::cache::CacheSettings;
+
 /// The environment variable that turns tracing on or off.
 pub const PERF_TRACE_ENV: &str = "SCION_SERVER_HUB_PERFTRACE";
 /// The environment variable that selects the GCP log format.
@@ -19,6 +21,9 @@ pub struct Settings {
     pub perf_trace: bool,
     /// GCP log format (`message` instead of `msg`).
     pub gcp_logs: bool,
+    /// The response cache: on or off, a TTL per route
+    /// ([`crate::cache::CacheSettings`]).
+    pub cache: CacheSettings,
 }
 
 /// A setting that could not be read.
@@ -46,12 +51,18 @@ pub enum SettingsError {
         /// The setting or variable.
         name: &'static str,
     },
+    /// A value is not a whole number of milliseconds.
+    #[error("{name} must be a whole number of milliseconds")]
+    NotMillis {
+        /// The setting or variable.
+        name: String,
+    },
     /// A timeout or cap is not a valid value.
     #[error(transparent)]
     Limit(#[from] crate::limits::LimitError),
 }
 
-fn parse_bool(text: &str, name: &'static str) -> Result<bool, SettingsError> {
+pub(crate) fn parse_bool(text: &str, name: &'static str) -> Result<bool, SettingsError> {
     match text.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Ok(true),
         "false" | "0" | "no" | "off" | "" => Ok(false),
@@ -135,6 +146,7 @@ impl Settings {
         if let Some(v) = env(GCP_LOG_ENV) {
             settings.gcp_logs = parse_bool(&v, GCP_LOG_ENV)?;
         }
+        settings.cache = CacheSettings::load(config, &env)?;
         Ok(settings)
     }
 
@@ -192,7 +204,8 @@ mod tests {
             Settings::load(None, env).unwrap(),
             Settings {
                 perf_trace: true,
-                gcp_logs: true
+                gcp_logs: true,
+                ..Settings::default()
             }
         );
     }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::authz::AuditEmitter;
+use crate::cache::{CacheSettings, ResponseCache};
 use crate::db::Db;
 use crate::events::EventBus;
 use crate::store::AuthzStore;
@@ -18,21 +19,25 @@ struct Shared<S, A> {
 }
 
 /// What every handler reads: the authorization store `S`, the audit
-/// emitter `A`, the database, the event bus and the token signer.
+/// emitter `A`, the database, the event bus, the token signer and the
+/// response cache.
 pub struct AppState<S, A> {
     shared: Arc<Shared<S, A>>,
+    cache: ResponseCache,
 }
 
 impl<S, A> Clone for AppState<S, A> {
     fn clone(&self) -> Self {
         AppState {
             shared: Arc::clone(&self.shared),
+            cache: self.cache.clone(),
         }
     }
 }
 
 impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
-    /// State over these parts.
+    /// State over these parts, with the response cache off (every request
+    /// computes its response); [`AppState::with_cache`] sets one.
     pub fn new(store: S, audit: A, db: Db, bus: EventBus, signer: TokenSigner) -> Self {
         AppState {
             shared: Arc::new(Shared {
@@ -42,7 +47,19 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
                 bus,
                 signer,
             }),
+            cache: ResponseCache::new(CacheSettings::disabled()),
         }
+    }
+
+    /// The same state with `cache` as its response cache.
+    pub fn with_cache(mut self, cache: ResponseCache) -> Self {
+        self.cache = cache;
+        self
+    }
+
+    /// The response cache.
+    pub fn cache(&self) -> &ResponseCache {
+        &self.cache
     }
 
     /// The authorization store.

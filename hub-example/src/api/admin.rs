@@ -188,10 +188,31 @@ pub async fn put_server_config<S: AuthzStore, A: AuditEmitter>(
             .map(|(k, v)| (k.clone(), v.to_string()))
             .collect();
         writes::put_hub_settings(state.db(), &stored, crate::clock::now_ms())?;
+        // A hub setting can change any decision (the creator role): no
+        // cached response is found again.
+        state.cache().generations().everything_changed();
         Ok(settings.into_iter().map(|(k, _)| k).collect::<Vec<_>>())
     })
     .await??;
     Ok(Json(json!({ "updated": keys })).into_response())
+}
+
+/// `GET /api/v1/admin/cache`: per cached route, its TTL and its hits,
+/// misses and shared computations since start, with the hit rate
+/// (administrators only).
+pub async fn get_cache<S: AuthzStore, A: AuditEmitter>(
+    State(state): State<AppState<S, A>>,
+    Extension(principal): Extension<Principal>,
+) -> Result<Response, ApiError> {
+    let report = perf_trace_core::spawn_blocking(move || {
+        let authz = Authorizer::new(state.store(), state.audit(), &principal);
+        if !authz.allow_hub_admin()? {
+            return Err(ApiError::forbidden());
+        }
+        Ok(state.cache().report())
+    })
+    .await??;
+    Ok(Json(report).into_response())
 }
 
 #[cfg(test)]

@@ -7,10 +7,13 @@ use axum::Extension;
 use bytes::Bytes;
 use serde::Deserialize;
 
+use super::cached::respond;
 use super::params::{parse_id, parse_id_list, parse_view, Params};
 use super::{ApiError, LazyJson};
 use crate::authz::{Action, AuditEmitter, Authorizer, Principal};
+use crate::cache::{normalize_query, CacheKey, CallerKey};
 use crate::events::HubEvent;
+use crate::keys::CacheRoute;
 use crate::listing::{self, ListRequest, ListShape, ListTarget};
 use crate::model::{AgentActivity, AgentPhase};
 use crate::paging::PageRequest;
@@ -47,17 +50,39 @@ fn shape(params: &Params, allow_ids: bool) -> Result<ListShape, ApiError> {
     Ok(ListShape::Page(page))
 }
 
+/// The cache key of a request of `route` by `principal`, showing what
+/// `stamp` covers.
+fn cache_key(
+    route: CacheRoute,
+    path_id: Option<&crate::model::Id>,
+    query: Option<&str>,
+    principal: &Principal,
+    stamp: (u64, u64),
+) -> CacheKey {
+    CacheKey {
+        route,
+        path_id: path_id.map(|id| id.to_string()),
+        query: normalize_query(query),
+        caller: CallerKey::from(principal),
+        stamp,
+    }
+}
+
 async fn run_list<S: AuthzStore, A: AuditEmitter>(
     state: AppState<S, A>,
     principal: Principal,
     request: ListRequest,
+    key: CacheKey,
 ) -> Result<Response, ApiError> {
-    let view = perf_trace_core::spawn_blocking(move || {
-        let authz = Authorizer::new(state.store(), state.audit(), &principal);
-        listing::list_agents(&authz, state.db(), &request)
+    let cache = state.cache().clone();
+    respond(&cache, key, || async move {
+        Ok(perf_trace_core::spawn_blocking(move || {
+            let authz = Authorizer::new(state.store(), state.audit(), &principal);
+            listing::list_agents(&authz, state.db(), &request)
+        })
+        .await??)
     })
-    .await??;
-    Ok(LazyJson::new(view).into_response())
+    .await
 }
 
 /// `GET /api/v1/projects/{id}/agents`: the full list, a sorted page
@@ -70,12 +95,20 @@ pub async fn project_agents<S: AuthzStore, A: AuditEmitter>(
 ) -> Result<Response, ApiError> {
     let project = path_id(path, "project")?;
     let params = Params::parse(query.as_deref());
+    let stamp = state.cache().generations().of_scope(&project);
+    let key = cache_key(
+        CacheRoute::AgentsProject,
+        Some(&project),
+        query.as_deref(),
+        &principal,
+        stamp,
+    );
     let request = ListRequest {
         target: ListTarget::Project(project),
         shape: shape(&params, true)?,
         view: parse_view(params.single("view")?)?,
     };
-    run_list(state, principal, request).await
+    run_list(state, principal, request, key).await
 }
 
 /// `GET /api/v1/agents`: every agent the caller may list, or one project's
@@ -95,7 +128,16 @@ pub async fn global_agents<S: AuthzStore, A: AuditEmitter>(
         shape: shape(&params, false)?,
         view: parse_view(params.single("view")?)?,
     };
-    run_list(state, principal, request).await
+    // Any agent write moves this stamp: a global list shows every project.
+    let stamp = state.cache().generations().of_all_agents();
+    let key = cache_key(
+        CacheRoute::AgentsGlobal,
+        None,
+        query.as_deref(),
+        &principal,
+        stamp,
+    );
+    run_list(state, principal, request, key).await
 }
 
 /// `GET /api/v1/agents/{id}`.
@@ -105,29 +147,35 @@ pub async fn get_agent<S: AuthzStore, A: AuditEmitter>(
     path: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
     let id = path_id(path, "agent")?;
-    let view = perf_trace_core::spawn_blocking(move || {
-        let authz = Authorizer::new(state.store(), state.audit(), &principal);
-        let agent = authz
-            .memo()
-            .agent(&id)?
-            .ok_or_else(|| ApiError::not_found("agent"))?;
-        if !authz.allow_agent(Action::AgentRead, &agent)? {
-            return Err(ApiError::forbidden());
-        }
-        let agents = [agent.as_ref().clone()];
-        let creators = listing::enrich(&authz, &agents)?;
-        let caps = listing::capabilities(&authz, &agents)?;
-        let messageable = listing::messageability(&authz, &agents)?;
-        let [agent] = agents;
-        Ok(listing::full_view(
-            agent,
-            &creators,
-            caps[0],
-            messageable[0],
-        ))
+    // The handler reads no query, so the key has none.
+    let stamp = state.cache().generations().of_scope(&id);
+    let key = cache_key(CacheRoute::AgentsById, Some(&id), None, &principal, stamp);
+    let cache = state.cache().clone();
+    respond(&cache, key, || async move {
+        perf_trace_core::spawn_blocking(move || {
+            let authz = Authorizer::new(state.store(), state.audit(), &principal);
+            let agent = authz
+                .memo()
+                .agent(&id)?
+                .ok_or_else(|| ApiError::not_found("agent"))?;
+            if !authz.allow_agent(Action::AgentRead, &agent)? {
+                return Err(ApiError::forbidden());
+            }
+            let agents = [agent.as_ref().clone()];
+            let creators = listing::enrich(&authz, &agents)?;
+            let caps = listing::capabilities(&authz, &agents)?;
+            let messageable = listing::messageability(&authz, &agents)?;
+            let [agent] = agents;
+            Ok(listing::full_view(
+                agent,
+                &creators,
+                caps[0],
+                messageable[0],
+            ))
+        })
+        .await?
     })
-    .await??;
-    Ok(LazyJson::new(view).into_response())
+    .await
 }
 
 #[derive(Deserialize)]
@@ -175,6 +223,12 @@ pub async fn put_status<S: AuthzStore, A: AuditEmitter>(
         )?
         .ok_or_else(|| ApiError::not_found("agent"))?;
         bus.publish(HubEvent::agent_status(&updated));
+        // Committed: cached reads of the agent, of its project's lists and
+        // of the global lists are not found again.
+        state
+            .cache()
+            .generations()
+            .agent_changed(&updated.id, &updated.project_id);
         Ok(updated)
     })
     .await??;

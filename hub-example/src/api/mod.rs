@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod agents;
 pub mod auth;
+mod cached;
 pub mod delegations;
 mod error;
 pub mod events;

@@ -1,7 +1,17 @@
 //! Unauthenticated endpoints: health and public settings.
 
+use axum::extract::State;
+use axum::response::Response;
 use axum::Json;
 use serde_json::{json, Value};
+
+use super::cached::respond;
+use super::ApiError;
+use crate::authz::AuditEmitter;
+use crate::cache::{CacheKey, CallerKey};
+use crate::keys::CacheRoute;
+use crate::state::AppState;
+use crate::store::AuthzStore;
 
 /// The Hub's version, as `GET /api/v1/settings/public` reports it.
 pub const HUB_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -12,6 +22,20 @@ pub async fn healthz() -> Json<Value> {
 }
 
 /// `GET /api/v1/settings/public`: what any client may know about the Hub.
-pub async fn public_settings() -> Json<Value> {
-    Json(json!({ "name": "scion-hub", "version": HUB_VERSION }))
+/// The same for every caller and every query, so cached under one key.
+pub async fn public_settings<S: AuthzStore, A: AuditEmitter>(
+    State(state): State<AppState<S, A>>,
+) -> Result<Response, ApiError> {
+    let cache = state.cache();
+    let key = CacheKey {
+        route: CacheRoute::SettingsPublic,
+        path_id: None,
+        query: String::new(),
+        caller: CallerKey::Anyone,
+        stamp: cache.generations().of_nothing(),
+    };
+    respond(cache, key, || async {
+        Ok(json!({ "name": "scion-hub", "version": HUB_VERSION }))
+    })
+    .await
 }

@@ -15,11 +15,13 @@
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeSet, HashMap};
+use std::rc::Rc;
 use std::time::SystemTime;
 
 use super::audit::{AuditEmitter, AuditOutcome, AuditRecord, Resource};
 use super::{Action, AuthzMemo, Permissions, Principal};
-use crate::model::{Agent, BindingScope, Id, PrincipalRef, RoleBinding};
+use crate::keys::AuthzBatch;
+use crate::model::{AccessConstraint, Agent, BindingScope, Id, PrincipalRef, RoleBinding};
 use crate::store::{AuthzStore, StoreResult};
 
 /// The hub setting naming the role a user holds on the agents they created.
@@ -44,6 +46,15 @@ pub struct Authorizer<'a, S: ?Sized, A: ?Sized> {
     me: PrincipalRef,
     scopes: RefCell<HashMap<Option<Id>, Scope>>,
     creator: OnceCell<Permissions>,
+}
+
+/// Everything a decision on an agent reads, for the agents of one project.
+struct AgentInputs {
+    scope: Scope,
+    /// The creator role's permissions, when it applies in this project (the
+    /// caller is a user, not a platform admin, holding a role here).
+    creator: Permissions,
+    constraints: Rc<[AccessConstraint]>,
 }
 
 /// What the caller's own role bindings give it at the hub or in a project.
@@ -90,6 +101,11 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
             Ok(false) => AuditOutcome::Deny,
             Err(_) => AuditOutcome::Error,
         };
+        self.emit(action, resource, outcome);
+        result
+    }
+
+    fn emit(&self, action: Action, resource: Resource, outcome: AuditOutcome) {
         self.audit.emit(AuditRecord {
             at: SystemTime::now(),
             principal: self.me.clone(),
@@ -97,7 +113,6 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
             resource,
             outcome,
         });
-        result
     }
 
     /// Records a decision made outside the permission model (such as a
@@ -230,40 +245,124 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
         self.conclude(action, Resource::Project(project_id.clone()), result)
     }
 
-    fn agent_allows(&self, action: Action, agent: &Agent) -> StoreResult<bool> {
-        // Before any other rule: a credential limited to one project sees
-        // nothing outside it, whatever the caller's roles or creations.
-        if self
-            .principal
+    /// Whether the caller's credential reaches `agent`'s project at all:
+    /// before any other rule, a credential limited to one project sees
+    /// nothing outside it, whatever the caller's roles or creations.
+    fn reaches(&self, agent: &Agent) -> bool {
+        self.principal
             .project_limit()
-            .is_some_and(|limit| *limit != agent.project_id)
-        {
-            return Ok(false);
-        }
-        let scope = self.scope_at(Some(&agent.project_id))?;
-        let mut allowed = scope.permissions.contains(action);
+            .is_none_or(|limit| *limit == agent.project_id)
+    }
+
+    /// What deciding on the agents of one project needs, read once.
+    fn agent_inputs(&self, project: &Id) -> StoreResult<AgentInputs> {
+        let scope = self.scope_at(Some(project))?;
+        let creator = match self.principal {
+            Principal::User(u) if !u.is_platform_admin && scope.has_role => {
+                self.creator_permissions()?
+            }
+            _ => Permissions::NONE,
+        };
+        Ok(AgentInputs {
+            scope,
+            creator,
+            constraints: self.memo.project_constraints(project)?,
+        })
+    }
+
+    /// The decision on `agent` from its project's inputs (no store read).
+    fn agent_decision(&self, action: Action, agent: &Agent, inputs: &AgentInputs) -> bool {
+        let mut allowed = inputs.scope.permissions.contains(action);
         if !allowed {
             allowed = match self.principal {
                 // The creator role lasts only while the creator still holds
-                // a role in the agent's project.
-                Principal::User(u)
-                    if u.id == agent.created_by && !u.is_platform_admin && scope.has_role =>
-                {
-                    self.creator_permissions()?.contains(action)
-                }
+                // a role in the agent's project (`inputs.creator` is empty
+                // otherwise).
+                Principal::User(u) if u.id == agent.created_by => inputs.creator.contains(action),
                 Principal::Agent(a) => a.id == agent.id && action == Action::AgentRead,
                 Principal::User(_) => false,
             };
         }
-        let constraints = self.memo.project_constraints(&agent.project_id)?;
-        if allowed
-            && constraints
+        allowed
+            && !inputs
+                .constraints
                 .iter()
                 .any(|c| c.action == action.as_str() && c.deny_phases.contains(&agent.phase))
-        {
-            allowed = false;
+    }
+
+    fn agent_allows(&self, action: Action, agent: &Agent) -> StoreResult<bool> {
+        if !self.reaches(agent) {
+            return Ok(false);
         }
-        Ok(allowed)
+        let inputs = self.agent_inputs(&agent.project_id)?;
+        Ok(self.agent_decision(action, agent, &inputs))
+    }
+
+    /// Decides every action of `actions` on every agent of `agents` in one
+    /// batch, as a batch check does: each input (the caller's scope, the
+    /// creator role, the constraints) is read once per project of the
+    /// batch, then every decision is made from them. Still one audit record
+    /// per decision, agent by agent in `actions`' order. Returns, per agent,
+    /// the actions allowed.
+    ///
+    /// When an input cannot be read, every decision of the batch is
+    /// recorded as an error and the error is returned.
+    pub fn agents_batch(
+        &self,
+        agents: &[Agent],
+        actions: &[Action],
+    ) -> StoreResult<Vec<Permissions>> {
+        perf_trace_core::count(AuthzBatch::Count);
+        perf_trace_core::count_n(AuthzBatch::Largest, (agents.len() * actions.len()) as u64);
+        let mut projects: Vec<&Id> = agents
+            .iter()
+            .filter(|a| self.reaches(a))
+            .map(|a| &a.project_id)
+            .collect();
+        projects.sort();
+        projects.dedup();
+        let inputs: StoreResult<HashMap<&Id, AgentInputs>> = projects
+            .into_iter()
+            .map(|project| Ok((project, self.agent_inputs(project)?)))
+            .collect();
+        let inputs = match inputs {
+            Ok(inputs) => inputs,
+            Err(error) => {
+                for agent in agents {
+                    for &action in actions {
+                        self.emit(
+                            action,
+                            Resource::Agent(agent.id.clone()),
+                            AuditOutcome::Error,
+                        );
+                    }
+                }
+                return Err(error);
+            }
+        };
+        Ok(agents
+            .iter()
+            .map(|agent| {
+                let mut allowed = Permissions::NONE;
+                for &action in actions {
+                    let decision = inputs
+                        .get(&agent.project_id)
+                        .filter(|_| self.reaches(agent))
+                        .is_some_and(|inputs| self.agent_decision(action, agent, inputs));
+                    let resource = Resource::Agent(agent.id.clone());
+                    let outcome = if decision {
+                        AuditOutcome::Allow
+                    } else {
+                        AuditOutcome::Deny
+                    };
+                    self.emit(action, resource, outcome);
+                    if decision {
+                        allowed.insert(action);
+                    }
+                }
+                allowed
+            })
+            .collect())
     }
 
     /// Decides `action` on an agent.
@@ -381,5 +480,142 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
             }
         }
         Ok(ListScope::Projects(allowed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authz::{AgentPrincipal, AuditLog, ChannelAuditSink, Credential, UserPrincipal};
+    use crate::db::{Db, OpenMode, PoolOptions};
+    use crate::keys::HubSchema;
+    use crate::listing::{self, ListRequest, ListShape, ListTarget, View};
+    use crate::seed::{seed, SeedDocument, SeedOptions};
+    use crate::store::agent_rows::{read_agents, RowQuery, RowScope};
+    use crate::store::{CountedAuthzStore, SqliteStore};
+    use perf_trace_core::Recorder;
+
+    fn seeded(dir: &std::path::Path) -> (Db, SeedDocument) {
+        let path = dir.join("hub.db");
+        let doc = seed(&SeedOptions {
+            db_path: path.clone(),
+            session_secret: "s".into(),
+            agents: 30,
+            project_slug: "batch".into(),
+            rand_seed: 42,
+        })
+        .unwrap();
+        let db = Db::open(&path, OpenMode::MustExist, PoolOptions::default()).unwrap();
+        (db, doc)
+    }
+
+    fn callers(doc: &SeedDocument, agent: &Agent) -> Vec<Principal> {
+        let user = |id: &str, admin, credential| {
+            Principal::User(UserPrincipal {
+                id: Id::from(id),
+                is_platform_admin: admin,
+                credential,
+            })
+        };
+        let limited = |project: &str| Credential::AccessToken {
+            project_id: Id::from(project),
+        };
+        vec![
+            user(&doc.owner_user_id, false, Credential::Session),
+            user(&doc.member_user_id, false, Credential::Session),
+            user(&doc.member_user_id, false, limited(&doc.project_id)),
+            user(&doc.member_user_id, false, limited(&doc.other_project_id)),
+            user(&doc.admin_user_id, true, Credential::Session),
+            user(&doc.admin_user_id, true, limited(&doc.other_project_id)),
+            Principal::Agent(AgentPrincipal {
+                id: agent.id.clone(),
+                project_id: agent.project_id.clone(),
+            }),
+        ]
+    }
+
+    fn decisions(log: &AuditLog) -> Vec<(Action, Resource, AuditOutcome)> {
+        // The drain thread takes records in asynchronously.
+        for _ in 0..400 {
+            if log.received() == log.sent() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        log.recent()
+            .into_iter()
+            .map(|r| (r.action, r.resource, r.outcome))
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_decides_as_one_call_per_agent_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, doc) = seeded(dir.path());
+        let store = SqliteStore::new(db.clone());
+        let every_agent = read_agents(
+            &db,
+            &RowQuery {
+                scope: &RowScope::All,
+                ids: None,
+                page: None,
+            },
+        )
+        .unwrap()
+        .agents;
+        assert!(every_agent.len() > 30, "both projects");
+        let actions = Action::ALL;
+        for principal in callers(&doc, &every_agent[0]) {
+            let (batch_sink, batch_log) = ChannelAuditSink::start(8_192, 8_192);
+            let batch = Authorizer::new(&store, &batch_sink, &principal)
+                .agents_batch(&every_agent, &actions)
+                .unwrap();
+            let (one_sink, one_log) = ChannelAuditSink::start(8_192, 8_192);
+            let one_by_one = Authorizer::new(&store, &one_sink, &principal);
+            for (agent, allowed) in every_agent.iter().zip(&batch) {
+                for action in actions {
+                    assert_eq!(
+                        allowed.contains(action),
+                        one_by_one.allow_agent(action, agent).unwrap(),
+                        "{principal:?} {action:?} {}",
+                        agent.id
+                    );
+                }
+            }
+            // The same records, one per decision, in the same order.
+            let (batched, one_by_one) = (decisions(&batch_log), decisions(&one_log));
+            assert!(batched == one_by_one, "{principal:?}");
+            assert_eq!(batch_log.sent(), (every_agent.len() * actions.len()) as u64);
+        }
+    }
+
+    #[test]
+    fn a_full_list_decides_in_three_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, doc) = seeded(dir.path());
+        let store = CountedAuthzStore::new(SqliteStore::new(db.clone()));
+        let (sink, _log) = ChannelAuditSink::start(16_384, 0);
+        let member = Principal::User(UserPrincipal {
+            id: Id::from(doc.member_user_id.as_str()),
+            is_platform_admin: false,
+            credential: Credential::Session,
+        });
+        let request = ListRequest {
+            target: ListTarget::Project(Id::from(doc.project_id.as_str())),
+            shape: ListShape::Legacy,
+            view: View::Full,
+        };
+        let recorder = Recorder::new::<HubSchema>();
+        let view = recorder.in_scope(|| {
+            let authz = Authorizer::new(&store, &sink, &member);
+            listing::list_agents(&authz, &db, &request).unwrap()
+        });
+        let listed = view.agents.len() as u64;
+        assert!(listed > 0);
+        let snapshot = recorder.snapshot();
+        // Read over the page, capabilities (five actions) and
+        // messageability over the readable agents.
+        assert_eq!(snapshot.counter(AuthzBatch::Count), 3);
+        assert_eq!(snapshot.counter(AuthzBatch::Largest), 5 * listed);
     }
 }

@@ -33,6 +33,7 @@ use tokio::net::TcpStream;
 const TRACED: Settings = Settings {
     perf_trace: true,
     gcp_logs: false,
+    cache: hub_example::cache::CacheSettings::disabled(),
 };
 
 fn options(log: &CaptureBuffer) -> HubOptions {

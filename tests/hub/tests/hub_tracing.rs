@@ -101,6 +101,8 @@ async fn the_members_project_list_line_holds_the_spec_keys_in_order() {
             "db_wait_us",
             "db_in_use",
             "db_open",
+            "authz_batch_count",
+            "authz_batch_largest",
             "method",
             "request_id",
         ]
@@ -119,6 +121,10 @@ async fn the_members_project_list_line_holds_the_spec_keys_in_order() {
     }
     // One user read per distinct creator, not per agent.
     assert_eq!(line["store_GetUser_n"], 4);
+    // The page decided in three batches (read, capabilities,
+    // messageability), the largest the capabilities': five per agent.
+    assert_eq!(line["authz_batch_count"], 3);
+    assert_eq!(line["authz_batch_largest"], 25 * 5);
     assert!(line["audit_records"].as_i64().unwrap() > 25 * 6);
 }
 
@@ -137,6 +143,7 @@ async fn only_the_unscoped_admin_asking_with_exactly_1_gets_the_headers() {
     assert_eq!(
         names,
         [
+            "x-scion-perf-authz-batch",
             "x-scion-perf-db",
             "x-scion-perf-decisions",
             "x-scion-perf-endpoint",
@@ -276,6 +283,7 @@ async fn the_gcp_switch_renames_the_message_key_everywhere() {
         Settings {
             perf_trace: true,
             gcp_logs: true,
+            ..Settings::default()
         },
     );
     hub.get("/healthz", None).await;

@@ -88,12 +88,27 @@ impl TestHub {
         Self::over(Seeded::new(agents), settings)
     }
 
+    /// A traced Hub without the response cache: the tracing, budget and
+    /// fault tests measure each request's own work.
     pub fn traced(agents: u32) -> TestHub {
         Self::new(
             agents,
             Settings {
                 perf_trace: true,
                 gcp_logs: false,
+                cache: hub_example::cache::CacheSettings::disabled(),
+            },
+        )
+    }
+
+    /// A traced Hub with the response cache as configured by `cache`.
+    pub fn cached(agents: u32, cache: hub_example::cache::CacheSettings) -> TestHub {
+        Self::new(
+            agents,
+            Settings {
+                perf_trace: true,
+                gcp_logs: false,
+                cache,
             },
         )
     }
