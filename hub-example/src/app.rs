@@ -25,8 +25,8 @@ use tokio::task::JoinHandle;
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::api::{
-    admin, agents, audit_events, auth, enforce_request_timeout, events, limit_request_size, method_not_allowed,
-    not_found, panic_response, public, FailedLogins, StreamLimiter,
+    admin, agents, audit_events, auth, enforce_request_timeout, events, limit_request_size,
+    method_not_allowed, not_found, panic_response, public, FailedLogins, StreamLimiter,
 };
 use crate::authz::audit::{AuditBackend, MemoryAuditBackend};
 use crate::authz::audit_sqlite::{SqliteAuditBackend, WRITER_BUSY_TIMEOUT};
@@ -197,7 +197,8 @@ impl Hub {
         let logger = Logger::new(options.log.clone(), options.settings.gcp_logs);
         let signer = TokenSigner::from_session_secret(&options.session_secret);
         let bus = EventBus::default();
-        let (backend, capacity) = audit.unwrap_or_else(|| (sqlite_audit(&db, &logger), AUDIT_CHANNEL));
+        let (backend, capacity) =
+            audit.unwrap_or_else(|| (sqlite_audit(&db, &logger), AUDIT_CHANNEL));
         let (sink, audit_log) = ChannelAuditSink::start_with(backend, capacity, AUDIT_RECENT);
         let store = SqliteStore::new(db.clone());
         let perf_trace = options.settings.perf_trace;

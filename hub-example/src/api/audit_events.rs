@@ -95,7 +95,10 @@ pub fn parse_query(query: Option<&str>, now_ms: i64) -> Result<AuditQuery, ApiEr
         (None, None, Some(_)) => return Err(ApiError::bad_request("to needs from")),
         (None, Some(from), to) => {
             let from_ms = parse_time(from, "from")?;
-            let to_ms = to.map(|t| parse_time(t, "to")).transpose()?.unwrap_or(now_ms);
+            let to_ms = to
+                .map(|t| parse_time(t, "to"))
+                .transpose()?
+                .unwrap_or(now_ms);
             if from_ms >= to_ms {
                 return Err(ApiError::bad_request("from must be before to"));
             }
@@ -160,7 +163,10 @@ fn parse_time(text: &str, name: &str) -> Result<i64, ApiError> {
         return text.parse::<i64>().map_err(|_| invalid());
     }
     let at = humantime::parse_rfc3339_weak(text).map_err(|_| invalid())?;
-    let ms = at.duration_since(UNIX_EPOCH).map_err(|_| invalid())?.as_millis();
+    let ms = at
+        .duration_since(UNIX_EPOCH)
+        .map_err(|_| invalid())?
+        .as_millis();
     i64::try_from(ms).map_err(|_| invalid())
 }
 

@@ -402,7 +402,11 @@ impl AuditLog {
         let until = Instant::now() + deadline;
         let mut stopped = shared.stopped.lock();
         while !*stopped {
-            if shared.stopped_cv.wait_until(&mut stopped, until).timed_out() {
+            if shared
+                .stopped_cv
+                .wait_until(&mut stopped, until)
+                .timed_out()
+            {
                 break;
             }
         }
@@ -547,14 +551,23 @@ mod tests {
         let (backend, started, gate) = gated();
         let (sink, log) = ChannelAuditSink::start_with(backend, 4, 0);
         sink.emit(record(AuditOutcome::Allow));
-        assert_eq!(started.recv().unwrap(), 1, "the writer took the first record");
+        assert_eq!(
+            started.recv().unwrap(),
+            1,
+            "the writer took the first record"
+        );
         // The writer is stuck in its write: 4 fit in the queue, 6 are refused.
         for _ in 0..10 {
             sink.emit(record(AuditOutcome::Allow));
         }
         let health = log.health();
         assert_eq!(
-            (health.accepted, health.rejected, health.flushed, health.queue_size),
+            (
+                health.accepted,
+                health.rejected,
+                health.flushed,
+                health.queue_size
+            ),
             (5, 6, 0, 5)
         );
         assert!(health.is_degraded());
@@ -588,7 +601,10 @@ mod tests {
         wait_for(|| log.flushed() == 30);
         let health = log.health();
         assert_eq!(health.failed_flushes, 3);
-        assert_eq!((health.accepted, health.flushed, health.rejected), (30, 30, 0));
+        assert_eq!(
+            (health.accepted, health.flushed, health.rejected),
+            (30, 30, 0)
+        );
         assert!(health.is_degraded(), "a failed flush degrades the health");
         let written = written.lock();
         let got: Vec<AuditOutcome> = written.iter().map(|r| r.outcome).collect();

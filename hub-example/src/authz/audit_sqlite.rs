@@ -209,8 +209,7 @@ pub fn query_events(conn: &Connection, query: &AuditQuery) -> rusqlite::Result<A
         approximate_count(conn, query.from_ms, query.to_ms)?
     } else {
         conn.prepare_cached("SELECT COUNT(*) FROM audit_events WHERE at_ms >= ?1 AND at_ms < ?2")?
-            .query_row(params![query.from_ms, query.to_ms], |r| r.get::<_, i64>(0))?
-            as u64
+            .query_row(params![query.from_ms, query.to_ms], |r| r.get::<_, i64>(0))? as u64
     };
     let histogram = match query.bucket_ms {
         Some(width) => conn
@@ -334,7 +333,15 @@ mod tests {
                 first.resource_id.as_deref(),
                 first.outcome.as_str()
             ),
-            (2_000, "user", "u-1", "agent.read", "agent", Some("a-1"), "allow")
+            (
+                2_000,
+                "user",
+                "u-1",
+                "agent.read",
+                "agent",
+                Some("a-1"),
+                "allow"
+            )
         );
         let second = &page.events[1];
         assert_eq!(
@@ -365,7 +372,12 @@ mod tests {
         wait_for(|| log.flushed() == 200);
         let health = log.health();
         assert_eq!(
-            (health.accepted, health.flushed, health.rejected, health.queue_size),
+            (
+                health.accepted,
+                health.flushed,
+                health.rejected,
+                health.queue_size
+            ),
             (200, 200, 0, 0)
         );
         assert_eq!(health.backend, "sqlite");
@@ -422,8 +434,7 @@ mod tests {
             .collect();
         backend.write_batch(&batch).unwrap();
         let conn = db.conn().unwrap();
-        for (from_ms, to_ms, want) in [(0, 30_000, 300), (5_000, 10_000, 50), (40_000, 50_000, 0)]
-        {
+        for (from_ms, to_ms, want) in [(0, 30_000, 300), (5_000, 10_000, 50), (40_000, 50_000, 0)] {
             let query = AuditQuery {
                 from_ms,
                 to_ms,

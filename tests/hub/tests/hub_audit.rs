@@ -49,7 +49,13 @@ async fn decisions_are_persisted_and_read_back_newest_first_by_an_admin_only() {
     let audit = &health.json()["audit"];
     assert_eq!(health.json()["status"], "ok");
     assert_eq!(audit["backend"], "sqlite");
-    for key in ["accepted", "flushed", "rejected", "failedFlushes", "queueSize"] {
+    for key in [
+        "accepted",
+        "flushed",
+        "rejected",
+        "failedFlushes",
+        "queueSize",
+    ] {
         assert!(audit[key].is_u64(), "{key} in {audit}");
     }
 
@@ -58,7 +64,10 @@ async fn decisions_are_persisted_and_read_back_newest_first_by_an_admin_only() {
         .await;
     assert_eq!(list.status, StatusCode::OK);
     let accepted = hub.hub.audit_log().sent();
-    assert!(accepted >= 12, "one decision per agent at least: {accepted}");
+    assert!(
+        accepted >= 12,
+        "one decision per agent at least: {accepted}"
+    );
     wait_for(|| hub.hub.audit_log().flushed() == accepted).await;
     assert_eq!(audit_rows(&hub), accepted as i64);
 
@@ -93,7 +102,10 @@ async fn decisions_are_persisted_and_read_back_newest_first_by_an_admin_only() {
             .sum();
         assert_eq!(buckets, body["count"].as_u64().unwrap());
         for event in body["events"].as_array().unwrap() {
-            seen.push((event["at"].as_str().unwrap().to_owned(), event["id"].as_i64().unwrap()));
+            seen.push((
+                event["at"].as_str().unwrap().to_owned(),
+                event["id"].as_i64().unwrap(),
+            ));
         }
         match body["nextCursor"].as_str() {
             Some(next) => cursor = Some(next.to_owned()),
@@ -108,7 +120,10 @@ async fn decisions_are_persisted_and_read_back_newest_first_by_an_admin_only() {
     assert_eq!(seen, sorted, "newest first, no record twice");
 
     let one = hub
-        .get("/api/v1/admin/audit-events?window=5m&limit=500", Some(admin))
+        .get(
+            "/api/v1/admin/audit-events?window=5m&limit=500",
+            Some(admin),
+        )
         .await
         .json();
     let reads = one["events"]
@@ -188,11 +203,18 @@ async fn a_stalled_writer_fills_the_queue_and_requests_are_unaffected() {
         log,
     };
     let member = hub.doc().member_token.clone();
-    let fresh: Value = hub.get(&hub.project_agents_uri(), Some(&member)).await.json();
+    let fresh: Value = hub
+        .get(&hub.project_agents_uri(), Some(&member))
+        .await
+        .json();
     for _ in 0..5 {
         let reply = hub.get(&hub.project_agents_uri(), Some(&member)).await;
         assert_eq!(reply.status, StatusCode::OK);
-        assert_eq!(reply.json(), fresh, "the answer does not depend on the audit");
+        assert_eq!(
+            reply.json(),
+            fresh,
+            "the answer does not depend on the audit"
+        );
     }
     let health = hub.get("/healthz", None).await;
     assert_eq!(health.status, StatusCode::OK);
