@@ -125,6 +125,9 @@ async fn fifty_users_for_five_seconds_lose_nothing_and_mix_nothing() {
         max_requests: 1_000_000,
         out: out.clone(),
         notes: "hub-tests load under tracing".into(),
+        hub_pid: None,
+        csv: None,
+        compare: None,
     })
     .await
     .unwrap();
