@@ -39,8 +39,11 @@ fn count(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v}"))
 }
 
+/// Reads one figure of a latency summary.
+type Figure = fn(&LatencySummary) -> Option<f64>;
+
 /// The latency metrics compared, with how each is read.
-const LATENCIES: [(&str, fn(&LatencySummary) -> Option<f64>); 7] = [
+const LATENCIES: [(&str, Figure); 7] = [
     ("Avg latency", |l| l.avg_ms),
     ("p50", |l| l.p50_ms),
     ("p75", |l| l.p75_ms),

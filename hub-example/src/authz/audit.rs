@@ -22,7 +22,7 @@ use super::Action;
 use crate::model::{Id, PrincipalRef};
 
 /// Most records the writer persists in one batch.
-pub const MAX_BATCH: usize = 512;
+pub const MAX_BATCH: usize = 4_096;
 /// How long the writer waits for a record before it looks at the shutdown
 /// flags again.
 const IDLE_POLL: Duration = Duration::from_millis(20);
@@ -482,7 +482,7 @@ mod tests {
     /// Signals each write it starts, then waits for a go-ahead per batch.
     struct GatedBackend {
         entered: Sender<usize>,
-        gate: Arc<(Mutex<bool>, Condvar)>,
+        gate: Gate,
     }
 
     impl AuditBackend for GatedBackend {
@@ -500,11 +500,12 @@ mod tests {
         }
     }
 
-    fn gated() -> (
-        Box<dyn AuditBackend>,
-        std::sync::mpsc::Receiver<usize>,
-        Arc<(Mutex<bool>, Condvar)>,
-    ) {
+    /// A gate a test opens to let the writer go on.
+    type Gate = Arc<(Mutex<bool>, Condvar)>;
+
+    /// A gated backend, the channel on which it reports each write it
+    /// starts, and its gate.
+    fn gated() -> (Box<dyn AuditBackend>, std::sync::mpsc::Receiver<usize>, Gate) {
         let (entered, started) = channel();
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let backend = GatedBackend {

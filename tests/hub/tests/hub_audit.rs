@@ -224,7 +224,7 @@ async fn a_stalled_writer_fills_the_queue_and_requests_are_unaffected() {
     assert_eq!(audit["backend"], "stalled");
     assert_eq!(audit["flushed"], 0);
     assert!(audit["rejected"].as_u64().unwrap() > 0, "{audit}");
-    assert!(audit["accepted"].as_u64().unwrap() <= 8 + 512, "{audit}");
+    assert!(audit["accepted"].as_u64().unwrap() <= 8 + 4_096, "{audit}");
     assert_eq!(audit["queueSize"], audit["accepted"]);
 
     *gate.0.lock().unwrap() = true;
