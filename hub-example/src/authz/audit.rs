@@ -505,7 +505,11 @@ mod tests {
 
     /// A gated backend, the channel on which it reports each write it
     /// starts, and its gate.
-    fn gated() -> (Box<dyn AuditBackend>, std::sync::mpsc::Receiver<usize>, Gate) {
+    fn gated() -> (
+        Box<dyn AuditBackend>,
+        std::sync::mpsc::Receiver<usize>,
+        Gate,
+    ) {
         let (entered, started) = channel();
         let gate = Arc::new((Mutex::new(false), Condvar::new()));
         let backend = GatedBackend {
