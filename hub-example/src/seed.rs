@@ -742,7 +742,7 @@ mod tests {
         let doc = seed(&options(dir.path(), "hub.db", 30, 42)).unwrap();
         assert_eq!(
             digest(&doc, &dir.path().join("hub.db")),
-            "3eb70e2c278401368945b28c422481885b39fe84f0df0b18450384a0eae29f4d"
+            "74f0364208bc109c56a4cf0bdd3da3c6600cbd9936101ff3c5ce6cdb9705daff"
         );
     }
 
