@@ -25,6 +25,12 @@
 //! A completed request whose status is expected and 4xx/5xx is an *expected
 //! failure*; a status outside the expected set, or no response at all, is an
 //! *unexpected failure*. Latency figures cover every completed request.
+//!
+//! Beside the run's own figures, the report carries the Hub's side: its
+//! process's CPU% and RSS sampled during the run ([`crate::hub_process`]),
+//! and the cache table and audit health read once every user has finished
+//! ([`crate::hub_state`]). `--csv` and `--compare` write and print the same
+//! figures in other shapes ([`crate::load_csv`], [`crate::load_compare`]).
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
