@@ -15,6 +15,9 @@
 //! - [`report`]: the JSON types both write; [`seed_file`]: reading the
 //!   seeder's JSON and its redaction; [`perf_log`]: the `perf_trace` line
 //!   reader; [`stats`], [`table`], [`machine`] and [`client`]: shared pieces.
+//! - [`hub_process`]: the Hub process's CPU and RSS from `/proc`;
+//!   [`hub_state`]: the cache table and audit health read at the end of a
+//!   load run; [`load_compare`]: `load --compare`; [`load_csv`]: `load --csv`.
 //! - [`cli`]: the command line.
 #![warn(missing_docs)]
 
@@ -22,7 +25,11 @@ pub mod apibench;
 pub mod cli;
 pub mod client;
 pub mod demo;
+pub mod hub_process;
+pub mod hub_state;
 pub mod load;
+pub mod load_compare;
+pub mod load_csv;
 pub mod machine;
 pub mod perf_log;
 pub mod report;

@@ -25,6 +25,12 @@
 //! A completed request whose status is expected and 4xx/5xx is an *expected
 //! failure*; a status outside the expected set, or no response at all, is an
 //! *unexpected failure*. Latency figures cover every completed request.
+//!
+//! Beside the run's own figures, the report carries the Hub's side: its
+//! process's CPU% and RSS sampled during the run ([`crate::hub_process`]),
+//! and the cache table and audit health read once every user has finished
+//! ([`crate::hub_state`]). `--csv` and `--compare` write and print the same
+//! figures in other shapes ([`crate::load_csv`], [`crate::load_compare`]).
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
@@ -41,11 +47,11 @@ use reqwest::{Client, Method, Url};
 
 use crate::apibench::write_json;
 use crate::client::{self, endpoint_url, error_chain, path_and_query};
-use crate::machine;
 use crate::report::{EndpointLoad, LatencySummary, LoadReport};
 use crate::seed_file::LoadedSeed;
 use crate::stats::{latency_summary_us, round_ms};
 use crate::table::{self, Table};
+use crate::{hub_process, hub_state, load_compare, load_csv, machine};
 
 /// How long requests in flight at the deadline may still finish.
 pub const GRACE: Duration = Duration::from_secs(2);
@@ -101,7 +107,20 @@ pub struct LoadArgs {
     /// Free text for the report: anything it cannot capture
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub notes: String,
+    /// The Hub's process id, for its CPU% and RSS in the report (found from
+    /// the --hub port when not given)
+    #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pub hub_pid: Option<u32>,
+    /// Also write the per-endpoint figures as CSV into this folder
+    #[arg(long, value_name = "DIR")]
+    pub csv: Option<PathBuf>,
+    /// Print this run beside an earlier report (before/after, change in %)
+    #[arg(long, value_name = "BEFORE.json")]
+    pub compare: Option<PathBuf>,
 }
+
+/// How often the Hub process is sampled.
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(500);
 
 /// One endpoint of the mix, with its URLs filled in.
 #[derive(Debug, Clone)]
@@ -447,6 +466,11 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
     let base = client::parse_hub_url(&args.hub)?;
     let loaded = LoadedSeed::load(&args.seed)?;
     let seed = &loaded.seed;
+    let before = args
+        .compare
+        .as_deref()
+        .map(load_compare::read_report)
+        .transpose()?;
     let harness = machine::harness_commit();
     let mut machine_info = machine::machine_at_start(&args.notes);
     let http = client::build_client(None, args.users as usize)?;
@@ -470,6 +494,15 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
         completed: AtomicU64::new(0),
         cap_reached: AtomicBool::new(false),
     });
+
+    let hub_pid = match args.hub_pid {
+        Some(pid) => Some((pid, "hub-pid")),
+        None => base
+            .port_or_known_default()
+            .and_then(hub_process::find_pid_by_port)
+            .map(|pid| (pid, "port")),
+    };
+    let sampler = hub_pid.map(|(pid, by)| hub_process::spawn_sampler(pid, by, SAMPLE_EVERY));
 
     let bar = progress_bar(args.duration);
     let ticker = {
@@ -508,6 +541,14 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
     ticker.abort();
     bar.finish_and_clear();
     machine::finish(&mut machine_info);
+    let hub_process = match sampler {
+        Some((stop, task)) => {
+            let _ = stop.send(());
+            task.await.ok().flatten()
+        }
+        None => None,
+    };
+    let (cache, audit) = hub_state::read(&shared.client, &base, &seed.admin_token).await;
 
     let mut all: Vec<u32> = Vec::with_capacity(totals.iter().map(|t| t.latencies_us.len()).sum());
     let mut endpoints = Vec::with_capacity(totals.len());
@@ -555,11 +596,21 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
         request_cap_reached: shared.cap_reached.load(Ordering::Relaxed),
         overall,
         endpoints,
+        hub_process,
+        cache: Some(cache),
+        audit,
         machine: machine_info,
     };
     write_json(&args.out, &report)?;
     print!("{}", load_table(&report));
     println!("wrote {}", args.out.display());
+    if let Some(dir) = &args.csv {
+        let path = load_csv::write_csv(dir, &args.out, &report)?;
+        println!("wrote {}", path.display());
+    }
+    if let Some(before) = &before {
+        print!("\n{}", load_compare::compare(before, &report));
+    }
     Ok(report)
 }
 
@@ -572,10 +623,11 @@ fn per_second(count: u64, seconds: f64) -> f64 {
     }
 }
 
-fn latency_cells(l: &LatencySummary) -> [String; 6] {
+fn latency_cells(l: &LatencySummary) -> [String; 7] {
     [
         table::ms(l.avg_ms),
         table::ms(l.p50_ms),
+        table::ms(l.p75_ms),
         table::ms(l.p90_ms),
         table::ms(l.p95_ms),
         table::ms(l.p99_ms),
@@ -593,6 +645,7 @@ pub fn load_table(report: &LoadReport) -> String {
         "unexp fail",
         "avg ms",
         "p50 ms",
+        "p75 ms",
         "p90 ms",
         "p95 ms",
         "p99 ms",
@@ -619,7 +672,7 @@ pub fn load_table(report: &LoadReport) -> String {
     row.extend(latency_cells(&report.overall));
     t.row(row);
     format!(
-        "{} users ({} started), {:.1}s: {} requests, {:.1} rps, {} expected failures, {} unexpected failures, {} abandoned\n{}",
+        "{} users ({} started), {:.1}s: {} requests, {:.1} rps, {} expected failures, {} unexpected failures, {} abandoned\n{}{}",
         report.users,
         report.users_started,
         report.duration_seconds,
@@ -628,8 +681,62 @@ pub fn load_table(report: &LoadReport) -> String {
         report.expected_failures,
         report.unexpected_failures,
         report.abandoned_requests,
-        t.render()
+        t.render(),
+        hub_tables(report)
     )
+}
+
+/// The Hub's side of the run: its process, its cache per route, its audit
+/// health; each line only when the report has it.
+pub fn hub_tables(report: &LoadReport) -> String {
+    let mut out = String::new();
+    if let Some(p) = &report.hub_process {
+        out.push_str(&format!(
+            "hub process {} (found by {}): CPU {:.1}% avg, {:.1}% max (100% = one core); RSS {:.1} MiB at start, {:.1} MiB max, {:.1} MiB at end\n",
+            p.pid, p.found_by, p.cpu_percent_avg, p.cpu_percent_max, p.rss_mib_start, p.rss_mib_max, p.rss_mib_end
+        ));
+    }
+    match &report.cache {
+        Some(cache) if cache.available => {
+            let mut t = Table::new([
+                "cached route",
+                "ttl ms",
+                "hits",
+                "misses",
+                "shared in-flight",
+                "hit rate",
+            ]);
+            for r in &cache.routes {
+                t.row([
+                    r.route.clone(),
+                    r.ttl_ms.to_string(),
+                    r.hits.to_string(),
+                    r.misses.to_string(),
+                    r.shared.to_string(),
+                    format!("{:.1}%", r.hit_rate * 100.0),
+                ]);
+            }
+            let state = if cache.enabled { "on" } else { "off" };
+            out.push_str(&format!("cache ({state}):\n{}", t.render()));
+        }
+        Some(cache) => out.push_str(&format!(
+            "cache table unavailable: {}\n",
+            cache
+                .unavailable_reason
+                .as_deref()
+                .unwrap_or("no reason given")
+        )),
+        None => {}
+    }
+    match &report.audit {
+        Some(a) => out.push_str(&format!(
+            "audit ({}, {}): accepted {}, flushed {}, rejected {}, failed flushes {}, queue {}\n",
+            a.backend, a.status, a.accepted, a.flushed, a.rejected, a.failed_flushes, a.queue_size
+        )),
+        None if report.cache.is_some() => out.push_str("audit health unavailable\n"),
+        None => {}
+    }
+    out
 }
 
 #[cfg(test)]
@@ -692,12 +799,43 @@ mod tests {
             ["--duration", "0s"],
             ["--duration", "2h"],
             ["--spawn-rate", "0"],
+            ["--hub-pid", "0"],
+            ["--hub-pid", "hub"],
+            ["--csv", ""],
+            ["--compare", ""],
         ] {
             let mut argv = vec!["load", "--hub", "h", "--seed", "s", "--out", "r"];
             argv.extend(bad);
             let e = Cli::try_parse_from(&argv).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn report_flags_are_read() {
+        let a = Cli::try_parse_from([
+            "load",
+            "--hub",
+            "h",
+            "--seed",
+            "s",
+            "--out",
+            "r",
+            "--hub-pid",
+            "4242",
+            "--csv",
+            "csv-dir",
+            "--compare",
+            "before.json",
+        ])
+        .unwrap()
+        .args;
+        assert_eq!(a.hub_pid, Some(4242));
+        assert_eq!(a.csv.as_deref(), Some(std::path::Path::new("csv-dir")));
+        assert_eq!(
+            a.compare.as_deref(),
+            Some(std::path::Path::new("before.json"))
+        );
     }
 
     #[test]
@@ -809,6 +947,9 @@ mod tests {
             max_requests: 1,
             out: "/nonexistent/out.json".into(),
             notes: String::new(),
+            hub_pid: None,
+            csv: None,
+            compare: None,
         };
         assert!(validate(&args).is_err());
         let ok = LoadArgs {

@@ -178,6 +178,9 @@ pub struct LatencySummary {
     pub avg_ms: Option<f64>,
     /// Median (nearest rank).
     pub p50_ms: Option<f64>,
+    /// 75th percentile (absent from reports written before it existed).
+    #[serde(default)]
+    pub p75_ms: Option<f64>,
     /// 90th percentile.
     pub p90_ms: Option<f64>,
     /// 95th percentile.
@@ -261,6 +264,15 @@ pub struct LoadReport {
     pub overall: LatencySummary,
     /// Per endpoint, in mix order.
     pub endpoints: Vec<EndpointLoad>,
+    /// The Hub process's CPU and memory during the run, when it was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hub_process: Option<crate::hub_process::HubProcessReport>,
+    /// The Hub's response cache per route, read at the end of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<crate::hub_state::CacheTable>,
+    /// The Hub's audit health (`/healthz`), read at the end of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::hub_state::AuditHealth>,
     /// The host.
     pub machine: Machine,
 }

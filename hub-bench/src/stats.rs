@@ -111,6 +111,7 @@ pub fn latency_summary_us(samples_us: &[u32]) -> LatencySummary {
         count,
         avg_ms: Some(round_ms(sum as f64 / v.len() as f64 / 1000.0)),
         p50_ms: Some(pick(50.0)),
+        p75_ms: Some(pick(75.0)),
         p90_ms: Some(pick(90.0)),
         p95_ms: Some(pick(95.0)),
         p99_ms: Some(pick(99.0)),

@@ -644,6 +644,9 @@ fn load_args(hub: &MockHub, users: u32, duration: Duration) -> LoadArgs {
         max_requests: DEFAULT_MAX_REQUESTS,
         out: hub.out("load.json"),
         notes: String::new(),
+        hub_pid: None,
+        csv: None,
+        compare: None,
     }
 }
 
@@ -729,10 +732,11 @@ async fn load_counts_add_up() {
     assert!(project > 2.0 * health, "{project} vs {health}");
 
     // What the hub saw matches what the tool sent, endpoint by endpoint (the
-    // project list once more: the agent-id lookup at the start).
+    // project list once more: the agent-id lookup at the start; /healthz once
+    // more: the audit health read at the end).
     let hits = hub.hits();
     for e in &report.endpoints {
-        let extra = u64::from(e.name == "project-agents-list");
+        let extra = u64::from(e.name == "project-agents-list" || e.name == "healthz");
         assert_eq!(hits[&e.name], e.sent + extra, "{}", e.name);
     }
     // One perf_trace line per request served.
@@ -741,7 +745,9 @@ async fn load_counts_add_up() {
         .lines()
         .filter(|l| hub_bench::parse_perf_line(l).is_some())
         .count() as u64;
-    assert_eq!(lines, report.sent_requests + 1);
+    // Beside the run's requests: the agent-id lookup, and the cache table
+    // and /healthz read at the end.
+    assert_eq!(lines, report.sent_requests + 3);
 
     let json = read_report(&out);
     for key in [
@@ -815,4 +821,94 @@ async fn load_refuses_a_hub_that_does_not_list_the_project() {
     assert!(msg.contains("HTTP 401"), "{msg}");
     assert!(!msg.contains('\n'));
     assert!(!out.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_reports_p75_the_hub_process_csv_and_compares_with_an_earlier_run() {
+    let hub = MockHub::start(MockOptions::default()).await;
+    let before = run_load(load_args(&hub, 2, Duration::from_secs(1)))
+        .await
+        .unwrap();
+    let before_path = hub.out("before.json");
+    std::fs::rename(hub.out("load.json"), &before_path).unwrap();
+
+    let csv_dir = hub.out("csv");
+    let args = LoadArgs {
+        csv: Some(csv_dir.clone()),
+        compare: Some(before_path.clone()),
+        ..load_args(&hub, 2, Duration::from_secs(1))
+    };
+    let report = run_load(args).await.unwrap();
+
+    for e in report.endpoints.iter().chain([&before.endpoints[0]]) {
+        let l = &e.latency;
+        assert!(l.p50_ms <= l.p75_ms && l.p75_ms <= l.p90_ms, "{}", e.name);
+    }
+    // The mock Hub serves inside this process: found from its port.
+    let process = report
+        .hub_process
+        .as_ref()
+        .expect("the Hub process sampled");
+    assert_eq!(process.pid, std::process::id());
+    assert_eq!(process.found_by, "port");
+    assert!(process.samples >= 2 && process.rss_mib_max > 0.0);
+    // The mock has no cache endpoint and no audit figures.
+    let cache = report.cache.as_ref().unwrap();
+    assert!(!cache.available);
+    assert!(cache.unavailable_reason.as_deref().unwrap().contains("404"));
+    assert_eq!(report.audit, None);
+    let table = hub_bench::load::load_table(&report);
+    assert!(table.contains("cache table unavailable"), "{table}");
+    assert!(table.contains("p75 ms"), "{table}");
+
+    let json = read_report(&hub.out("load.json"));
+    assert_eq!(json["overall"]["p75Ms"], json!(report.overall.p75_ms));
+    assert_eq!(json["hubProcess"]["pid"], std::process::id());
+
+    let csv = std::fs::read_to_string(csv_dir.join("load.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows[0], hub_bench::load_csv::HEADER);
+    assert_eq!(rows.len(), 1 + report.endpoints.len() + 1);
+    let all: Vec<&str> = rows.last().unwrap().split(',').collect();
+    assert_eq!(all[0], "all");
+    assert_eq!(all[3], report.total_requests.to_string());
+    let first: Vec<&str> = rows[1].split(',').collect();
+    assert_eq!(first[0], "project-agents-list");
+    assert_eq!(first[3], report.endpoints[0].latency.count.to_string());
+
+    let compared = hub_bench::load_compare::compare(&before, &report);
+    let rps_line = compared
+        .lines()
+        .find(|l| l.starts_with("RPS"))
+        .unwrap()
+        .to_owned();
+    let want = hub_bench::load_compare::change(Some(before.rps), Some(report.rps));
+    assert!(rps_line.ends_with(&want), "{rps_line} vs {want}");
+    for name in [
+        "Overall result",
+        "Endpoint result",
+        "p75",
+        "settings-public",
+    ] {
+        assert!(compared.contains(name), "{name} in {compared}");
+    }
+}
+
+#[tokio::test]
+async fn a_compare_file_that_is_not_a_report_fails_before_the_run() {
+    let hub = MockHub::start(MockOptions::default()).await;
+    let bogus = hub.out("bogus.json");
+    std::fs::write(&bogus, "{\"not\":\"a report\"}").unwrap();
+    let args = LoadArgs {
+        compare: Some(bogus),
+        ..load_args(&hub, 1, Duration::from_secs(1))
+    };
+    let error = run_load(args).await.unwrap_err();
+    assert!(format!("{error:#}").contains("--compare"), "{error:#}");
+    assert!(hub.hits().is_empty(), "no request was sent");
+    let missing = LoadArgs {
+        compare: Some(hub.out("absent.json")),
+        ..load_args(&hub, 1, Duration::from_secs(1))
+    };
+    assert!(format!("{:#}", run_load(missing).await.unwrap_err()).contains("cannot read"));
 }

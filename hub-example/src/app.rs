@@ -25,9 +25,12 @@ use tokio::task::JoinHandle;
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::api::{
-    admin, agents, auth, delegations, enforce_request_timeout, events, limit_request_size,
-    method_not_allowed, not_found, panic_response, profiling, public, FailedLogins, StreamLimiter,
+    admin, agents, audit_events, auth, delegations, enforce_request_timeout, events,
+    limit_request_size, method_not_allowed, not_found, panic_response, profiling, public,
+    FailedLogins, StreamLimiter,
 };
+use crate::authz::audit::{AuditBackend, MemoryAuditBackend};
+use crate::authz::audit_sqlite::{SqliteAuditBackend, WRITER_BUSY_TIMEOUT};
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::cache::ResponseCache;
 use crate::db::Db;
@@ -41,8 +44,8 @@ use crate::state::AppState;
 use crate::store::{AuthzStore, CountedAuthzStore, SqliteStore};
 use crate::tokens::TokenSigner;
 
-/// Records the audit channel holds before it drops.
-const AUDIT_CHANNEL: usize = 16_384;
+/// Records the audit queue holds before it rejects.
+pub const AUDIT_CHANNEL: usize = 16_384;
 /// Latest audit records kept for inspection.
 const AUDIT_RECENT: usize = 1_024;
 
@@ -74,7 +77,7 @@ pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
     extra: Option<Router>,
 ) -> Router {
     let routes: Router = Router::new()
-        .route("/healthz", get(public::healthz))
+        .route("/healthz", get(public::healthz::<S, A>))
         .route(
             "/api/v1/settings/public",
             get(public::public_settings::<S, A>),
@@ -104,6 +107,10 @@ pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
             put(profiling::put_profiling::<S, A>),
         )
         .route("/api/v1/admin/cache", get(admin::get_cache::<S, A>))
+        .route(
+            "/api/v1/admin/audit-events",
+            get(audit_events::audit_events::<S, A>),
+        )
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone());
@@ -175,21 +182,41 @@ impl Hub {
     /// Builds the Hub over `db`. Tracing on logs the startup warning and
     /// installs the layer and both decorators; off installs none of them.
     pub fn new(db: Db, options: HubOptions) -> Hub {
-        Self::build(db, options, None)
+        Self::build(db, options, None, None)
+    }
+
+    /// Builds the Hub over `db` with its audit records written through
+    /// `backend` from a queue of `capacity` records, instead of into the
+    /// database's `audit_events` table from a queue of [`AUDIT_CHANNEL`]:
+    /// for tests of the audit pipeline (a writer that stalls or fails).
+    pub fn with_audit_backend(
+        db: Db,
+        options: HubOptions,
+        backend: Box<dyn AuditBackend>,
+        capacity: usize,
+    ) -> Hub {
+        Self::build(db, options, None, Some((backend, capacity)))
     }
 
     /// Builds the Hub over `db` with `extra` routes beside its own (see
     /// [`build_router_with`]): for tests that need a route the real Hub does
     /// not have. The command line never calls it.
     pub fn with_extra_routes(db: Db, options: HubOptions, extra: Router) -> Hub {
-        Self::build(db, options, Some(extra))
+        Self::build(db, options, Some(extra), None)
     }
 
-    fn build(db: Db, options: HubOptions, extra: Option<Router>) -> Hub {
+    fn build(
+        db: Db,
+        options: HubOptions,
+        extra: Option<Router>,
+        audit: Option<(Box<dyn AuditBackend>, usize)>,
+    ) -> Hub {
         let logger = Logger::new(options.log.clone(), options.settings.gcp_logs);
         let signer = TokenSigner::from_session_secret(&options.session_secret);
         let bus = EventBus::default();
-        let (sink, audit_log) = ChannelAuditSink::start(AUDIT_CHANNEL, AUDIT_RECENT);
+        let (backend, capacity) =
+            audit.unwrap_or_else(|| (sqlite_audit(&db, &logger), AUDIT_CHANNEL));
+        let (sink, audit_log) = ChannelAuditSink::start_with(backend, capacity, AUDIT_RECENT);
         let store = SqliteStore::new(db.clone());
         let perf_trace = options.settings.perf_trace;
         let cache = ResponseCache::new(options.settings.cache);
@@ -368,6 +395,7 @@ impl Hub {
         let (limits, streams) = (self.limits, self.streams.clone());
         let counters = Arc::clone(&self.counters);
         let perf_trace = self.perf_trace;
+        let audit_log = self.audit_log.clone();
         async move {
             let addr = listener.local_addr()?;
             logger.info(
@@ -378,9 +406,17 @@ impl Hub {
                 ],
             );
             crate::server::serve(
-                listener, router, logger, limits, streams, counters, shutdown,
+                listener,
+                router,
+                logger.clone(),
+                limits,
+                streams,
+                counters,
+                shutdown,
             )
-            .await
+            .await?;
+            drain_audit(audit_log, logger, limits.shutdown_timeout).await;
+            Ok(())
         }
     }
 
@@ -398,6 +434,40 @@ impl Hub {
             shutdown: Some(tx),
             task,
         })
+    }
+}
+
+/// Once no request is left, writes what the audit queue still holds within
+/// `deadline` and logs the outcome once: `accepted == flushed + lost`.
+async fn drain_audit(audit_log: AuditLog, logger: Logger, deadline: std::time::Duration) {
+    let drain = tokio::task::spawn_blocking(move || audit_log.drain(deadline)).await;
+    let Ok(drain) = drain else { return };
+    let fields = [
+        ("accepted", drain.accepted.into()),
+        ("flushed", drain.flushed.into()),
+        ("lost", drain.lost.into()),
+        ("rejected", drain.rejected.into()),
+    ];
+    if drain.lost > 0 {
+        logger.warn("audit records lost at shutdown", &fields);
+    } else {
+        logger.info("audit drained", &fields);
+    }
+}
+
+/// The Hub's audit backend: the database's `audit_events` table. When the
+/// writer's connection cannot be opened, records are kept in memory only
+/// and the Hub says so once, at startup.
+fn sqlite_audit(db: &Db, logger: &Logger) -> Box<dyn AuditBackend> {
+    match SqliteAuditBackend::open(db.path(), WRITER_BUSY_TIMEOUT) {
+        Ok(backend) => Box::new(backend),
+        Err(e) => {
+            logger.warn(
+                "audit records are not persisted: cannot open the audit writer",
+                &[("error", e.to_string().into())],
+            );
+            Box::new(MemoryAuditBackend)
+        }
     }
 }
 

@@ -742,7 +742,7 @@ mod tests {
         let doc = seed(&options(dir.path(), "hub.db", 30, 42)).unwrap();
         assert_eq!(
             digest(&doc, &dir.path().join("hub.db")),
-            "e1a2b0192c04ea0addd26db0e9d05186ee8bf3a7fda8528344df357c4df13741"
+            "3b620edefd90e327a6ea171c8860a83959de096c48588f8a11ee55daf6878bab"
         );
     }
 

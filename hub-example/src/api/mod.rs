@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod agents;
+pub mod audit_events;
 pub mod auth;
 mod cached;
 pub mod delegations;

@@ -16,9 +16,20 @@ use crate::store::AuthzStore;
 /// The Hub's version, as `GET /api/v1/settings/public` reports it.
 pub const HUB_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// `GET /healthz`.
-pub async fn healthz() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
+/// `GET /healthz`: `{"status":"ok"}`, with the audit pipeline's figures
+/// under `audit` when the emitter keeps them. The status is `degraded`
+/// (still 200) once an audit record was rejected or a batch failed: an
+/// audit outage warns and never breaks a request.
+pub async fn healthz<S: AuthzStore, A: AuditEmitter>(
+    State(state): State<AppState<S, A>>,
+) -> Json<Value> {
+    match state.audit().health() {
+        Some(audit) => Json(json!({
+            "status": if audit.is_degraded() { "degraded" } else { "ok" },
+            "audit": audit,
+        })),
+        None => Json(json!({ "status": "ok" })),
+    }
 }
 
 /// `GET /api/v1/settings/public`: what any client may know about the Hub.

@@ -3,6 +3,7 @@
 
 mod action;
 pub mod audit;
+pub mod audit_sqlite;
 mod authorizer;
 mod memo;
 mod principal;

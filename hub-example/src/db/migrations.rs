@@ -142,6 +142,23 @@ INSERT INTO hub_settings (key, value, updated_at) VALUES
 "#,
     },
     Migration {
+        version: 3,
+        name: "audit events",
+        sql: r#"
+CREATE TABLE audit_events (
+    id             INTEGER PRIMARY KEY,
+    at_ms          INTEGER NOT NULL,
+    principal_kind TEXT NOT NULL,
+    principal_id   TEXT NOT NULL,
+    action         TEXT NOT NULL,
+    resource_kind  TEXT NOT NULL,
+    resource_id    TEXT,
+    outcome        TEXT NOT NULL CHECK (outcome IN ('allow', 'deny', 'error'))
+);
+CREATE INDEX audit_events_by_time ON audit_events (at_ms, id);
+"#,
+    },
+    Migration {
         version: 4,
         name: "browser sessions",
         sql: r#"
@@ -227,7 +244,7 @@ mod tests {
     fn migrations_apply_once_in_order() {
         let mut conn = Connection::open_in_memory().unwrap();
         assert_eq!(schema_version(&conn).unwrap(), 0);
-        assert_eq!(migrate(&mut conn, 1).unwrap(), vec![1, 2, 4]);
+        assert_eq!(migrate(&mut conn, 1).unwrap(), vec![1, 2, 3, 4]);
         assert_eq!(schema_version(&conn).unwrap(), LATEST_VERSION);
         assert!(migrate(&mut conn, 2).unwrap().is_empty());
         let roles: u32 = conn

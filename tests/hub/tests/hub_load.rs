@@ -125,6 +125,9 @@ async fn fifty_users_for_five_seconds_lose_nothing_and_mix_nothing() {
         max_requests: 1_000_000,
         out: out.clone(),
         notes: "hub-tests load under tracing".into(),
+        hub_pid: None,
+        csv: None,
+        compare: None,
     })
     .await
     .unwrap();
@@ -161,6 +164,11 @@ async fn fifty_users_for_five_seconds_lose_nothing_and_mix_nothing() {
         .iter()
         .filter(|l| !baseline_ids.contains(l["request_id"].as_str().unwrap()))
         .collect();
+    // The last two lines are the reads after every user finished: the cache
+    // table, then /healthz (for the audit health).
+    let (run_lines, end_reads) = run_lines.split_at(run_lines.len() - 2);
+    let run_lines = run_lines.to_vec();
+    assert_eq!(class_of(end_reads[1]), scenario_class["healthz"]);
     let answered: u64 = report
         .endpoints
         .iter()

@@ -1,0 +1,319 @@
+//! The Hub process's CPU and memory during a load run, sampled from `/proc`
+//! (Linux): CPU time from `/proc/PID/stat`, the resident set from
+//! `/proc/PID/status`. The process is given by `--hub-pid`, or found from the
+//! Hub's port: the listening socket's inode in `/proc/net/tcp{,6}`, then the
+//! process holding that socket among `/proc/*/fd`.
+//!
+//! CPU% is CPU time over wall time between two samples: 100% is one core
+//! busy, so a Hub using both cores of a 2-core machine reads 200%.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// Clock ticks per second of `/proc/PID/stat` times (`USER_HZ`, 100 on
+/// every Linux architecture's user ABI).
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// What the sampler saw over the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HubProcessReport {
+    /// The sampled process.
+    pub pid: u32,
+    /// How it was found: `hub-pid` (the flag) or `port`.
+    pub found_by: String,
+    /// Samples taken.
+    pub samples: u32,
+    /// Mean CPU% over the run (100 = one core).
+    pub cpu_percent_avg: f64,
+    /// Highest CPU% between two samples.
+    pub cpu_percent_max: f64,
+    /// Resident set at the first sample, MiB.
+    pub rss_mib_start: f64,
+    /// Largest resident set seen, MiB.
+    pub rss_mib_max: f64,
+    /// Resident set at the last sample, MiB.
+    pub rss_mib_end: f64,
+}
+
+/// One reading of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcSample {
+    /// User plus system CPU time, in clock ticks.
+    pub cpu_ticks: u64,
+    /// Resident set, KiB.
+    pub rss_kib: u64,
+}
+
+/// User plus system time (fields 14 and 15) of a `/proc/PID/stat` line. The
+/// command name (field 2) may hold spaces and parentheses, so fields are
+/// counted after its last `)`.
+pub fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // Field 3 (state) is fields[0]; utime is field 14, stime field 15.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// `VmRSS` of a `/proc/PID/status` file, in KiB.
+pub fn parse_status_rss_kib(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// Reads `pid` now; `None` once the process is gone.
+pub fn sample(pid: u32) -> Option<ProcSample> {
+    let proc_dir = Path::new("/proc").join(pid.to_string());
+    let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
+    let status = std::fs::read_to_string(proc_dir.join("status")).ok()?;
+    Some(ProcSample {
+        cpu_ticks: parse_stat_cpu_ticks(&stat)?,
+        rss_kib: parse_status_rss_kib(&status)?,
+    })
+}
+
+/// The inodes of sockets listening on `port` in a `/proc/net/tcp` or
+/// `tcp6` table (state `0A`).
+pub fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
+    let port_hex = format!("{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let local_port = fields.get(1)?.rsplit(':').next()?;
+            if local_port.eq_ignore_ascii_case(&port_hex) && *fields.get(3)? == "0A" {
+                fields.get(9)?.parse().ok()
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// The process listening on `port` on this machine, if one can be seen
+/// (another user's processes cannot).
+pub fn find_pid_by_port(port: u16) -> Option<u32> {
+    let inodes: Vec<u64> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(t).ok())
+        .flat_map(|t| listening_inodes(&t, port))
+        .collect();
+    if inodes.is_empty() {
+        return None;
+    }
+    let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if let Ok(target) = std::fs::read_link(fd.path()) {
+                if wanted.iter().any(|w| target.as_os_str() == w.as_str()) {
+                    return Some(pid);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Samples collected so far, folded into the report's figures.
+#[derive(Debug, Clone)]
+pub struct Samples {
+    pid: u32,
+    found_by: String,
+    first: Option<(Instant, ProcSample)>,
+    last: Option<(Instant, ProcSample)>,
+    count: u32,
+    cpu_percent_max: f64,
+    rss_kib_max: u64,
+}
+
+impl Samples {
+    /// No sample yet of `pid`.
+    pub fn new(pid: u32, found_by: &str) -> Samples {
+        Samples {
+            pid,
+            found_by: found_by.to_owned(),
+            first: None,
+            last: None,
+            count: 0,
+            cpu_percent_max: 0.0,
+            rss_kib_max: 0,
+        }
+    }
+
+    /// Adds a reading taken at `at`.
+    pub fn add(&mut self, at: Instant, reading: ProcSample) {
+        if let Some((then, previous)) = self.last {
+            let percent = cpu_percent(
+                reading.cpu_ticks.saturating_sub(previous.cpu_ticks),
+                at.duration_since(then),
+            );
+            self.cpu_percent_max = self.cpu_percent_max.max(percent);
+        }
+        if self.first.is_none() {
+            self.first = Some((at, reading));
+        }
+        self.last = Some((at, reading));
+        self.rss_kib_max = self.rss_kib_max.max(reading.rss_kib);
+        self.count += 1;
+    }
+
+    /// The report; `None` with fewer than two samples.
+    pub fn report(&self) -> Option<HubProcessReport> {
+        let ((t0, first), (t1, last)) = (self.first?, self.last?);
+        if self.count < 2 {
+            return None;
+        }
+        let mib = |kib: u64| round1(kib as f64 / 1024.0);
+        Some(HubProcessReport {
+            pid: self.pid,
+            found_by: self.found_by.clone(),
+            samples: self.count,
+            cpu_percent_avg: round1(cpu_percent(
+                last.cpu_ticks.saturating_sub(first.cpu_ticks),
+                t1.duration_since(t0),
+            )),
+            cpu_percent_max: round1(self.cpu_percent_max),
+            rss_mib_start: mib(first.rss_kib),
+            rss_mib_max: mib(self.rss_kib_max),
+            rss_mib_end: mib(last.rss_kib),
+        })
+    }
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+/// CPU% of `ticks` over `wall` (100 = one core).
+pub fn cpu_percent(ticks: u64, wall: Duration) -> f64 {
+    let seconds = wall.as_secs_f64();
+    if seconds <= 0.0 {
+        return 0.0;
+    }
+    ticks as f64 / TICKS_PER_SECOND / seconds * 100.0
+}
+
+/// Samples `pid` every `every` until the returned sender is dropped or
+/// sent to; the task's result is the report.
+pub fn spawn_sampler(
+    pid: u32,
+    found_by: &'static str,
+    every: Duration,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Option<HubProcessReport>>,
+) {
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let mut samples = Samples::new(pid, found_by);
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tokio::select! {
+                _ = &mut stopped => break,
+                _ = tick.tick() => match sample(pid) {
+                    Some(reading) => samples.add(Instant::now(), reading),
+                    None => break,
+                },
+            }
+        }
+        if let Some(reading) = sample(pid) {
+            samples.add(Instant::now(), reading);
+        }
+        samples.report()
+    });
+    (stop, task)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_times_are_read_after_a_command_name_with_spaces() {
+        let stat = "4242 (hub (x) y) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 9 0 100 123456789 4096";
+        assert_eq!(parse_stat_cpu_ticks(stat), Some(325));
+        assert_eq!(parse_stat_cpu_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn rss_is_read_from_status() {
+        let status = "Name:\thub-example\nVmPeak:\t  99999 kB\nVmRSS:\t   65536 kB\nThreads:\t9\n";
+        assert_eq!(parse_status_rss_kib(status), Some(65536));
+        assert_eq!(parse_status_rss_kib("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn only_listening_sockets_on_the_port_are_taken() {
+        let table = concat!(
+            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n",
+            "   0: 0100007F:4D72 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 111 1 0 100 0 0 10 0\n",
+            "   1: 0100007F:4D72 0100007F:9C40 01 00000000:00000000 00:00000000 00000000  1000        0 222 1 0 20 4 30 10 -1\n",
+            "   2: 0100007F:4D73 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 333 1 0 100 0 0 10 0\n",
+        );
+        assert_eq!(listening_inodes(table, 0x4D72), vec![111]);
+        assert_eq!(listening_inodes(table, 0x4D74), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn cpu_percent_is_per_core() {
+        assert_eq!(cpu_percent(200, Duration::from_secs(1)), 200.0);
+        assert_eq!(cpu_percent(50, Duration::from_secs(2)), 25.0);
+        assert_eq!(cpu_percent(10, Duration::ZERO), 0.0);
+    }
+
+    #[test]
+    fn samples_fold_into_average_peak_and_memory() {
+        let t0 = Instant::now();
+        let mut samples = Samples::new(7, "port");
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let reading = |cpu_ticks, rss_mib: u64| ProcSample {
+            cpu_ticks,
+            rss_kib: rss_mib * 1024,
+        };
+        samples.add(at(0), reading(0, 10));
+        assert_eq!(samples.report(), None, "one sample is not a rate");
+        samples.add(at(1000), reading(50, 64));
+        samples.add(at(2000), reading(200, 60));
+        let report = samples.report().unwrap();
+        assert_eq!(
+            (
+                report.cpu_percent_avg,
+                report.cpu_percent_max,
+                report.samples
+            ),
+            (100.0, 150.0, 3)
+        );
+        assert_eq!(
+            (report.rss_mib_start, report.rss_mib_max, report.rss_mib_end),
+            (10.0, 64.0, 60.0)
+        );
+    }
+
+    #[test]
+    fn this_process_is_found_from_its_listening_port_and_sampled() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert_eq!(find_pid_by_port(port), Some(std::process::id()));
+        let reading = sample(std::process::id()).unwrap();
+        assert!(reading.rss_kib > 0);
+        assert_eq!(sample(u32::MAX), None);
+    }
+}

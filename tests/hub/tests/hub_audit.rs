@@ -1,0 +1,264 @@
+//! The audit pipeline through the Hub: records persisted in `audit_events`
+//! and read back by `GET /api/v1/admin/audit-events` (hub admins only), the
+//! figures `/healthz` shows, and the faults: a writer that stalls (the queue
+//! fills, records are rejected and counted, requests are unaffected) and a
+//! database locked during flushes (failed flushes counted and retried,
+//! nothing lost while the queue has room).
+
+mod hub_support;
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use hub_example::authz::audit::{AuditBackend, AuditRecord, AuditWriteError};
+use hub_example::log::CaptureBuffer;
+use hub_example::settings::Settings;
+use hub_example::{Hub, HubOptions};
+use hub_support::{Seeded, TestHub, SECRET};
+use serde_json::Value;
+
+fn untraced() -> Settings {
+    Settings {
+        perf_trace: false,
+        gcp_logs: false,
+        // Every request decides afresh: a cache hit makes no decision.
+        cache: hub_example::cache::CacheSettings::disabled(),
+    }
+}
+
+async fn wait_for(what: impl Fn() -> bool) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while !what() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn audit_rows(hub: &TestHub) -> i64 {
+    hub.seeded
+        .db()
+        .conn()
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM audit_events", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn decisions_are_persisted_and_read_back_newest_first_by_an_admin_only() {
+    let hub = TestHub::new(12, untraced());
+    let health = hub.get("/healthz", None).await;
+    assert_eq!(health.status, StatusCode::OK);
+    let audit = &health.json()["audit"];
+    assert_eq!(health.json()["status"], "ok");
+    assert_eq!(audit["backend"], "sqlite");
+    for key in [
+        "accepted",
+        "flushed",
+        "rejected",
+        "failedFlushes",
+        "queueSize",
+    ] {
+        assert!(audit[key].is_u64(), "{key} in {audit}");
+    }
+
+    let list = hub
+        .get(&hub.project_agents_uri(), Some(&hub.doc().member_token))
+        .await;
+    assert_eq!(list.status, StatusCode::OK);
+    let accepted = hub.hub.audit_log().sent();
+    assert!(
+        accepted >= 12,
+        "one decision per agent at least: {accepted}"
+    );
+    wait_for(|| hub.hub.audit_log().flushed() == accepted).await;
+    assert_eq!(audit_rows(&hub), accepted as i64);
+
+    let member = hub
+        .get(
+            "/api/v1/admin/audit-events?window=5m",
+            Some(&hub.doc().member_token),
+        )
+        .await;
+    assert_eq!(member.status, StatusCode::FORBIDDEN);
+
+    let admin = &hub.doc().admin_token;
+    let mut cursor: Option<String> = None;
+    let mut seen: Vec<(String, i64)> = Vec::new();
+    loop {
+        let uri = match &cursor {
+            Some(c) => format!(
+                "/api/v1/admin/audit-events?window=5m&time_resolution=minute&limit=5&cursor={c}"
+            ),
+            None => "/api/v1/admin/audit-events?window=5m&time_resolution=minute&limit=5".into(),
+        };
+        let page = hub.get(&uri, Some(admin)).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.json());
+        let body = page.json();
+        assert_eq!(body["countApproximate"], false);
+        assert_eq!(body["timeResolution"], "minute");
+        let buckets: u64 = body["histogram"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(buckets, body["count"].as_u64().unwrap());
+        for event in body["events"].as_array().unwrap() {
+            seen.push((
+                event["at"].as_str().unwrap().to_owned(),
+                event["id"].as_i64().unwrap(),
+            ));
+        }
+        match body["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    // Every persisted record at least (the admin's own checks add some).
+    assert!(seen.len() as u64 >= accepted, "{} < {accepted}", seen.len());
+    let mut sorted = seen.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    sorted.dedup();
+    assert_eq!(seen, sorted, "newest first, no record twice");
+
+    let one = hub
+        .get(
+            "/api/v1/admin/audit-events?window=5m&limit=500",
+            Some(admin),
+        )
+        .await
+        .json();
+    let reads = one["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["principal"]["id"] == hub.doc().member_user_id.as_str())
+        .count();
+    assert!(reads >= 12, "the member's decisions are listed: {reads}");
+
+    let wide = hub
+        .get("/api/v1/admin/audit-events?window=7d", Some(admin))
+        .await
+        .json();
+    assert_eq!(wide["countApproximate"], true);
+    assert!(wide["count"].as_u64().unwrap() >= accepted);
+}
+
+#[tokio::test]
+async fn bad_parameters_are_a_json_400_naming_the_parameter() {
+    let hub = TestHub::new(2, untraced());
+    let admin = hub.doc().admin_token.clone();
+    for (query, name) in [
+        ("window=2h", "window"),
+        ("cursor=nope!", "cursor"),
+        ("limit=9999", "limit"),
+        ("from=tomorrow", "from"),
+        ("time_resolution=week", "time_resolution"),
+    ] {
+        let reply = hub
+            .get(&format!("/api/v1/admin/audit-events?{query}"), Some(&admin))
+            .await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{query}");
+        let message = reply.json()["error"].as_str().unwrap().to_owned();
+        assert!(message.contains(name), "{query}: {message}");
+    }
+}
+
+/// A backend whose writes wait until the test opens its gate.
+struct StalledBackend {
+    gate: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl AuditBackend for StalledBackend {
+    fn name(&self) -> &'static str {
+        "stalled"
+    }
+    fn write_batch(&mut self, _batch: &[AuditRecord]) -> Result<(), AuditWriteError> {
+        let (open, cv) = &*self.gate;
+        let mut open = open.lock().unwrap();
+        while !*open {
+            open = cv.wait(open).unwrap();
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_stalled_writer_fills_the_queue_and_requests_are_unaffected() {
+    let seeded = Seeded::new(20);
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let log = CaptureBuffer::new();
+    let hub = Hub::with_audit_backend(
+        seeded.db(),
+        HubOptions {
+            session_secret: SECRET.into(),
+            settings: untraced(),
+            log: log.writer(),
+        },
+        Box::new(StalledBackend { gate: gate.clone() }),
+        8,
+    );
+    let hub = TestHub {
+        seeded,
+        router: hub.router(),
+        hub,
+        log,
+    };
+    let member = hub.doc().member_token.clone();
+    let fresh: Value = hub
+        .get(&hub.project_agents_uri(), Some(&member))
+        .await
+        .json();
+    for _ in 0..5 {
+        let reply = hub.get(&hub.project_agents_uri(), Some(&member)).await;
+        assert_eq!(reply.status, StatusCode::OK);
+        assert_eq!(
+            reply.json(),
+            fresh,
+            "the answer does not depend on the audit"
+        );
+    }
+    let health = hub.get("/healthz", None).await;
+    assert_eq!(health.status, StatusCode::OK);
+    let body = health.json();
+    assert_eq!(body["status"], "degraded");
+    let audit = &body["audit"];
+    assert_eq!(audit["backend"], "stalled");
+    assert_eq!(audit["flushed"], 0);
+    assert!(audit["rejected"].as_u64().unwrap() > 0, "{audit}");
+    assert!(audit["accepted"].as_u64().unwrap() <= 8 + 4_096, "{audit}");
+    assert_eq!(audit["queueSize"], audit["accepted"]);
+
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    let log = hub.hub.audit_log().clone();
+    wait_for(|| log.flushed() == log.sent()).await;
+    let after = hub.get("/healthz", None).await.json();
+    assert_eq!(after["audit"]["queueSize"], 0);
+    assert_eq!(after["status"], "degraded", "rejections stay counted");
+}
+
+#[tokio::test]
+async fn a_locked_database_fails_flushes_that_are_retried_until_everything_is_written() {
+    let hub = TestHub::new(30, untraced());
+    let locker = rusqlite::Connection::open(hub.seeded.dir.path().join("hub.db")).unwrap();
+    locker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let member = hub.doc().member_token.clone();
+    for _ in 0..3 {
+        let reply = hub.get(&hub.project_agents_uri(), Some(&member)).await;
+        // WAL readers are not blocked by the writer's lock.
+        assert_eq!(reply.status, StatusCode::OK);
+    }
+    let log = hub.hub.audit_log().clone();
+    wait_for(|| log.failed_flushes() >= 1).await;
+    let during = hub.get("/healthz", None).await.json();
+    assert_eq!(during["status"], "degraded");
+    assert!(during["audit"]["failedFlushes"].as_u64().unwrap() >= 1);
+    assert_eq!(during["audit"]["flushed"], 0);
+    locker.execute_batch("COMMIT").unwrap();
+    wait_for(|| log.flushed() == log.sent()).await;
+    let health = log.health();
+    assert_eq!((health.rejected, health.queue_size), (0, 0));
+    assert_eq!(audit_rows(&hub), health.flushed as i64, "nothing lost");
+    assert!(health.flushed >= 90);
+}
