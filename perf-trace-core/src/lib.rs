@@ -91,6 +91,7 @@ mod clock;
 pub mod contract;
 #[cfg(feature = "insta")]
 pub mod counts;
+pub mod export;
 mod guard;
 pub mod headers;
 mod key_check;
@@ -98,15 +99,21 @@ pub mod keys;
 #[cfg(feature = "tower")]
 pub mod layer;
 pub mod line;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod pool;
 pub mod record;
 pub mod recorder;
+pub mod sampling;
 pub mod scope;
 mod sink;
 pub mod snapshot;
 #[cfg(feature = "tower")]
 pub mod testing;
 mod timestamp;
+pub mod trace_context;
+#[cfg(feature = "tracing")]
+pub mod tracing_sink;
 
 pub use clock::warm_up;
 pub use headers::render_headers;
