@@ -58,7 +58,7 @@ type Body = Full<Bytes>;
 async fn handler(request: Request<()>) -> Result<Response<Body>, Infallible> {
     load();
     let query = request.uri().query().unwrap_or("");
-    check(query.len() % 2 == 0);
+    check(query.len().is_multiple_of(2));
     count_by(Endpoint::ThingsList, Cache::Hit);
     count(Batch::Count);
     count_n(Batch::Largest, query.len() as u64 + 1);
@@ -225,7 +225,11 @@ async fn metric_series_are_fixed_by_the_key_sets_not_by_the_input() {
     let mut counts_after = Vec::new();
     for round in 0..4 {
         for _ in 0..250 {
-            let prefix = if rng.next() % 2 == 0 { "/things" } else { "" };
+            let prefix = if rng.next().is_multiple_of(2) {
+                "/things"
+            } else {
+                ""
+            };
             let status = statuses[(rng.next() % statuses.len() as u64) as usize];
             let path = format!(
                 "{prefix}/{}/{}?{}={}&status={status}",
