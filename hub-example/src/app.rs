@@ -31,6 +31,7 @@ use crate::api::{
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::db::Db;
 use crate::events::EventBus;
+use crate::exits::{trace_layer_with_exits, HubExits};
 use crate::limits::ServerLimits;
 use crate::log::{Logger, SharedWriter};
 use crate::perf::{trace_layer, HubTraceLayer};
@@ -143,6 +144,7 @@ pub struct Hub {
     perf_trace: bool,
     store_type: &'static str,
     audit_type: &'static str,
+    exits: HubExits,
 }
 
 impl std::fmt::Debug for Hub {
@@ -169,7 +171,29 @@ impl Hub {
         Self::build(db, options, Some(extra))
     }
 
+    /// Builds the Hub over `db` with `exits` on its tracing layer's emitter
+    /// (metrics, OTLP export, tail sampling) and the metrics admin route
+    /// when asked for. Exits need tracing on; without it they are ignored,
+    /// with a warning.
+    pub fn with_exits(db: Db, options: HubOptions, exits: HubExits) -> Hub {
+        Self::build_with_exits(db, options, None, exits)
+    }
+
+    /// The exits the Hub was built with.
+    pub fn exits(&self) -> &HubExits {
+        &self.exits
+    }
+
     fn build(db: Db, options: HubOptions, extra: Option<Router>) -> Hub {
+        Self::build_with_exits(db, options, extra, HubExits::default())
+    }
+
+    fn build_with_exits(
+        db: Db,
+        options: HubOptions,
+        extra: Option<Router>,
+        exits: HubExits,
+    ) -> Hub {
         let logger = Logger::new(options.log.clone(), options.settings.gcp_logs);
         let signer = TokenSigner::from_session_secret(&options.session_secret);
         let bus = EventBus::default();
@@ -192,10 +216,29 @@ impl Hub {
             )
         }
 
+        if exits.any() && !perf_trace {
+            logger.warn(
+                "metrics, OTLP export and sampling need tracing on; ignored",
+                &[("setting", PERF_TRACE_KEY.into())],
+            );
+        }
+        let exits = if perf_trace {
+            exits
+        } else {
+            HubExits::default()
+        };
+        let extra = match (extra, exits.admin_routes()) {
+            (Some(extra), Some(admin)) => Some(extra.merge(admin)),
+            (extra, admin) => extra.or(admin),
+        };
         let parts = (db.clone(), bus.clone(), signer, extra);
         let (router, store_type, audit_type) = if perf_trace {
             logger.warn(PERF_TRACE_WARNING, &[("setting", PERF_TRACE_KEY.into())]);
-            let layer = trace_layer(&logger, db.pool_stats());
+            let layer = if exits.any() {
+                trace_layer_with_exits(&logger, db.pool_stats(), &exits)
+            } else {
+                trace_layer(&logger, db.pool_stats())
+            };
             assemble(
                 CountedAuthzStore::new(store),
                 TracedAuditEmitter::new(sink),
@@ -219,6 +262,7 @@ impl Hub {
             perf_trace,
             store_type,
             audit_type,
+            exits,
         }
     }
 
