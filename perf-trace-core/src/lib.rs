@@ -24,6 +24,13 @@
 //! [`layer`], [`line`](mod@line), [`headers`], [`record`], [`recorder`], [`scope`] and
 //! [`contract`].
 //!
+//! Beyond the line, the [`Emitter`] hands each finished request to exits
+//! ([`export`]): a `tracing` event (`tracing_sink`, feature `tracing`),
+//! Prometheus metrics with label sets bounded by the key sets (`metrics`,
+//! feature `metrics`), OpenTelemetry spans (the `perf-trace-otel` crate), and
+//! decides [tail sampling](sampling) when the request ends; W3C trace
+//! context is in [`trace_context`].
+//!
 //! # Example
 //!
 //! Declare the key sets, mark the phases and the store trait, and read what

@@ -40,6 +40,11 @@
 
 #![warn(missing_docs)]
 
+// The README's example compiles as a doctest too.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod config;
 mod export;
 pub mod span;
