@@ -69,7 +69,7 @@ impl fmt::Display for OtlpError {
 
 impl std::error::Error for OtlpError {}
 
-/// Exports each finished request as one span (see the [crate](crate) docs).
+/// Exports each finished request as one span (see the [crate] docs).
 ///
 /// Dropping it exports what is queued (waiting at most a second), then the
 /// export thread ends.
