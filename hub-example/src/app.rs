@@ -35,6 +35,7 @@ use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter}
 use crate::cache::ResponseCache;
 use crate::db::Db;
 use crate::events::EventBus;
+use crate::exits::{trace_layer_with_exits, HubExits};
 use crate::limits::ServerLimits;
 use crate::log::{Logger, SharedWriter};
 use crate::perf::{trace_layer, HubTraceLayer};
@@ -166,6 +167,7 @@ pub struct Hub {
     store_type: &'static str,
     audit_type: &'static str,
     signer: TokenSigner,
+    exits: HubExits,
 }
 
 impl std::fmt::Debug for Hub {
@@ -182,7 +184,7 @@ impl Hub {
     /// Builds the Hub over `db`. Tracing on logs the startup warning and
     /// installs the layer and both decorators; off installs none of them.
     pub fn new(db: Db, options: HubOptions) -> Hub {
-        Self::build(db, options, None, None)
+        Self::build(db, options, None, None, HubExits::default())
     }
 
     /// Builds the Hub over `db` with its audit records written through
@@ -195,14 +197,33 @@ impl Hub {
         backend: Box<dyn AuditBackend>,
         capacity: usize,
     ) -> Hub {
-        Self::build(db, options, None, Some((backend, capacity)))
+        Self::build(
+            db,
+            options,
+            None,
+            Some((backend, capacity)),
+            HubExits::default(),
+        )
     }
 
     /// Builds the Hub over `db` with `extra` routes beside its own (see
     /// [`build_router_with`]): for tests that need a route the real Hub does
     /// not have. The command line never calls it.
     pub fn with_extra_routes(db: Db, options: HubOptions, extra: Router) -> Hub {
-        Self::build(db, options, Some(extra), None)
+        Self::build(db, options, Some(extra), None, HubExits::default())
+    }
+
+    /// Builds the Hub over `db` with `exits` on its tracing layer's emitter
+    /// (metrics, OTLP export, tail sampling) and the metrics admin route
+    /// when asked for. Exits need tracing on; without it they are ignored,
+    /// with a warning.
+    pub fn with_exits(db: Db, options: HubOptions, exits: HubExits) -> Hub {
+        Self::build(db, options, None, None, exits)
+    }
+
+    /// The exits the Hub was built with.
+    pub fn exits(&self) -> &HubExits {
+        &self.exits
     }
 
     fn build(
@@ -210,6 +231,7 @@ impl Hub {
         options: HubOptions,
         extra: Option<Router>,
         audit: Option<(Box<dyn AuditBackend>, usize)>,
+        exits: HubExits,
     ) -> Hub {
         let logger = Logger::new(options.log.clone(), options.settings.gcp_logs);
         let signer = TokenSigner::from_session_secret(&options.session_secret);
@@ -236,6 +258,21 @@ impl Hub {
             )
         }
 
+        if exits.any() && !perf_trace {
+            logger.warn(
+                "metrics, OTLP export and sampling need tracing on; ignored",
+                &[("setting", PERF_TRACE_KEY.into())],
+            );
+        }
+        let exits = if perf_trace {
+            exits
+        } else {
+            HubExits::default()
+        };
+        let extra = match (extra, exits.admin_routes()) {
+            (Some(extra), Some(admin)) => Some(extra.merge(admin)),
+            (extra, admin) => extra.or(admin),
+        };
         let parts = (
             db.clone(),
             bus.clone(),
@@ -245,7 +282,11 @@ impl Hub {
         );
         let (router, store_type, audit_type) = if perf_trace {
             logger.warn(PERF_TRACE_WARNING, &[("setting", PERF_TRACE_KEY.into())]);
-            let layer = trace_layer(&logger, db.pool_stats());
+            let layer = if exits.any() {
+                trace_layer_with_exits(&logger, db.pool_stats(), &exits)
+            } else {
+                trace_layer(&logger, db.pool_stats())
+            };
             assemble(
                 CountedAuthzStore::new(store),
                 TracedAuditEmitter::new(sink),
@@ -271,6 +312,7 @@ impl Hub {
             store_type,
             audit_type,
             signer,
+            exits,
         }
     }
 

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::{Hub, HubOptions};
+use crate::exits::{metrics_addr, serve_metrics, ExitSettings, HubExits};
 use crate::limits::ServerLimits;
 use crate::log::stdout_writer;
 use crate::seed::{seed_to_file, SeedOptions};
@@ -174,6 +175,10 @@ pub struct ServeArgs {
     /// benchmark Hub only (never on by default).
     #[arg(long, requires = "enable_web")]
     pub enable_test_login: bool,
+    /// Serve Prometheus metrics (`GET /metrics`, OpenMetrics text) on this
+    /// port of 127.0.0.1 only; needs tracing on.
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub metrics_port: Option<u16>,
 }
 
 /// `hub-example seed`.
@@ -264,6 +269,11 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
     let limits = args
         .limits
         .apply(ServerLimits::from_process(args.config.as_deref()).map_err(CliError::from)?)?;
+    let mut exit_settings =
+        ExitSettings::from_process(args.config.as_deref()).map_err(CliError::from)?;
+    if let Some(port) = args.metrics_port {
+        exit_settings.metrics_port = Some(port);
+    }
     let db = open_for_serving(&args.db, !args.no_auto_migrate).map_err(CliError::from)?;
     let addr = resolve(&args.host, args.port)?;
     let web_addr = match args.enable_web {
@@ -276,15 +286,29 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
     let rt = runtime()?;
     rt.block_on(async move {
         perf_trace_core::warm_up();
-        let hub = Hub::new(
+        let exits = HubExits::start(&exit_settings).map_err(|e| CliError(e.to_string()))?;
+        let hub = Hub::with_exits(
             db,
             HubOptions {
                 session_secret,
                 settings,
                 log: stdout_writer(),
             },
+            exits,
         )
         .with_limits(limits);
+        if let (Some(port), Some(metrics)) = (exit_settings.metrics_port, &hub.exits().metrics) {
+            let addr = metrics_addr(port);
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| CliError(format!("cannot listen on {addr}: {e}")))?;
+            // Ends with the runtime, after the Hub's own shutdown.
+            tokio::spawn(serve_metrics(
+                listener,
+                std::sync::Arc::clone(metrics),
+                std::future::pending(),
+            ));
+        }
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| CliError(format!("cannot listen on {addr}: {e}")))?;

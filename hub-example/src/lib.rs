@@ -23,6 +23,7 @@ pub mod cli;
 pub mod clock;
 pub mod db;
 pub mod events;
+pub mod exits;
 pub mod keys;
 pub mod limits;
 pub mod listing;

@@ -60,6 +60,15 @@ pub enum SettingsError {
     /// A timeout or cap is not a valid value.
     #[error(transparent)]
     Limit(#[from] crate::limits::LimitError),
+    /// A setting of the exits (metrics, OTLP, sampling) with a bad value;
+    /// the message names the setting and what it takes, never the value.
+    #[error("{name} must be {expected}")]
+    Invalid {
+        /// The setting or environment variable.
+        name: &'static str,
+        /// What it takes.
+        expected: &'static str,
+    },
 }
 
 pub(crate) fn parse_bool(text: &str, name: &'static str) -> Result<bool, SettingsError> {

@@ -15,6 +15,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use crate::clock;
 use crate::contract::suffix;
+use crate::export::RequestFacts;
 use crate::headers::render_headers;
 use crate::keys::{KeySet, Schema};
 use crate::pool::PoolStats;
@@ -22,6 +23,7 @@ use crate::recorder::{Recorder, Table};
 use crate::scope::{current, Instrumented};
 use crate::sink::Emitter;
 use crate::snapshot::SseStage;
+use crate::trace_context::{TraceContext, TRACEPARENT, TRACERESPONSE};
 
 /// What the service decides about each request.
 pub trait TracePolicy<S: Schema>: Clone + Send + Sync + 'static {
@@ -47,6 +49,9 @@ struct Shared<P> {
     request_id: Option<HeaderName>,
     /// Every response header the schema can render, by suffix.
     names: Vec<(&'static str, HeaderName)>,
+    /// An exit asked for W3C trace context: read `traceparent`, answer
+    /// `traceresponse`.
+    trace_context: bool,
 }
 
 impl<P> Shared<P> {
@@ -108,6 +113,7 @@ impl<S: Schema, P: TracePolicy<S>> PerfTraceLayer<S, P> {
         PerfTraceLayer {
             shared: Arc::new(Shared {
                 policy,
+                trace_context: emitter.wants_trace_context(),
                 emitter,
                 pool: None,
                 trigger,
@@ -214,6 +220,14 @@ where
             .and_then(|trigger| request.headers().get(trigger))
             .is_some_and(|v| v.as_bytes() == b"1")
             && shared.policy.headers_allowed(&request);
+        let trace = shared.trace_context.then(|| {
+            let ids = uuid::Uuid::new_v4().as_u128().to_le_bytes();
+            let span_id = uuid::Uuid::new_v4().as_u64_pair().0.to_le_bytes();
+            let incoming = request.headers().get(TRACEPARENT).map(|v| v.as_bytes());
+            let context = TraceContext::continue_or_start(incoming, ids, span_id);
+            request.extensions_mut().insert(context);
+            context
+        });
         request.extensions_mut().insert(recorder.clone());
         let inner = recorder.in_scope(|| self.inner.call(request));
         ResponseFuture {
@@ -224,6 +238,11 @@ where
                 recorder,
                 emitter: shared.emitter.clone(),
                 want_headers,
+                facts: RequestFacts {
+                    status: None,
+                    perf_headers: want_headers,
+                    trace,
+                },
                 header_names: Arc::clone(shared) as Arc<dyn HeaderNames>,
                 serialize: S::SERIALIZE.map(|p| p.index()),
                 serialize_start: None,
@@ -254,6 +273,8 @@ struct RequestTrace {
     recorder: Recorder,
     emitter: Emitter,
     want_headers: bool,
+    /// The status (set at response start) and trace, for the exits.
+    facts: RequestFacts,
     header_names: Arc<dyn HeaderNames>,
     serialize: Option<usize>,
     serialize_start: Option<u64>,
@@ -261,8 +282,14 @@ struct RequestTrace {
 }
 
 impl RequestTrace {
-    fn on_response<B>(&self, response: &mut Response<B>) {
+    fn on_response<B>(&mut self, response: &mut Response<B>) {
+        self.facts.status = Some(response.status().as_u16());
         let headers = response.headers_mut();
+        if let Some(trace) = &self.facts.trace {
+            if let Ok(value) = HeaderValue::from_str(&trace.traceresponse()) {
+                headers.insert(HeaderName::from_static(TRACERESPONSE), value);
+            }
+        }
         let id = self.recorder.request_id();
         if let (false, Some(name)) = (id.is_empty(), self.header_names.request_id()) {
             if let Ok(id) = HeaderValue::from_str(id) {
@@ -285,7 +312,7 @@ impl RequestTrace {
             if success && !self.connect_written && !self.recorder.is_discarded() {
                 self.connect_written = true;
                 let snapshot = self.recorder.snapshot().with_stage(Some(SseStage::Connect));
-                self.emitter.emit(&snapshot);
+                self.emitter.emit_request(&snapshot, &self.facts);
             }
         } else if self.serialize.is_some() && self.serialize_start.is_none() {
             self.serialize_start = Some(clock::now());
@@ -300,7 +327,8 @@ impl Drop for RequestTrace {
             self.recorder.0.table(Table::Phases)[index].add(ticks);
         }
         if !self.recorder.is_discarded() {
-            self.emitter.emit(&self.recorder.snapshot());
+            self.emitter
+                .emit_request(&self.recorder.snapshot(), &self.facts);
         }
     }
 }
@@ -333,9 +361,9 @@ where
             Poll::Ready(result) => result,
         };
         // Dropping the trace on error writes the line now.
-        let trace = this.trace.take();
+        let mut trace = this.trace.take();
         Poll::Ready(result.map(|mut response| {
-            if let Some(trace) = &trace {
+            if let Some(trace) = &mut trace {
                 trace.on_response(&mut response);
             }
             let success = response.status().is_success();

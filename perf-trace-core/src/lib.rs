@@ -24,6 +24,13 @@
 //! [`layer`], [`line`](mod@line), [`headers`], [`record`], [`recorder`], [`scope`] and
 //! [`contract`].
 //!
+//! Beyond the line, the [`Emitter`] hands each finished request to exits
+//! ([`export`]): a `tracing` event (`tracing_sink`, feature `tracing`),
+//! Prometheus metrics with label sets bounded by the key sets (`metrics`,
+//! feature `metrics`), OpenTelemetry spans (the `perf-trace-otel` crate), and
+//! decides [tail sampling](sampling) when the request ends; W3C trace
+//! context is in [`trace_context`].
+//!
 //! # Example
 //!
 //! Declare the key sets, mark the phases and the store trait, and read what
@@ -91,6 +98,7 @@ mod clock;
 pub mod contract;
 #[cfg(feature = "insta")]
 pub mod counts;
+pub mod export;
 mod guard;
 pub mod headers;
 mod key_check;
@@ -98,15 +106,21 @@ pub mod keys;
 #[cfg(feature = "tower")]
 pub mod layer;
 pub mod line;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod pool;
 pub mod record;
 pub mod recorder;
+pub mod sampling;
 pub mod scope;
 mod sink;
 pub mod snapshot;
 #[cfg(feature = "tower")]
 pub mod testing;
 mod timestamp;
+pub mod trace_context;
+#[cfg(feature = "tracing")]
+pub mod tracing_sink;
 
 pub use clock::warm_up;
 pub use headers::render_headers;

@@ -10,7 +10,9 @@ use std::time::SystemTime;
 
 use parking_lot::Mutex;
 
+use crate::export::{FinishedRequest, RequestFacts, RequestSink};
 use crate::line::LineFormat;
+use crate::sampling::TailSampling;
 use crate::snapshot::Snapshot;
 
 /// A destination for whole lines, shared by all requests.
@@ -84,11 +86,31 @@ impl LineSink {
     }
 }
 
-/// Renders snapshots and writes them to a sink.
+/// Renders snapshots and writes them to a sink, then hands each finished
+/// request to the exits added with [`with_sink`](Emitter::with_sink), after
+/// the tail-sampling decision of [`with_sampling`](Emitter::with_sampling).
 #[derive(Debug, Clone)]
 pub struct Emitter {
     format: LineFormat,
     sink: Arc<LineSink>,
+    /// `None` for the line alone: the contract's path, untouched.
+    exits: Option<Arc<Exits>>,
+}
+
+/// The exits and the sampling policy beyond the line.
+#[derive(Default)]
+struct Exits {
+    sinks: Vec<Arc<dyn RequestSink>>,
+    sampling: Option<TailSampling>,
+}
+
+impl fmt::Debug for Exits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Exits")
+            .field("sinks", &self.sinks.len())
+            .field("sampling", &self.sampling)
+            .finish()
+    }
 }
 
 thread_local! {
@@ -101,7 +123,49 @@ impl Emitter {
         Emitter {
             format,
             sink: Arc::new(sink),
+            exits: None,
         }
+    }
+
+    fn exits_mut(&mut self) -> &mut Exits {
+        let exits = self.exits.get_or_insert_with(Arc::default);
+        // Clones made earlier keep their own exits.
+        if Arc::get_mut(exits).is_none() {
+            let copy = Exits {
+                sinks: exits.sinks.clone(),
+                sampling: exits.sampling.clone(),
+            };
+            *exits = Arc::new(copy);
+        }
+        Arc::get_mut(exits).expect("a fresh Arc is unique")
+    }
+
+    /// Adds an exit: every finished request is handed to `sink` (those tail
+    /// sampling drops only when the sink [sees every
+    /// request](RequestSink::sees_every_request)).
+    pub fn with_sink(mut self, sink: impl RequestSink) -> Self {
+        self.exits_mut().sinks.push(Arc::new(sink));
+        self
+    }
+
+    /// Writes the line (and hands the request to the exits that want kept
+    /// requests only) only for the requests `sampling` keeps. Without it,
+    /// every request keeps its line.
+    pub fn with_sampling(mut self, sampling: TailSampling) -> Self {
+        self.exits_mut().sampling = Some(sampling);
+        self
+    }
+
+    /// The tail-sampling policy, if any (its count of sampled-out requests).
+    pub fn sampling(&self) -> Option<&TailSampling> {
+        self.exits.as_ref()?.sampling.as_ref()
+    }
+
+    /// Whether an exit asked for the request's trace context.
+    pub fn wants_trace_context(&self) -> bool {
+        self.exits
+            .as_ref()
+            .is_some_and(|exits| exits.sinks.iter().any(|s| s.wants_trace_context()))
     }
 
     /// The line format.
@@ -114,18 +178,62 @@ impl Emitter {
         &self.sink
     }
 
-    /// Renders and writes one line for `snapshot`, stamped now.
+    /// Renders and writes one line for `snapshot`, stamped now (and hands
+    /// it to the exits, with no facts: see [`emit_request`](Self::emit_request)).
     pub fn emit(&self, snapshot: &Snapshot) {
+        match &self.exits {
+            None => self.write(snapshot, SystemTime::now(), |_| ()),
+            Some(_) => self.emit_request(snapshot, &RequestFacts::default()),
+        }
+    }
+
+    /// Finishes one request: decides whether sampling keeps it, writes its
+    /// line if so, and hands it to the exits.
+    pub fn emit_request(&self, snapshot: &Snapshot, facts: &RequestFacts) {
+        let end_time = SystemTime::now();
+        let Some(exits) = &self.exits else {
+            self.write(snapshot, end_time, |_| ());
+            return;
+        };
+        let sampled = exits
+            .sampling
+            .as_ref()
+            .is_none_or(|sampling| sampling.keep(snapshot, facts));
+        let hand_over = |line: Option<&str>| {
+            let request = FinishedRequest {
+                snapshot,
+                facts,
+                sampled,
+                line,
+                end_time,
+            };
+            for sink in &exits.sinks {
+                if sampled || sink.sees_every_request() {
+                    sink.record(&request);
+                }
+            }
+        };
+        if sampled {
+            self.write(snapshot, end_time, |line| hand_over(Some(line)));
+        } else {
+            hand_over(None);
+        }
+    }
+
+    /// Renders the line stamped `time`, writes it, then gives it to `then`.
+    fn write(&self, snapshot: &Snapshot, time: SystemTime, then: impl FnOnce(&str)) {
         LINE.with(|line| match line.try_borrow_mut() {
             Ok(mut line) => {
-                self.format.render(snapshot, SystemTime::now(), &mut line);
+                self.format.render(snapshot, time, &mut line);
                 self.sink.write_line(&line);
+                then(&line);
             }
             // Re-entered from a sink that itself emits: use a fresh buffer.
             Err(_) => {
                 let mut line = String::new();
-                self.format.render(snapshot, SystemTime::now(), &mut line);
+                self.format.render(snapshot, time, &mut line);
                 self.sink.write_line(&line);
+                then(&line);
             }
         });
     }
