@@ -25,6 +25,7 @@
 
 mod budget_requests;
 mod hub_support;
+mod web_schema;
 
 use axum::http::StatusCode;
 use axum::Router;
@@ -336,4 +337,48 @@ async fn one_extra_read_per_agent_is_over_budget() {
         graph.authz_store_calls,
         budget_of("project-graph").unwrap().authz_store_calls + u64::from(AGENTS)
     );
+}
+
+#[tokio::test]
+async fn web_fixture_schema_matches_the_hubs_responses() {
+    let hub = TestHub::traced(AGENTS);
+    let actual = web_schema::hub_schema(&hub).await;
+    let path = web_schema::schema_path();
+    if let Err(message) = web_schema::check_or_write(&actual, &path, web_schema::write_requested())
+    {
+        panic!("{message}");
+    }
+}
+
+#[tokio::test]
+async fn a_changed_response_field_fails_the_web_fixture_schema() {
+    let hub = TestHub::traced(AGENTS);
+    let mut drifted = web_schema::hub_schema(&hub).await;
+    let graph = drifted.get_mut("project-graph").unwrap();
+    graph.insert("$.agents[].createdBy.id".into(), "number".into());
+    graph.insert("$.agents[].labels".into(), "array".into());
+    let message = web_schema::check_or_write(&drifted, &web_schema::schema_path(), false)
+        .expect_err("a changed field type and a new field are drift");
+    assert!(
+        message.contains("does not match the field names and types of the hub's current responses"),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "project-graph: $.agents[].createdBy.id: string in the schema file, number in the hub's responses"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("project-graph: $.agents[].labels (array) is in the hub's responses"),
+        "{message}"
+    );
+
+    // Rewriting writes exactly the hub's schema, which then passes.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("schema.json").display().to_string();
+    let actual = web_schema::hub_schema(&hub).await;
+    web_schema::check_or_write(&actual, &path, true).unwrap();
+    web_schema::check_or_write(&actual, &path, false).unwrap();
+    assert!(web_schema::check_or_write(&drifted, &path, false).is_err());
 }
