@@ -1,5 +1,5 @@
-//! The command line: `demo` (also what runs with no subcommand), `apibench`
-//! and `load`. A bad flag is a one-line usage error (exit status 2); a
+//! The command line: `demo` (also what runs with no subcommand), `apibench`,
+//! `load` and `web`. A bad flag is a one-line usage error (exit status 2); a
 //! failed run is one line on standard error and exit status 1.
 
 use std::ffi::OsString;
@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use crate::apibench::{self, ApibenchArgs};
 use crate::demo::{self, DemoArgs};
 use crate::load::{self, LoadArgs};
+use crate::web::{self, WebArgs};
 
 /// Benchmark and load clients for the example Hub, and the demo.
 #[derive(Debug, Parser)]
@@ -39,6 +40,8 @@ pub enum Command {
     Apibench(ApibenchArgs),
     /// Run virtual users over a weighted endpoint mix and write a JSON report
     Load(LoadArgs),
+    /// Measure the project page's views and live updates in headless Chromium and write a JSON report
+    Web(WebArgs),
 }
 
 impl Command {
@@ -49,6 +52,7 @@ impl Command {
             Command::Demo(args) => demo::run(args).await.map(drop),
             Command::Apibench(args) => apibench::run(args).await.map(drop),
             Command::Load(args) => load::run_load(args).await.map(drop),
+            Command::Web(args) => web::run(args).await.map(drop),
         }
     }
 }

@@ -15,6 +15,8 @@
 //! - [`report`]: the JSON types both write; [`seed_file`]: reading the
 //!   seeder's JSON and its redaction; [`perf_log`]: the `perf_trace` line
 //!   reader; [`stats`], [`table`], [`machine`] and [`client`]: shared pieces.
+//! - [`web`]: the browser benchmark over headless Chromium
+//!   (`hub-bench web`).
 //! - [`web_fixture`]: the deterministic answers the web counter budgets
 //!   load the project page against, and their schema.
 //! - [`cli`]: the command line.
@@ -31,6 +33,7 @@ pub mod report;
 pub mod seed_file;
 pub mod stats;
 pub mod table;
+pub mod web;
 pub mod web_fixture;
 
 pub use apibench::{run as run_apibench, ApibenchArgs};

@@ -333,6 +333,6 @@ fn agent(project_id: &str, i: usize) -> Value {
             "template": TEMPLATES[i % TEMPLATES.len()],
         },
         "capabilities": CAPABILITIES[i % CAPABILITIES.len()],
-        "messageable": i % 3 != 0,
+        "messageable": !i.is_multiple_of(3),
     })
 }
