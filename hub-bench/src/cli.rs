@@ -67,8 +67,16 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
         Err(e) => {
             let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+            let mut first = lines.next().unwrap_or("invalid arguments").to_owned();
+            // "the following required arguments were not provided:" names
+            // them on the next line; keep it on the one line.
+            if first.ends_with(':') {
+                if let Some(named) = lines.next() {
+                    first = format!("{first} {named}");
+                }
+            }
+            let first = first.strip_prefix("error: ").unwrap_or(&first);
             eprintln!("hub-bench: error: {first} (see --help)");
             return ExitCode::from(2);
         }
