@@ -26,7 +26,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::api::{
     admin, agents, auth, enforce_request_timeout, events, limit_request_size, method_not_allowed,
-    not_found, panic_response, public, FailedLogins, StreamLimiter,
+    not_found, panic_response, profiling, public, FailedLogins, StreamLimiter,
 };
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::db::Db;
@@ -90,6 +90,11 @@ pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
             "/api/v1/admin/server-config",
             put(admin::put_server_config::<S, A>),
         )
+        .route("/api/v1/profiling", get(profiling::get_profiling::<S, A>))
+        .route(
+            "/api/v1/admin/profiling",
+            put(profiling::put_profiling::<S, A>),
+        )
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone());
@@ -143,6 +148,7 @@ pub struct Hub {
     perf_trace: bool,
     store_type: &'static str,
     audit_type: &'static str,
+    signer: TokenSigner,
 }
 
 impl std::fmt::Debug for Hub {
@@ -192,7 +198,7 @@ impl Hub {
             )
         }
 
-        let parts = (db.clone(), bus.clone(), signer, extra);
+        let parts = (db.clone(), bus.clone(), signer.clone(), extra);
         let (router, store_type, audit_type) = if perf_trace {
             logger.warn(PERF_TRACE_WARNING, &[("setting", PERF_TRACE_KEY.into())]);
             let layer = trace_layer(&logger, db.pool_stats());
@@ -219,6 +225,7 @@ impl Hub {
             perf_trace,
             store_type,
             audit_type,
+            signer,
         }
     }
 
@@ -295,6 +302,11 @@ impl Hub {
         &self.logger
     }
 
+    /// The bearer-token signer (the web client's sign-in checks tokens with it).
+    pub fn signer(&self) -> &TokenSigner {
+        &self.signer
+    }
+
     /// Serves on `listener` until `shutdown` completes, then shuts down
     /// gracefully within the shutdown deadline (see [`crate::server`]).
     pub async fn serve(
@@ -312,7 +324,18 @@ impl Hub {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
-        let router = self.router();
+        self.serving_router(listener, self.router(), shutdown)
+    }
+
+    /// [`Hub::serving`] with another router over the Hub's parts (the web
+    /// client's, [`crate::web::router`]), under the same connection
+    /// timeouts, caps and graceful shutdown.
+    pub fn serving_router(
+        &self,
+        listener: TcpListener,
+        router: Router,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
         let logger = self.logger.clone();
         let (limits, streams) = (self.limits, self.streams.clone());
         let counters = Arc::clone(&self.counters);

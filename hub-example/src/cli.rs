@@ -163,6 +163,17 @@ pub struct ServeArgs {
     /// Do not apply schema migrations; refuse an outdated schema instead.
     #[arg(long)]
     pub no_auto_migrate: bool,
+    /// Also serve the web client, with the API, on --web-port (--port keeps
+    /// serving the API alone).
+    #[arg(long)]
+    pub enable_web: bool,
+    /// Port of the web client and its API.
+    #[arg(long, default_value_t = 18080, requires = "enable_web")]
+    pub web_port: u16,
+    /// Mount a sign-in by email without any token, for a disposable
+    /// benchmark Hub only (never on by default).
+    #[arg(long, requires = "enable_web")]
+    pub enable_test_login: bool,
 }
 
 /// `hub-example seed`.
@@ -254,17 +265,14 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
         .limits
         .apply(ServerLimits::from_process(args.config.as_deref()).map_err(CliError::from)?)?;
     let db = open_for_serving(&args.db, !args.no_auto_migrate).map_err(CliError::from)?;
-    let addr: SocketAddr = format!("{}:{}", args.host, args.port)
-        .parse()
-        .or_else(|_| {
-            use std::net::ToSocketAddrs;
-            (args.host.as_str(), args.port)
-                .to_socket_addrs()
-                .ok()
-                .and_then(|mut a| a.next())
-                .ok_or(())
-        })
-        .map_err(|_| CliError(format!("cannot resolve host {}", args.host)))?;
+    let addr = resolve(&args.host, args.port)?;
+    let web_addr = match args.enable_web {
+        true => Some(resolve(&args.host, args.web_port)?),
+        false => None,
+    };
+    let web_options = crate::web::WebOptions {
+        test_login: args.enable_test_login,
+    };
     let rt = runtime()?;
     rt.block_on(async move {
         perf_trace_core::warm_up();
@@ -280,10 +288,53 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| CliError(format!("cannot listen on {addr}: {e}")))?;
-        hub.serve(listener, crate::shutdown::termination_signal())
+        let Some(web_addr) = web_addr else {
+            return hub
+                .serve(listener, crate::shutdown::termination_signal())
+                .await
+                .map_err(CliError::from);
+        };
+        let web_listener = tokio::net::TcpListener::bind(web_addr)
             .await
-            .map_err(CliError::from)
+            .map_err(|e| CliError(format!("cannot listen on {web_addr}: {e}")))?;
+        if web_options.test_login {
+            hub.logger().warn(
+                "test login is on: anyone who can reach the web port can sign in as any user by email",
+                &[("web_addr", web_addr.to_string().into())],
+            );
+        }
+        // One signal stops both listeners.
+        let signal = crate::shutdown::ShutdownSignal::new();
+        let stop = signal.clone();
+        tokio::spawn(async move {
+            crate::shutdown::termination_signal().await;
+            stop.start();
+        });
+        let started = |s: crate::shutdown::ShutdownSignal| async move { s.started().await };
+        let web = hub.serving_router(
+            web_listener,
+            crate::web::router(&hub, web_options),
+            started(signal.clone()),
+        );
+        let api = hub.serving(listener, started(signal));
+        let (api, web) = tokio::join!(api, web);
+        api.and(web).map_err(CliError::from)
     })
+}
+
+/// The socket address of `host` (an address or a name) and `port`.
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, CliError> {
+    format!("{host}:{port}")
+        .parse()
+        .or_else(|_| {
+            use std::net::ToSocketAddrs;
+            (host, port)
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut a| a.next())
+                .ok_or(())
+        })
+        .map_err(|_| CliError(format!("cannot resolve host {host}")))
 }
 
 fn seed(args: SeedArgs) -> Result<(), CliError> {

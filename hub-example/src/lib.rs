@@ -38,6 +38,7 @@ pub mod state;
 pub mod store;
 pub mod tokens;
 pub mod views;
+pub mod web;
 
 pub use app::{build_router, build_router_with, Hub, HubOptions, RunningHub};
 pub use state::AppState;

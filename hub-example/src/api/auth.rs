@@ -141,6 +141,21 @@ pub async fn authenticate<S: AuthzStore, A: AuditEmitter>(
     if PUBLIC_PATHS.contains(&request.uri().path()) {
         return next.run(request).await;
     }
+    if let Some(session) = crate::web::cookie_session(&request) {
+        let resolved = match session {
+            Ok(id) => crate::web::resolve_cookie_session(&state, id).await,
+            Err(e) => Err(e),
+        };
+        return match resolved {
+            Ok((principal, expiry)) => {
+                request.extensions_mut().insert(principal);
+                request.extensions_mut().insert(expiry);
+                request.extensions_mut().insert(crate::web::BrowserSession);
+                next.run(request).await
+            }
+            Err(e) => refuse(&request, e, None),
+        };
+    }
     let token = match bearer(request.headers()) {
         Ok(token) => token.to_owned(),
         Err(e) => return refuse(&request, e, None),

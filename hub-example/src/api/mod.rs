@@ -10,6 +10,7 @@ mod guards;
 mod lazy_json;
 mod limits;
 pub mod params;
+pub mod profiling;
 pub mod public;
 
 pub use error::{method_not_allowed, not_found, ApiError};

@@ -141,6 +141,20 @@ INSERT INTO hub_settings (key, value, updated_at) VALUES
   ('authz.creator_role', '"agent-creator"', 0);
 "#,
     },
+    Migration {
+        version: 4,
+        name: "browser sessions",
+        sql: r#"
+CREATE TABLE web_sessions (
+    session_hash BLOB PRIMARY KEY,
+    user_id      TEXT NOT NULL REFERENCES users(id),
+    created_at   INTEGER NOT NULL,
+    expires_at   INTEGER NOT NULL,
+    revoked_at   INTEGER
+) WITHOUT ROWID;
+CREATE INDEX web_sessions_by_user ON web_sessions (user_id);
+"#,
+    },
 ];
 
 /// The schema version this build needs.
@@ -213,7 +227,7 @@ mod tests {
     fn migrations_apply_once_in_order() {
         let mut conn = Connection::open_in_memory().unwrap();
         assert_eq!(schema_version(&conn).unwrap(), 0);
-        assert_eq!(migrate(&mut conn, 1).unwrap(), vec![1, 2]);
+        assert_eq!(migrate(&mut conn, 1).unwrap(), vec![1, 2, 4]);
         assert_eq!(schema_version(&conn).unwrap(), LATEST_VERSION);
         assert!(migrate(&mut conn, 2).unwrap().is_empty());
         let roles: u32 = conn

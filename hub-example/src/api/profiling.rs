@@ -1,0 +1,149 @@
+//! The profiling settings the web client reads: `profiling.readiness_marks`,
+//! a row of the hub settings table, off by default and changed without a
+//! restart.
+//!
+//! - `GET /api/v1/profiling` answers `{"readiness_marks": bool}` to any
+//!   authenticated caller.
+//! - `PUT /api/v1/admin/profiling` with `{"readiness_marks": bool}` changes it:
+//!   a hub administrator on a session (a browser's cookie or a session bearer
+//!   token). User access tokens are refused 403, whoever holds them, so a
+//!   token handed to a script cannot turn instrumentation on.
+//!
+//! The page shell reads the same row once per full page load.
+
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use bytes::Bytes;
+use rusqlite::OptionalExtension;
+use serde::{Deserialize, Serialize};
+
+use super::ApiError;
+use crate::authz::{AuditEmitter, Authorizer, Credential, Principal};
+use crate::db::{Db, DbError};
+use crate::state::AppState;
+use crate::store::{writes, AuthzStore};
+
+/// The hub settings key of the readiness marks.
+pub const READINESS_MARKS_KEY: &str = "profiling.readiness_marks";
+
+/// The profiling settings, as both endpoints write them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfilingSettings {
+    /// Whether the web client writes `scion:ready:*` User Timing marks.
+    pub readiness_marks: bool,
+}
+
+/// Whether readiness marks are on. A missing row, or a value that is not
+/// `true`, is off.
+pub fn readiness_marks(db: &Db) -> Result<bool, DbError> {
+    let conn = db.conn()?;
+    let value: Option<String> = conn
+        .prepare_cached("SELECT value FROM hub_settings WHERE key = ?1")?
+        .query_row([READINESS_MARKS_KEY], |row| row.get(0))
+        .optional()?;
+    Ok(value.as_deref() == Some("true"))
+}
+
+/// Turns readiness marks on or off.
+pub fn set_readiness_marks(db: &Db, on: bool, now_ms: i64) -> Result<(), DbError> {
+    writes::put_hub_settings(
+        db,
+        &[(READINESS_MARKS_KEY.to_owned(), on.to_string())],
+        now_ms,
+    )
+}
+
+/// `GET /api/v1/profiling`.
+pub async fn get_profiling<S: AuthzStore, A: AuditEmitter>(
+    State(state): State<AppState<S, A>>,
+) -> Result<Response, ApiError> {
+    let on = perf_trace_core::spawn_blocking(move || readiness_marks(state.db())).await??;
+    Ok(Json(ProfilingSettings {
+        readiness_marks: on,
+    })
+    .into_response())
+}
+
+/// Parses the body of the PUT: exactly `{"readiness_marks": true|false}`.
+fn parse_body(body: &[u8]) -> Result<ProfilingSettings, ApiError> {
+    serde_json::from_slice(body).map_err(|_| {
+        ApiError::bad_request(
+            r#"body must be {"readiness_marks": true} or {"readiness_marks": false}"#,
+        )
+    })
+}
+
+/// `PUT /api/v1/admin/profiling`.
+pub async fn put_profiling<S: AuthzStore, A: AuditEmitter>(
+    State(state): State<AppState<S, A>>,
+    Extension(principal): Extension<Principal>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = body?;
+    if let Some(user) = principal.user() {
+        if matches!(user.credential, Credential::AccessToken { .. }) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "access tokens cannot change profiling settings; sign in with a session",
+            ));
+        }
+    }
+    let settings = perf_trace_core::spawn_blocking(move || {
+        let authz = Authorizer::new(state.store(), state.audit(), &principal);
+        if !authz.allow_hub_admin()? {
+            return Err(ApiError::forbidden());
+        }
+        let settings = parse_body(&body)?;
+        set_readiness_marks(state.db(), settings.readiness_marks, crate::clock::now_ms())?;
+        Ok(settings)
+    })
+    .await??;
+    Ok(Json(settings).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::{migrate, OpenMode, PoolOptions};
+
+    #[test]
+    fn the_body_is_exactly_one_boolean() {
+        assert_eq!(
+            parse_body(br#"{"readiness_marks": true}"#).unwrap(),
+            ProfilingSettings {
+                readiness_marks: true
+            }
+        );
+        for bad in [
+            &br#"{"readiness_marks": "yes"}"#[..],
+            br#"{"readiness_marks": true, "other": 1}"#,
+            br#"{}"#,
+            b"readiness_marks: true",
+            b"",
+        ] {
+            let err = parse_body(bad).unwrap_err();
+            assert_eq!(err.status(), StatusCode::BAD_REQUEST);
+        }
+    }
+
+    #[test]
+    fn the_setting_is_off_until_set_and_follows_each_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(
+            &dir.path().join("hub.db"),
+            OpenMode::CreateIfMissing,
+            PoolOptions::default(),
+        )
+        .unwrap();
+        migrate(&mut db.conn().unwrap(), 0).unwrap();
+        assert!(!readiness_marks(&db).unwrap());
+        set_readiness_marks(&db, true, 1).unwrap();
+        assert!(readiness_marks(&db).unwrap());
+        set_readiness_marks(&db, false, 2).unwrap();
+        assert!(!readiness_marks(&db).unwrap());
+    }
+}

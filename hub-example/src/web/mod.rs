@@ -1,0 +1,115 @@
+//! The web client: the pages, their assets and browser sign-in, served with
+//! the API on the web listener (`serve --enable-web --web-port PORT`).
+//!
+//! - [`pages`]: the page shell of `/`, `/projects/{id}` and `/graph`, with
+//!   the initial data the client reads once per full load (the signed-in
+//!   user and, while `profiling.readiness_marks` is on, `readinessMarks`).
+//! - [`assets`]: the ES modules and the style sheet, compiled into the
+//!   binary, served with their content types, an `ETag` and revalidation.
+//! - [`session`]: the session cookie, its table, and the cross-site checks.
+//! - [`signin`]: posting a bearer token once for a session, sign-out, and
+//!   the test login that only `serve --enable-test-login` mounts.
+//!
+//! [`router`] puts these in front of the Hub's own router, which answers
+//! everything else (the API and `/events`), and lets its requests
+//! authenticate with the session cookie. The API listener (`--port`) never
+//! reads the cookie.
+
+pub mod assets;
+pub mod pages;
+pub mod session;
+pub mod signin;
+
+use axum::extract::Request;
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+
+use crate::api::auth::CredentialExpiry;
+use crate::api::ApiError;
+use crate::authz::{AuditEmitter, Principal};
+use crate::db::Db;
+use crate::state::AppState;
+use crate::store::{AuthzStore, SqliteStore};
+use crate::tokens::TokenSigner;
+use crate::Hub;
+
+pub use session::{BrowserSession, CookieSessions};
+
+/// How the web listener behaves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WebOptions {
+    /// Mount `POST /api/v1/auth/test-login` (sign in by email, without a
+    /// token), for disposable benchmark Hubs only: `serve --enable-test-login`.
+    pub test_login: bool,
+}
+
+/// What the web handlers read.
+#[derive(Clone)]
+pub struct WebState {
+    db: Db,
+    store: SqliteStore,
+    signer: TokenSigner,
+}
+
+impl std::fmt::Debug for WebState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebState").finish_non_exhaustive()
+    }
+}
+
+impl WebState {
+    /// The web handlers' state over the Hub's database and signer.
+    pub fn new(db: Db, signer: TokenSigner) -> Self {
+        WebState {
+            store: SqliteStore::new(db.clone()),
+            db,
+            signer,
+        }
+    }
+}
+
+/// The web listener's router: the pages, assets and sign-in in front of the
+/// Hub's router, whose requests may authenticate with the session cookie.
+pub fn router(hub: &Hub, options: WebOptions) -> Router {
+    let state = WebState::new(hub.db().clone(), hub.signer().clone());
+    let mut web = Router::new()
+        .route("/", get(pages::home))
+        .route("/projects/{id}", get(pages::project))
+        .route("/graph", get(pages::graph))
+        .route("/assets/{name}", get(assets::asset))
+        .route(
+            "/api/v1/auth/session",
+            post(signin::sign_in).delete(signin::sign_out),
+        );
+    if options.test_login {
+        web = web.route("/api/v1/auth/test-login", post(signin::test_login));
+    }
+    web.with_state(state)
+        .fallback_service(hub.router())
+        .layer(Extension(CookieSessions))
+}
+
+/// The session id a request may authenticate with: `None` unless it came
+/// to the web listener with a session cookie and no `Authorization` header
+/// (then the bearer header decides). An unsafe method must also pass
+/// [`session::check_same_origin`].
+pub(crate) fn cookie_session(request: &Request) -> Option<Result<String, ApiError>> {
+    request.extensions().get::<CookieSessions>()?;
+    let headers = request.headers();
+    if headers.contains_key(axum::http::header::AUTHORIZATION) {
+        return None;
+    }
+    let id = session::session_cookie(headers)?.to_owned();
+    Some(session::check_same_origin(request.method(), headers).map(|()| id))
+}
+
+/// Resolves a session id (from [`cookie_session`]) to its user.
+pub(crate) async fn resolve_cookie_session<S: AuthzStore, A: AuditEmitter>(
+    state: &AppState<S, A>,
+    id: String,
+) -> Result<(Principal, CredentialExpiry), ApiError> {
+    let state = state.clone();
+    tokio::task::spawn_blocking(move || session::resolve_session(state.store(), state.db(), &id))
+        .await
+        .unwrap_or_else(|_| Err(ApiError::internal()))
+}

@@ -1,0 +1,146 @@
+//! Browser sign-in and sign-out.
+//!
+//! - `POST /api/v1/auth/session` with `Authorization: Bearer <token>`: a
+//!   user's session bearer token, posted once, becomes a session cookie. An
+//!   access token or an agent's token cannot start a browser session (403):
+//!   a session has the user's full rights, which those tokens do not carry.
+//! - `DELETE /api/v1/auth/session`: revokes the session and clears the cookie.
+//! - `POST /api/v1/auth/test-login` with `{"email": "..."}`: a session for
+//!   that user with no token at all. Mounted only by
+//!   `serve --enable-test-login`, for disposable benchmark Hubs.
+//!
+//! Each needs [`CLIENT_HEADER`](super::session::CLIENT_HEADER) and, when the
+//! browser sends one, the Hub's own `Origin`, so another site cannot sign a
+//! visitor in or out. Credentials never travel in a URL.
+
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use bytes::Bytes;
+use rusqlite::OptionalExtension;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::session::{
+    check_same_origin, clear_cookie, create_session, over_tls, revoke_session, session_cookie,
+    set_cookie,
+};
+use super::WebState;
+use crate::api::auth::{bearer, resolve_credential};
+use crate::api::ApiError;
+use crate::authz::{Credential, Principal};
+use crate::db::DbError;
+use crate::model::User;
+use crate::store::AuthzStore;
+
+/// The signed-in user, as sign-in answers and the page shell embed it.
+pub fn user_json(user: &User) -> serde_json::Value {
+    json!({
+        "id": &*user.id,
+        "displayName": user.display_name,
+        "isPlatformAdmin": user.is_platform_admin,
+    })
+}
+
+/// Answers a new session for `user`: the cookie and the user.
+fn signed_in(state: &WebState, user: &User, secure: bool) -> Result<Response, ApiError> {
+    let id = create_session(&state.db, &user.id, crate::clock::now_ms())?;
+    let mut response = Json(json!({ "user": user_json(user) })).into_response();
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, set_cookie(&id, secure));
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, "no-store".parse().expect("static"));
+    Ok(response)
+}
+
+/// `POST /api/v1/auth/session`.
+pub async fn sign_in(
+    State(state): State<WebState>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let headers = request.headers();
+    check_same_origin(request.method(), headers)?;
+    let token = bearer(headers)?.to_owned();
+    let secure = over_tls(headers, request.uri());
+    let web = state.clone();
+    tokio::task::spawn_blocking(move || {
+        let (principal, _) = resolve_credential(&web.store, &web.signer, &token)?;
+        let user_id = match principal {
+            Principal::User(user) if user.credential == Credential::Session => user.id,
+            _ => {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "only a user's session token can start a browser session",
+                ))
+            }
+        };
+        let user = web
+            .store
+            .get_user(&user_id)?
+            .ok_or_else(|| ApiError::unauthorized("invalid token"))?;
+        signed_in(&web, &user, secure)
+    })
+    .await?
+}
+
+/// `DELETE /api/v1/auth/session`: always clears the cookie; revokes the
+/// session when there is one.
+pub async fn sign_out(
+    State(state): State<WebState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    check_same_origin(&method, &headers)?;
+    let secure = over_tls(&headers, &uri);
+    if let Some(id) = session_cookie(&headers).map(str::to_owned) {
+        let db = state.db.clone();
+        tokio::task::spawn_blocking(move || revoke_session(&db, &id, crate::clock::now_ms()))
+            .await??;
+    }
+    let mut response = Json(json!({ "signedOut": true })).into_response();
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, clear_cookie(secure));
+    Ok(response)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TestLogin {
+    email: String,
+}
+
+/// `POST /api/v1/auth/test-login` (only with `--enable-test-login`).
+pub async fn test_login(
+    State(state): State<WebState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    check_same_origin(&method, &headers)?;
+    let secure = over_tls(&headers, &uri);
+    let login: TestLogin = serde_json::from_slice(&body?)
+        .map_err(|_| ApiError::bad_request(r#"body must be {"email": "..."}"#))?;
+    let web = state.clone();
+    tokio::task::spawn_blocking(move || {
+        let user_id: Option<String> = web
+            .db
+            .conn()?
+            .prepare_cached("SELECT id FROM users WHERE email = ?1")
+            .and_then(|mut stmt| stmt.query_row([&login.email], |row| row.get(0)).optional())
+            .map_err(DbError::from)?;
+        let user = match user_id {
+            Some(id) => web.store.get_user(&id)?,
+            None => None,
+        }
+        .ok_or_else(|| ApiError::not_found("user"))?;
+        signed_in(&web, &user, secure)
+    })
+    .await?
+}

@@ -1,0 +1,331 @@
+//! Browser sessions over HTTP, in-process: what the cookie is, where it is
+//! accepted, how it ends, and which requests it cannot make. The browser
+//! tests (`web_browser.rs`) drive the same routes from the real page.
+
+mod hub_support;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use hub_example::settings::Settings;
+use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
+use hub_example::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
+use hub_example::web::{self, WebOptions};
+use hub_support::{TestHub, SECRET};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+struct Answer {
+    status: StatusCode,
+    cookie: Option<String>,
+    body: Value,
+}
+
+async fn send(router: &Router, request: Request<Body>) -> Answer {
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let cookie = response
+        .headers()
+        .get(header::SET_COOKIE)
+        .map(|v| v.to_str().unwrap().to_owned());
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Answer {
+        status,
+        cookie,
+        body,
+    }
+}
+
+fn request(method: &str, uri: &str) -> axum::http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(header::HOST, "127.0.0.1:18080")
+}
+
+/// Signs in with `token` and returns the `name=value` part of the cookie.
+async fn sign_in(router: &Router, token: &str) -> String {
+    let answer = send(
+        router,
+        request("POST", "/api/v1/auth/session")
+            .header("x-scion-client", "web")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let cookie = answer.cookie.expect("a session cookie");
+    assert!(
+        cookie.contains("; HttpOnly; SameSite=Strict") && !cookie.contains("Secure"),
+        "{cookie}"
+    );
+    cookie.split(';').next().unwrap().to_owned()
+}
+
+fn web_router(hub: &TestHub) -> Router {
+    web::router(&hub.hub, WebOptions::default())
+}
+
+#[tokio::test]
+async fn the_cookie_authenticates_only_on_the_web_listener_and_ends_at_sign_out() {
+    let hub = TestHub::new(4, Settings::default());
+    let web = web_router(&hub);
+    let cookie = sign_in(&web, &hub.doc().member_token).await;
+    let profiling = |cookie: &str| {
+        request("GET", "/api/v1/profiling")
+            .header(header::COOKIE, cookie)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let read = send(&web, profiling(&cookie)).await;
+    assert_eq!(
+        (read.status, read.body),
+        (StatusCode::OK, json!({"readiness_marks": false}))
+    );
+    // The API listener's router never reads the cookie.
+    assert_eq!(
+        send(&hub.router, profiling(&cookie)).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    // The session id is stored only as its hash: one row, whose key is the
+    // id's SHA-256, and no column holding the id itself.
+    let id = cookie.split_once('=').unwrap().1;
+    let rows: Vec<(Vec<u8>, String)> = hub
+        .hub
+        .db()
+        .conn()
+        .unwrap()
+        .prepare("SELECT session_hash, user_id FROM web_sessions")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        rows,
+        vec![(
+            hub_example::tokens::token_hash(id).to_vec(),
+            hub.doc().member_user_id.clone()
+        )]
+    );
+
+    let out = send(
+        &web,
+        request("DELETE", "/api/v1/auth/session")
+            .header(header::COOKIE, &cookie)
+            .header("x-scion-client", "web")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(out.status, StatusCode::OK);
+    assert!(out.cookie.unwrap().contains("Max-Age=0"));
+    let after = send(&web, profiling(&cookie)).await;
+    assert_eq!(
+        (after.status, after.body),
+        (
+            StatusCode::UNAUTHORIZED,
+            json!({"error": "session expired or signed out"})
+        )
+    );
+}
+
+#[tokio::test]
+async fn only_a_users_session_token_starts_a_session() {
+    let hub = TestHub::new(4, Settings::default());
+    let web = web_router(&hub);
+    let doc = hub.doc().clone();
+    let access = access_token_from_bytes([9; 32]);
+    insert_user_access_token(
+        hub.hub.db(),
+        &NewAccessToken {
+            id: "44444444-4444-4444-8444-444444444444",
+            user_id: &doc.member_user_id,
+            project_id: &doc.project_id,
+            name: "ci",
+            token: &access,
+            expires_at_ms: i64::MAX,
+        },
+        0,
+    )
+    .unwrap();
+    let agent_id: String = hub
+        .hub
+        .db()
+        .conn()
+        .unwrap()
+        .query_row("SELECT id FROM agents LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    let agent_token = TokenSigner::from_session_secret(SECRET)
+        .issue(&TokenSubject::Agent(agent_id), i64::MAX / 4);
+    for (token, status) in [
+        (access.as_str(), StatusCode::FORBIDDEN),
+        (agent_token.as_str(), StatusCode::FORBIDDEN),
+        ("scb1.bad.token", StatusCode::UNAUTHORIZED),
+    ] {
+        let answer = send(
+            &web,
+            request("POST", "/api/v1/auth/session")
+                .header("x-scion-client", "web")
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(answer.status, status, "{}", answer.body);
+        assert!(answer.cookie.is_none());
+    }
+    // Without the client header, sign-in is refused as cross-site.
+    let forged = send(
+        &web,
+        request("POST", "/api/v1/auth/session")
+            .header(
+                header::AUTHORIZATION,
+                format!("Bearer {}", doc.member_token),
+            )
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    // Behind a TLS proxy the cookie is Secure.
+    let secure = send(
+        &web,
+        request("POST", "/api/v1/auth/session")
+            .header("x-scion-client", "web")
+            .header("x-forwarded-proto", "https")
+            .header(
+                header::AUTHORIZATION,
+                format!("Bearer {}", doc.member_token),
+            )
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert!(secure.cookie.unwrap().ends_with("; Secure"));
+}
+
+#[tokio::test]
+async fn cookie_writes_need_the_client_header_and_the_hubs_origin() {
+    let hub = TestHub::new(4, Settings::default());
+    let web = web_router(&hub);
+    let cookie = sign_in(&web, &hub.doc().admin_token).await;
+    let put = |headers: &[(&str, &str)]| {
+        let mut builder = request("PUT", "/api/v1/admin/profiling").header(header::COOKIE, &cookie);
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        builder
+            .body(Body::from(r#"{"readiness_marks": true}"#))
+            .unwrap()
+    };
+    for headers in [
+        &[][..],
+        &[("x-scion-client", "other")],
+        &[
+            ("x-scion-client", "web"),
+            ("origin", "http://elsewhere.example"),
+        ],
+    ] {
+        assert_eq!(send(&web, put(headers)).await.status, StatusCode::FORBIDDEN);
+    }
+    assert!(!hub_example::api::profiling::readiness_marks(hub.hub.db()).unwrap());
+    let ok = send(
+        &web,
+        put(&[
+            ("x-scion-client", "web"),
+            ("origin", "http://127.0.0.1:18080"),
+        ]),
+    )
+    .await;
+    assert_eq!(
+        (ok.status, ok.body),
+        (StatusCode::OK, json!({"readiness_marks": true}))
+    );
+    assert!(hub_example::api::profiling::readiness_marks(hub.hub.db()).unwrap());
+}
+
+#[tokio::test]
+async fn the_test_login_exists_only_when_enabled() {
+    let hub = TestHub::new(4, Settings::default());
+    let email = hub.doc().member_email.clone();
+    let login = || {
+        request("POST", "/api/v1/auth/test-login")
+            .header("x-scion-client", "web")
+            .body(Body::from(json!({ "email": email }).to_string()))
+            .unwrap()
+    };
+    // Not mounted by default: the request reaches the API, which wants a credential.
+    let off = send(&web_router(&hub), login()).await;
+    assert_eq!(off.status, StatusCode::UNAUTHORIZED);
+    assert!(off.cookie.is_none());
+    let on = web::router(&hub.hub, WebOptions { test_login: true });
+    let answer = send(&on, login()).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(answer.body["user"]["displayName"], "Max Member");
+    assert!(answer.cookie.is_some());
+    let unknown = send(
+        &on,
+        request("POST", "/api/v1/auth/test-login")
+            .header("x-scion-client", "web")
+            .body(Body::from(r#"{"email": "nobody@example.com"}"#))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    let malformed = send(
+        &on,
+        request("POST", "/api/v1/auth/test-login")
+            .header("x-scion-client", "web")
+            .body(Body::from("email=x"))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(malformed.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn the_shell_names_the_marks_only_for_a_signed_in_user_while_on() {
+    let hub = TestHub::new(4, Settings::default());
+    let web = web_router(&hub);
+    let cookie = sign_in(&web, &hub.doc().member_token).await;
+    let shell = |cookie: Option<&str>| {
+        let mut builder = request("GET", "/projects/00000000-0000-4000-8000-000000000001");
+        if let Some(cookie) = cookie {
+            builder = builder.header(header::COOKIE, cookie);
+        }
+        builder.body(Body::empty()).unwrap()
+    };
+    let initial = |router: Router, req: Request<Body>| async move {
+        let response = router.oneshot(req).await.unwrap();
+        assert_eq!(response.headers()[header::CACHE_CONTROL], "no-store");
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/html; charset=utf-8"
+        );
+        let html = String::from_utf8(
+            response
+                .into_body()
+                .collect()
+                .await
+                .unwrap()
+                .to_bytes()
+                .to_vec(),
+        )
+        .unwrap();
+        let start = html.find(r#"id="scion-initial-data">"#).unwrap() + 24;
+        let end = start + html[start..].find("</script>").unwrap();
+        serde_json::from_str::<Value>(&html[start..end]).unwrap()
+    };
+    let off = initial(web.clone(), shell(Some(&cookie))).await;
+    assert_eq!(off["signedIn"], true);
+    assert!(off.get("readinessMarks").is_none());
+    hub_example::api::profiling::set_readiness_marks(hub.hub.db(), true, 1).unwrap();
+    let on = initial(web.clone(), shell(Some(&cookie))).await;
+    assert_eq!(on["readinessMarks"], true);
+    let anonymous = initial(web.clone(), shell(None)).await;
+    assert_eq!(anonymous, json!({"page": "project", "signedIn": false}));
+}
