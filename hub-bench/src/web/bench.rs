@@ -149,7 +149,7 @@ async fn sign_in(browser: &Browser, plan: &Plan<'_>) -> anyhow::Result<()> {
         .execute_async(
             "const [path, token, done] = arguments;
              fetch(path, { method: 'POST', credentials: 'same-origin',
-                           headers: { Authorization: 'Bearer ' + token } })
+                           headers: { Authorization: 'Bearer ' + token, 'X-Scion-Client': 'web' } })
                .then((r) => done(r.status), (e) => done(String(e)));",
             vec![json!(SIGN_IN_PATH), json!(plan.seed.seed.member_token)],
         )
@@ -241,6 +241,13 @@ async fn read_marks(
     Ok(())
 }
 
+/// Pages of the seeded project at the pager's page size.
+fn page_count(plan: &Plan<'_>, page_size: Option<u32>) -> Option<u32> {
+    page_size
+        .filter(|size| *size > 0)
+        .map(|size| plan.seed.seed.agent_count.div_ceil(size).max(1))
+}
+
 async fn view_run(
     browser: &Browser,
     plan: &Plan<'_>,
@@ -265,7 +272,7 @@ async fn view_run(
     run.first_page_ms = Some(populated.at_ms);
     run.items = Some(populated.items);
     run.page_size = populated.page_size;
-    run.page_count = populated.page_count;
+    run.page_count = page_count(plan, populated.page_size);
     read_marks(browser, plan, scenario.view, run).await?;
     if scenario.view != View::Graph {
         for _ in 0..plan.args.page_changes {
@@ -299,27 +306,27 @@ async fn burst_run(browser: &Browser, plan: &Plan<'_>, run: &mut WebRun) -> anyh
     run.first_page_ms = Some(populated.at_ms);
     run.items = Some(populated.items);
     run.page_size = populated.page_size;
-    run.page_count = populated.page_count;
+    run.page_count = page_count(plan, populated.page_size);
     read_marks(browser, plan, View::Grid, run).await?;
     let answer = client
         .execute_async(
             r#"
 const [count, token, timeoutMs, done] = arguments;
-const cards = [...document.querySelectorAll('[data-agent-card]')].slice(0, count);
+const cards = [...document.querySelectorAll('.agent-card[data-agent-id]')].slice(0, count);
+const phaseOf = (card) => card.querySelector('[data-field="phase"]')?.textContent.trim();
 const targets = new Map(cards.map((c) => [c.dataset.agentId,
-  c.dataset.phase === 'running' ? 'stopped' : 'running']));
+  phaseOf(c) === 'running' ? 'stopped' : 'running']));
 const seen = new Map();
 const start = performance.now();
 const check = () => {
   for (const [id, phase] of targets) {
     if (seen.has(id)) continue;
-    const card = document.querySelector(`[data-agent-card][data-agent-id="${id}"]`);
-    if (card && card.dataset.phase === phase) seen.set(id, performance.now() - start);
+    const card = document.querySelector(`.agent-card[data-agent-id="${CSS.escape(id)}"]`);
+    if (card && phaseOf(card) === phase) seen.set(id, performance.now() - start);
   }
 };
 const observer = new MutationObserver(check);
-observer.observe(document.body, { subtree: true, childList: true, attributes: true,
-                                   attributeFilter: ['data-phase'] });
+observer.observe(document.body, { subtree: true, childList: true, characterData: true });
 const statuses = [];
 for (const [id, phase] of targets) {
   fetch(`/api/v1/agents/${id}/status`, { method: 'PUT', credentials: 'omit',

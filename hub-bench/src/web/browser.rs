@@ -51,13 +51,14 @@ fn on_path(names: &[&str]) -> Option<PathBuf> {
 }
 
 impl BrowserPaths {
-    /// `CHROMIUM` and `CHROMEDRIVER` when set, otherwise `chromium` (or
-    /// `chromium-browser`) and `chromedriver` on `PATH`; the error says what
-    /// is missing and how to install it.
+    /// `SCION_CHROMIUM` and `SCION_CHROMEDRIVER` when set, otherwise
+    /// `chromium` (or `chromium-browser`) and `chromedriver` on `PATH`; the
+    /// error says what is missing and how to install it.
     pub fn find() -> Result<BrowserPaths, String> {
         let from_env = |name: &str| std::env::var_os(name).map(PathBuf::from);
-        let chromium = from_env("CHROMIUM").or_else(|| on_path(&["chromium", "chromium-browser"]));
-        let chromedriver = from_env("CHROMEDRIVER").or_else(|| on_path(&["chromedriver"]));
+        let chromium =
+            from_env("SCION_CHROMIUM").or_else(|| on_path(&["chromium", "chromium-browser"]));
+        let chromedriver = from_env("SCION_CHROMEDRIVER").or_else(|| on_path(&["chromedriver"]));
         match (chromium, chromedriver) {
             (Some(chromium), Some(chromedriver)) => Ok(BrowserPaths {
                 chromium,

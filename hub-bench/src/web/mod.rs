@@ -4,12 +4,14 @@
 //! - [`browser`]: headless Chromium through chromedriver, one fresh profile
 //!   per [`browser::Browser`], and the one-line skip of a browser test on a
 //!   machine without Chromium (never with `CI=true`).
+//! - [`hub`]: a Hub with its web client served in this process.
 //! - [`page`]: the pages' paths, the DOM markers and the scripts run in them.
 //! - [`bench`]: the scenarios, their statistics and the join to the Hub's log.
 //! - [`report`]: the JSON report.
 
 pub mod bench;
 pub mod browser;
+pub mod hub;
 pub mod page;
 pub mod report;
 

@@ -5,13 +5,14 @@
 //!
 //! | marker | meaning |
 //! | --- | --- |
-//! | `[data-agent-card]` | one card of the grid, with `data-agent-id` and `data-phase` |
-//! | `[data-agent-row]` | one row of the list, with `data-agent-id` and `data-phase` |
-//! | `[data-agent-node]` | one agent of a graph (SVG) |
-//! | `[data-graph-fitted]` | on the graph's `svg` once it is laid out and fitted |
-//! | `[data-pager]` | the pager, with `data-page`, `data-page-size` and `data-page-count` |
-//! | `[data-pager-next]` | its Next-page control |
-//! | `[data-empty-state]` | a view's empty state |
+//! | `.agent-card[data-agent-id]` | one card of the grid |
+//! | `.agent-row[data-agent-id]` | one row of the list |
+//! | `g.node-agent[data-agent-id]` | one agent of a graph (SVG) |
+//! | `svg.agent-graph[viewBox]` | the graph, laid out and fitted to the viewport |
+//! | `[data-field="phase"]` | an agent's phase, inside its card or row |
+//! | `nav.pager` | the pager, with `data-page` and `data-page-size` |
+//! | `#next-page` | its Next-page control, disabled on the last page |
+//! | `.empty` | a view's empty state |
 //! | `[data-lazy]` | a part mounted only once scrolled into view |
 
 use std::time::Duration;
@@ -53,9 +54,9 @@ impl View {
     /// The selector of one shown agent.
     pub fn item_selector(self) -> &'static str {
         match self {
-            View::Grid => "[data-agent-card]",
-            View::List => "[data-agent-row]",
-            View::Graph => "[data-agent-node]",
+            View::Grid => ".agent-card[data-agent-id]",
+            View::List => ".agent-row[data-agent-id]",
+            View::Graph => "g.node-agent[data-agent-id]",
         }
     }
 
@@ -92,8 +93,8 @@ pub struct Populated {
     pub items: u32,
     /// The pager's page size (paged views).
     pub page_size: Option<u32>,
-    /// The pager's page count (paged views).
-    pub page_count: Option<u32>,
+    /// Whether the Next-page control was disabled (the last page).
+    pub last_page: bool,
     /// Whether the view showed its empty state.
     pub empty: bool,
 }
@@ -127,22 +128,22 @@ pub async fn wait_populated(
     let body = r#"
 const [view, selector, timeoutMs, done] = arguments;
 poll(() => {
-  if (document.querySelector('[data-empty-state]')) {
-    return { atMs: performance.now(), items: 0, pageSize: null, pageCount: null, empty: true };
+  if (document.querySelector('main .empty, #app .empty, .empty')) {
+    return { atMs: performance.now(), items: 0, pageSize: null, lastPage: true, empty: true };
   }
   const items = document.querySelectorAll(selector).length;
   if (items === 0) return null;
   if (view === 'graph') {
-    if (!document.querySelector('[data-graph-fitted]')) return null;
-    return { atMs: performance.now(), items, pageSize: null, pageCount: null, empty: false };
+    if (!document.querySelector('svg.agent-graph[viewBox]')) return null;
+    return { atMs: performance.now(), items, pageSize: null, lastPage: true, empty: false };
   }
-  const pager = document.querySelector('[data-pager]');
-  if (!pager) return null;
-  const size = Number(pager.dataset.pageSize), page = Number(pager.dataset.page);
-  const count = Number(pager.dataset.pageCount);
-  if (!(size > 0) || !(count > 0)) return null;
-  if (items !== size && page !== count) return null;
-  return { atMs: performance.now(), items, pageSize: size, pageCount: count, empty: false };
+  const pager = document.querySelector('nav.pager');
+  const next = document.querySelector('#next-page');
+  if (!pager || !next) return null;
+  const size = Number(pager.dataset.pageSize);
+  if (!(size > 0)) return null;
+  if (items !== size && !next.disabled) return null;
+  return { atMs: performance.now(), items, pageSize: size, lastPage: next.disabled, empty: false };
 }, timeoutMs, done);
 "#;
     let found = client
@@ -171,17 +172,15 @@ pub async fn next_page(
 ) -> anyhow::Result<Option<f64>> {
     let body = r#"
 const [selector, timeoutMs, done] = arguments;
-const pager = document.querySelector('[data-pager]');
-const next = document.querySelector('[data-pager-next]');
-if (!pager || !next || next.disabled || Number(pager.dataset.page) >= Number(pager.dataset.pageCount)) {
-  return done({ last: true });
-}
+const pager = document.querySelector('nav.pager');
+const next = document.querySelector('#next-page');
+if (!pager || !next || next.disabled) return done({ last: true });
 const page = pager.dataset.page;
 const firstId = document.querySelector(selector)?.dataset.agentId;
 const start = performance.now();
 next.click();
 poll(() => {
-  const now = document.querySelector('[data-pager]');
+  const now = document.querySelector('nav.pager');
   const first = document.querySelector(selector);
   if (!now || now.dataset.page === page || !first || first.dataset.agentId === firstId) return null;
   return { ms: performance.now() - start };
