@@ -61,21 +61,21 @@ pub struct WebRequest {
     pub query: &'static str,
 }
 
-/// The project page's requests: the first page of the grid and list, the
-/// page after it (the last of 100 at 50 a page), and the graph's whole
-/// project.
+/// The project page's requests, as its client sends them: the grid's and
+/// list's first page (the pager's default of 25, sorted by name), the page
+/// after it, and the graph's whole project (the unpaged list).
 pub const WEB_REQUESTS: &[WebRequest] = &[
     WebRequest {
         name: "project-first-page",
-        query: "limit=50",
+        query: "limit=25&sort=name",
     },
     WebRequest {
         name: "project-next-page",
-        query: "limit=50&cursor={cursor}",
+        query: "limit=25&sort=name&cursor={cursor}",
     },
     WebRequest {
         name: "project-graph",
-        query: "limit=500",
+        query: "",
     },
 ];
 
@@ -240,16 +240,25 @@ impl Fixture {
         if method != "GET" || path != agents_path {
             return None;
         }
-        let mut limit = 50usize;
+        // Without `limit`, `sort` or `cursor` the Hub answers its unpaged
+        // list; with any of them, pages of 50 unless `limit` says otherwise.
+        let mut limit = None;
+        let mut paged = false;
         let mut start = 0usize;
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            paged = true;
             match key {
-                "limit" => limit = value.parse().ok().filter(|n| (1..=500).contains(n))?,
+                "limit" => limit = Some(value.parse().ok().filter(|n| (1..=500).contains(n))?),
+                "sort" if value == "name" => {}
                 "cursor" => start = value.strip_prefix("fixture-after-")?.parse().ok()?,
                 _ => return None,
             }
         }
+        let limit = match (paged, limit) {
+            (false, _) => self.agents.len(),
+            (true, limit) => limit.unwrap_or(50),
+        };
         let end = (start + limit).min(self.agents.len());
         let mut page = Map::new();
         page.insert(
@@ -276,7 +285,7 @@ impl Fixture {
     pub fn web_answers(&self) -> BTreeMap<&'static str, Value> {
         let path = format!("/api/v1/projects/{}/agents", self.project_id);
         let first = self
-            .answer("GET", &path, "limit=50")
+            .answer("GET", &path, WEB_REQUESTS[0].query)
             .expect("the first page is answered");
         let cursor = first["nextCursor"].as_str().unwrap_or_default().to_owned();
         WEB_REQUESTS

@@ -102,6 +102,10 @@ fn other_requests_are_not_answered() {
     assert!(fixture.answer("GET", &path, "limit=0").is_none());
     assert!(fixture.answer("GET", &path, "cursor=not-ours").is_none());
     assert!(fixture.answer("GET", &path, "sort=unknown").is_none());
+    // The unpaged list: every agent, no cursor.
+    let all = fixture.answer("GET", &path, "").unwrap();
+    assert_eq!(all["agents"].as_array().unwrap().len(), FIXTURE_AGENTS);
+    assert!(all.get("nextCursor").is_none());
 }
 
 #[test]
