@@ -7,10 +7,13 @@
 //! - [`hub`]: a Hub with its web client served in this process.
 //! - [`page`]: the pages' paths, the DOM markers and the scripts run in them.
 //! - [`bench`]: the scenarios, their statistics and the join to the Hub's log.
+//! - [`budget`]: the web counter budgets' measurements, the page served
+//!   with the web fixture's data.
 //! - [`report`]: the JSON report.
 
 pub mod bench;
 pub mod browser;
+pub mod budget;
 pub mod hub;
 pub mod page;
 pub mod report;
