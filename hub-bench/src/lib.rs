@@ -6,7 +6,8 @@
 //!
 //! - [`demo`]: seeds Hubs at several sizes, serves each traced and untraced,
 //!   runs apibench against the traced one and prints one table
-//!   (`hub-bench`, or `hub-bench demo`).
+//!   (`hub-bench`, or `hub-bench demo`), and [`demo_browser`]: its browser
+//!   table.
 //! - [`apibench`]: timed requests to the agent-list endpoints as the seeded
 //!   member, joined to the Hub's `perf_trace` lines, written as a JSON report
 //!   (`hub-bench apibench`).
@@ -26,6 +27,7 @@ pub mod apibench;
 pub mod cli;
 pub mod client;
 pub mod demo;
+pub mod demo_browser;
 pub mod load;
 pub mod machine;
 pub mod perf_log;

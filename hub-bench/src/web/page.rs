@@ -128,7 +128,7 @@ pub async fn wait_populated(
     let body = r#"
 const [view, selector, timeoutMs, done] = arguments;
 poll(() => {
-  if (document.querySelector('main .empty, #app .empty, .empty')) {
+  if (document.querySelector('.empty')) {
     return { atMs: performance.now(), items: 0, pageSize: null, lastPage: true, empty: true };
   }
   const items = document.querySelectorAll(selector).length;
