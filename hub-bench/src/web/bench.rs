@@ -27,6 +27,7 @@ use crate::client;
 use crate::machine;
 use crate::perf_log::{self, PerfLine};
 use crate::seed_file::LoadedSeed;
+use crate::stats::round_ms;
 use crate::table::{self, Table};
 
 /// How long a run with `--expect-readiness-marks` waits for its two marks.
@@ -236,7 +237,7 @@ async fn read_marks(
                 "readiness mark {name} has detail {detail}, not {expected}"
             ));
         }
-        run.readiness_marks.entry(name).or_insert(at);
+        run.readiness_marks.entry(name).or_insert(round_ms(at));
     }
     Ok(())
 }
@@ -269,7 +270,7 @@ async fn view_run(
         );
     };
     run.populated = true;
-    run.first_page_ms = Some(populated.at_ms);
+    run.first_page_ms = Some(round_ms(populated.at_ms));
     run.items = Some(populated.items);
     run.page_size = populated.page_size;
     run.page_count = page_count(plan, populated.page_size);
@@ -277,7 +278,7 @@ async fn view_run(
     if scenario.view != View::Graph {
         for _ in 0..plan.args.page_changes {
             match page::next_page(client, scenario.view, plan.settle_timeout()).await? {
-                Some(ms) => run.page_change_ms.push(ms),
+                Some(ms) => run.page_change_ms.push(round_ms(ms)),
                 None => break,
             }
         }
@@ -303,7 +304,7 @@ async fn burst_run(browser: &Browser, plan: &Plan<'_>, run: &mut WebRun) -> anyh
         );
     };
     run.populated = true;
-    run.first_page_ms = Some(populated.at_ms);
+    run.first_page_ms = Some(round_ms(populated.at_ms));
     run.items = Some(populated.items);
     run.page_size = populated.page_size;
     run.page_count = page_count(plan, populated.page_size);
@@ -350,7 +351,8 @@ finish();
         )
         .await
         .context("send the burst")?;
-    run.burst_update_ms = serde_json::from_value(answer["updates"].clone())?;
+    let updates: Vec<Option<f64>> = serde_json::from_value(answer["updates"].clone())?;
+    run.burst_update_ms = updates.into_iter().map(|u| u.map(round_ms)).collect();
     let refused: Vec<&Value> = answer["statuses"]
         .as_array()
         .into_iter()

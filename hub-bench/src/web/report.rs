@@ -74,11 +74,12 @@ pub struct MsStats {
 impl MsStats {
     /// The figures of `samples`.
     pub fn of(samples: &[f64]) -> MsStats {
+        let round = |ms: Option<f64>| ms.map(crate::stats::round_ms);
         MsStats {
             count: samples.len() as u32,
-            median_ms: crate::stats::median(samples),
-            min_ms: crate::stats::min(samples),
-            max_ms: crate::stats::max(samples),
+            median_ms: round(crate::stats::median(samples)),
+            min_ms: round(crate::stats::min(samples)),
+            max_ms: round(crate::stats::max(samples)),
         }
     }
 }
