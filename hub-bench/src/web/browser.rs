@@ -55,10 +55,16 @@ impl BrowserPaths {
     /// `chromium` (or `chromium-browser`) and `chromedriver` on `PATH`; the
     /// error says what is missing and how to install it.
     pub fn find() -> Result<BrowserPaths, String> {
-        let from_env = |name: &str| std::env::var_os(name).map(PathBuf::from);
-        let chromium =
-            from_env("SCION_CHROMIUM").or_else(|| on_path(&["chromium", "chromium-browser"]));
-        let chromedriver = from_env("SCION_CHROMEDRIVER").or_else(|| on_path(&["chromedriver"]));
+        // An override that names no file counts as no browser.
+        let from_env = |name: &str| {
+            std::env::var_os(name)
+                .map(PathBuf::from)
+                .map(|path| path.is_file().then_some(path))
+        };
+        let chromium = from_env("SCION_CHROMIUM")
+            .unwrap_or_else(|| on_path(&["chromium", "chromium-browser"]));
+        let chromedriver =
+            from_env("SCION_CHROMEDRIVER").unwrap_or_else(|| on_path(&["chromedriver"]));
         match (chromium, chromedriver) {
             (Some(chromium), Some(chromedriver)) => Ok(BrowserPaths {
                 chromium,
