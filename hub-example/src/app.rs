@@ -25,8 +25,8 @@ use tokio::task::JoinHandle;
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::api::{
-    admin, agents, auth, enforce_request_timeout, events, limit_request_size, method_not_allowed,
-    not_found, panic_response, profiling, public, FailedLogins, StreamLimiter,
+    admin, agents, auth, delegations, enforce_request_timeout, events, limit_request_size,
+    method_not_allowed, not_found, panic_response, profiling, public, FailedLogins, StreamLimiter,
 };
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::db::Db;
@@ -89,6 +89,10 @@ pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
         .route(
             "/api/v1/admin/server-config",
             put(admin::put_server_config::<S, A>),
+        )
+        .route(
+            "/api/v1/projects/{id}/delegations",
+            get(delegations::get_project_delegations::<S, A>),
         )
         .route("/api/v1/profiling", get(profiling::get_profiling::<S, A>))
         .route(
@@ -300,6 +304,11 @@ impl Hub {
     /// The logger.
     pub fn logger(&self) -> &Logger {
         &self.logger
+    }
+
+    /// The log of refused credentials (the web client's sign-in adds to it).
+    pub fn failed_logins(&self) -> &FailedLogins {
+        &self.failed_logins
     }
 
     /// The bearer-token signer (the web client's sign-in checks tokens with it).

@@ -742,7 +742,7 @@ mod tests {
         let doc = seed(&options(dir.path(), "hub.db", 30, 42)).unwrap();
         assert_eq!(
             digest(&doc, &dir.path().join("hub.db")),
-            "3eb70e2c278401368945b28c422481885b39fe84f0df0b18450384a0eae29f4d"
+            "e1a2b0192c04ea0addd26db0e9d05186ee8bf3a7fda8528344df357c4df13741"
         );
     }
 

@@ -1,6 +1,7 @@
 // The agent graph in SVG: each creator above the agents it created, a link
-// from creator to agent, laid out deterministically and fitted to the
-// viewport through the SVG's viewBox. Used by the project page's graph view
+// from creator to agent, and a dashed arc for each delegation (from the
+// user who lends actions to the user or agent who may use them), laid out
+// deterministically and fitted to the viewport through the SVG's viewBox. Used by the project page's graph view
 // and by the standalone graph page.
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -16,15 +17,23 @@ function svg(tag, attrs = {}, text) {
   return node;
 }
 
-/** Groups agents by creator, creators in name order, agents in name order. */
-export function layout(agents) {
+/**
+ * Groups agents by creator, creators in name order, agents in name order;
+ * users named only by a delegation get a column of their own.
+ */
+export function layout(agents, delegations = []) {
   const byCreator = new Map();
+  const user = (id, name) => {
+    if (!byCreator.has(id)) byCreator.set(id, { id, name: name || id, agents: [] });
+    return byCreator.get(id);
+  };
   for (const agent of agents) {
     const creator = agent.createdBy || { id: 'unknown' };
-    if (!byCreator.has(creator.id)) {
-      byCreator.set(creator.id, { id: creator.id, name: creator.displayName || creator.id, agents: [] });
-    }
-    byCreator.get(creator.id).agents.push(agent);
+    user(creator.id, creator.displayName).agents.push(agent);
+  }
+  for (const d of delegations) {
+    user(d.delegator.id, d.delegator.name);
+    if (d.delegate.kind === 'user') user(d.delegate.id, d.delegate.name);
   }
   const creators = [...byCreator.values()].sort((a, b) => a.name.localeCompare(b.name));
   const nodes = [];
@@ -40,14 +49,31 @@ export function layout(agents) {
         links.push({ kind: 'creator', from: { x, y: CREATOR_Y }, to: { x, y }, agentId: agent.id });
       });
   });
+  const position = new Map(nodes.map((n) => [`${n.kind === 'agent' ? 'agent' : 'user'}:${n.id}`, n]));
+  for (const d of delegations) {
+    const from = position.get(`user:${d.delegator.id}`);
+    const to = position.get(`${d.delegate.kind}:${d.delegate.id}`);
+    if (from && to) links.push({ kind: 'delegation', from, to });
+  }
   return { nodes, links };
+}
+
+/** The path of a link: creator links drop to their agent, delegations arc above. */
+function linkPath(link) {
+  const { from, to } = link;
+  if (link.kind === 'delegation') {
+    const lift = 40 + Math.abs(to.x - from.x) / 8;
+    const top = Math.min(from.y, to.y) - 14 - lift;
+    return `M${from.x},${from.y - 14} C${from.x},${top} ${to.x},${top} ${to.x},${to.y - 14}`;
+  }
+  return `M${from.x},${from.y + 14} C${from.x - 60},${(from.y + to.y) / 2} ${to.x - 60},${to.y} ${to.x - 8},${to.y}`;
 }
 
 /**
  * Renders `agents` into `container` as an SVG graph, fitted to the viewport,
  * or its empty state. Returns the element shown.
  */
-export function renderGraph(container, agents) {
+export function renderGraph(container, agents, delegations = []) {
   container.replaceChildren();
   if (agents.length === 0) {
     const empty = document.createElement('p');
@@ -56,20 +82,17 @@ export function renderGraph(container, agents) {
     container.append(empty);
     return empty;
   }
-  const { nodes, links } = layout(agents);
+  const { nodes, links } = layout(agents, delegations);
   const root = svg('svg', {
     class: 'agent-graph',
     role: 'img',
-    'aria-label': `Graph of ${agents.length} agents and their creators`,
+    'aria-label': `Graph of ${agents.length} agents, their creators and ${delegations.length} delegations`,
     preserveAspectRatio: 'xMidYMid meet',
   });
   const edges = svg('g', { class: 'links' });
   for (const link of links) {
     edges.append(
-      svg('path', {
-        class: `link link-${link.kind}`,
-        d: `M${link.from.x},${link.from.y + 14} C${link.from.x - 60},${(link.from.y + link.to.y) / 2} ${link.to.x - 60},${link.to.y} ${link.to.x - 8},${link.to.y}`,
-      }),
+      svg('path', { class: `link link-${link.kind}`, d: linkPath(link) }),
     );
   }
   root.append(edges);
@@ -92,18 +115,18 @@ export function renderGraph(container, agents) {
   }
   root.append(group);
   container.append(root);
-  fit(root, nodes);
+  fit(root, nodes, links.some((l) => l.kind === 'delegation'));
   return root;
 }
 
 /** Sets the viewBox to the nodes' bounds, so the whole graph fits the viewport. */
-function fit(root, nodes) {
+function fit(root, nodes, arcs) {
   const xs = nodes.map((n) => n.x);
   const ys = nodes.map((n) => n.y);
   const pad = 40;
   const minX = Math.min(...xs) - 80;
   const maxX = Math.max(...xs) + 170;
-  const minY = Math.min(...ys) - pad;
+  const minY = Math.min(...ys) - pad - (arcs ? 70 + (Math.max(...xs) - Math.min(...xs)) / 8 : 0);
   const maxY = Math.max(...ys) + pad;
   root.setAttribute('viewBox', `${minX} ${minY} ${maxX - minX} ${maxY - minY}`);
   root.setAttribute('width', '100%');

@@ -50,6 +50,7 @@ export class ProjectPage {
     this.page = null; // { number, agents, nextCursor }
     this.cursors = [];
     this.allAgents = null;
+    this.delegations = [];
     this.stopLive = null;
     this.stopped = false;
   }
@@ -87,8 +88,12 @@ export class ProjectPage {
   }
 
   async loadAll() {
-    const data = await api(projectAgentsPath(this.projectId));
+    const [data, delegations] = await Promise.all([
+      api(projectAgentsPath(this.projectId)),
+      api(`/api/v1/projects/${encodeURIComponent(this.projectId)}/delegations`),
+    ]);
     this.allAgents = data.agents;
+    this.delegations = delegations.delegations;
   }
 
   renderFrame() {
@@ -151,7 +156,7 @@ export class ProjectPage {
       this.body.replaceChildren();
       const holder = el('div', { class: 'graph-holder' });
       this.body.append(holder);
-      renderGraph(holder, this.allAgents);
+      renderGraph(holder, this.allAgents, this.delegations);
       this.marks.markNextFrame(MARKS.graph, 'graph');
       return;
     }
@@ -254,9 +259,19 @@ export class StandaloneGraphPage {
   async start() {
     this.root.replaceChildren(el('p', { class: 'loading' }, 'Loading agents…'));
     let agents;
+    let delegations = [];
     try {
-      const params = this.projectId ? `?projectId=${encodeURIComponent(this.projectId)}` : '';
-      agents = (await api(`/api/v1/agents${params}`)).agents;
+      if (this.projectId) {
+        const id = encodeURIComponent(this.projectId);
+        const [list, lent] = await Promise.all([
+          api(`/api/v1/agents?projectId=${id}`),
+          api(`/api/v1/projects/${id}/delegations`),
+        ]);
+        agents = list.agents;
+        delegations = lent.delegations;
+      } else {
+        agents = (await api('/api/v1/agents')).agents;
+      }
     } catch (error) {
       if (!this.stopped) this.root.replaceChildren(projectErrorPage(error));
       return;
@@ -279,7 +294,7 @@ export class StandaloneGraphPage {
         holder,
       ),
     );
-    renderGraph(holder, agents);
+    renderGraph(holder, agents, delegations);
     this.marks.markNextFrame(MARKS.graph, 'graph');
     if (this.projectId) {
       this.stopLive = watchProjectAgents(this.projectId, (change) => updateGraphNode(this.root, change.agentId, change.phase));

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod agents;
 pub mod auth;
+pub mod delegations;
 mod error;
 pub mod events;
 mod failed_logins;

@@ -25,7 +25,7 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 
 use crate::api::auth::CredentialExpiry;
-use crate::api::ApiError;
+use crate::api::{ApiError, FailedLogins};
 use crate::authz::{AuditEmitter, Principal};
 use crate::db::Db;
 use crate::state::AppState;
@@ -49,6 +49,7 @@ pub struct WebState {
     db: Db,
     store: SqliteStore,
     signer: TokenSigner,
+    failed_logins: Option<FailedLogins>,
 }
 
 impl std::fmt::Debug for WebState {
@@ -64,14 +65,22 @@ impl WebState {
             store: SqliteStore::new(db.clone()),
             db,
             signer,
+            failed_logins: None,
         }
+    }
+
+    /// The same, logging refused sign-ins in `log`.
+    pub fn with_failed_logins(mut self, log: FailedLogins) -> Self {
+        self.failed_logins = Some(log);
+        self
     }
 }
 
 /// The web listener's router: the pages, assets and sign-in in front of the
 /// Hub's router, whose requests may authenticate with the session cookie.
 pub fn router(hub: &Hub, options: WebOptions) -> Router {
-    let state = WebState::new(hub.db().clone(), hub.signer().clone());
+    let state = WebState::new(hub.db().clone(), hub.signer().clone())
+        .with_failed_logins(hub.failed_logins().clone());
     let mut web = Router::new()
         .route("/", get(pages::home))
         .route("/projects/{id}", get(pages::project))

@@ -67,7 +67,8 @@ pub async fn sign_in(
     let token = bearer(headers)?.to_owned();
     let secure = over_tls(headers, request.uri());
     let web = state.clone();
-    tokio::task::spawn_blocking(move || {
+    let credential = token.clone();
+    let signed_in_or_refused = tokio::task::spawn_blocking(move || {
         let (principal, _) = resolve_credential(&web.store, &web.signer, &token)?;
         let user_id = match principal {
             Principal::User(user) if user.credential == Credential::Session => user.id,
@@ -84,7 +85,16 @@ pub async fn sign_in(
             .ok_or_else(|| ApiError::unauthorized("invalid token"))?;
         signed_in(&web, &user, secure)
     })
-    .await?
+    .await?;
+    // A refused token is logged like any refused credential (rate-limited,
+    // never the token itself).
+    if let (Err(e), Some(log)) = (&signed_in_or_refused, &state.failed_logins) {
+        if e.status() == StatusCode::UNAUTHORIZED {
+            let reason = e.body()["error"].as_str().unwrap_or("refused");
+            log.record(reason, Some(&credential));
+        }
+    }
+    signed_in_or_refused
 }
 
 /// `DELETE /api/v1/auth/session`: always clears the cookie; revokes the

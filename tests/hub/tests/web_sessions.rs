@@ -178,6 +178,15 @@ async fn only_a_users_session_token_starts_a_session() {
         assert_eq!(answer.status, status, "{}", answer.body);
         assert!(answer.cookie.is_none());
     }
+    // The refused token is logged like any refused credential, never itself.
+    let refusals: Vec<String> = hub
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains(hub_example::api::FAILED_LOGIN_MESSAGE))
+        .collect();
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert!(refusals[0].contains("credential_sha256_prefix"));
+    assert!(!refusals[0].contains("scb1.bad.token"));
     // Without the client header, sign-in is refused as cross-site.
     let forged = send(
         &web,
@@ -328,4 +337,53 @@ async fn the_shell_names_the_marks_only_for_a_signed_in_user_while_on() {
     assert_eq!(on["readinessMarks"], true);
     let anonymous = initial(web.clone(), shell(None)).await;
     assert_eq!(anonymous, json!({"page": "project", "signedIn": false}));
+}
+
+#[tokio::test]
+async fn a_projects_delegations_are_listed_to_whoever_may_list_its_agents() {
+    let hub = TestHub::new(4, Settings::default());
+    let doc = hub.doc().clone();
+    let get = |path: String, token: &str| {
+        request("GET", &path)
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(Body::empty())
+            .unwrap()
+    };
+    let listed = send(
+        &hub.router,
+        get(
+            format!("/api/v1/projects/{}/delegations", doc.project_id),
+            &doc.member_token,
+        ),
+    )
+    .await;
+    assert_eq!(listed.status, StatusCode::OK);
+    let delegations = listed.body["delegations"].as_array().unwrap();
+    assert_eq!(delegations.len(), 1, "{}", listed.body);
+    assert_eq!(delegations[0]["delegator"]["id"], json!(doc.owner_user_id));
+    assert_eq!(
+        delegations[0]["delegate"],
+        json!({"kind": "user", "id": doc.member_user_id, "name": "Max Member"})
+    );
+    assert_eq!(
+        delegations[0]["actions"],
+        json!(["agent.start", "agent.stop"])
+    );
+    for (path, status) in [
+        (
+            format!("/api/v1/projects/{}/delegations", doc.other_project_id),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            "/api/v1/projects/00000000-0000-4000-8000-00000000abcd/delegations".to_owned(),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "/api/v1/projects/not-an-id/delegations".to_owned(),
+            StatusCode::BAD_REQUEST,
+        ),
+    ] {
+        let answer = send(&hub.router, get(path.clone(), &doc.member_token)).await;
+        assert_eq!(answer.status, status, "{path}: {}", answer.body);
+    }
 }
