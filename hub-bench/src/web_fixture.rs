@@ -56,25 +56,47 @@ pub const HUB_DRIFT_MESSAGE: &str =
 pub struct WebRequest {
     /// The schema's name for it.
     pub name: &'static str,
-    /// Its query, after `/api/v1/projects/{id}/agents?`; `{cursor}` is the
-    /// `nextCursor` of the first page.
+    /// Its path; `{project}` is the project's id.
+    pub path: &'static str,
+    /// Its query (empty: none); `{cursor}` is the `nextCursor` of the first
+    /// page.
     pub query: &'static str,
+}
+
+impl WebRequest {
+    /// Path and query for `project`, the cursor filled in.
+    pub fn uri(&self, project: &str, cursor: &str) -> String {
+        let path = self.path.replace("{project}", project);
+        match self.query.replace("{cursor}", cursor) {
+            query if query.is_empty() => path,
+            query => format!("{path}?{query}"),
+        }
+    }
 }
 
 /// The project page's requests, as its client sends them: the grid's and
 /// list's first page (the pager's default of 25, sorted by name), the page
-/// after it, and the graph's whole project (the unpaged list).
+/// after it, the graph's whole project (the unpaged list) and the graph's
+/// delegation links.
 pub const WEB_REQUESTS: &[WebRequest] = &[
     WebRequest {
         name: "project-first-page",
+        path: "/api/v1/projects/{project}/agents",
         query: "limit=25&sort=name",
     },
     WebRequest {
         name: "project-next-page",
+        path: "/api/v1/projects/{project}/agents",
         query: "limit=25&sort=name&cursor={cursor}",
     },
     WebRequest {
         name: "project-graph",
+        path: "/api/v1/projects/{project}/agents",
+        query: "",
+    },
+    WebRequest {
+        name: "project-delegations",
+        path: "/api/v1/projects/{project}/delegations",
         query: "",
     },
 ];
@@ -237,7 +259,14 @@ impl Fixture {
     /// generator does not answer (the web budget test fails on those).
     pub fn answer(&self, method: &str, path: &str, query: &str) -> Option<Value> {
         let agents_path = format!("/api/v1/projects/{}/agents", self.project_id);
-        if method != "GET" || path != agents_path {
+        let delegations_path = format!("/api/v1/projects/{}/delegations", self.project_id);
+        if method != "GET" {
+            return None;
+        }
+        if path == delegations_path && query.is_empty() {
+            return Some(self.delegations());
+        }
+        if path != agents_path {
             return None;
         }
         // Without `limit`, `sort` or `cursor` the Hub answers its unpaged
@@ -283,21 +312,33 @@ impl Fixture {
     /// The answers to [`WEB_REQUESTS`], by name, the next page's cursor taken
     /// from the first page as the page takes it.
     pub fn web_answers(&self) -> BTreeMap<&'static str, Value> {
-        let path = format!("/api/v1/projects/{}/agents", self.project_id);
-        let first = self
-            .answer("GET", &path, WEB_REQUESTS[0].query)
-            .expect("the first page is answered");
+        let answer = |request: &WebRequest, cursor: &str| {
+            let uri = request.uri(&self.project_id, cursor);
+            let (path, query) = uri.split_once('?').unwrap_or((&uri, ""));
+            self.answer("GET", path, query)
+                .expect("every web request is answered")
+        };
+        let first = answer(&WEB_REQUESTS[0], "");
         let cursor = first["nextCursor"].as_str().unwrap_or_default().to_owned();
         WEB_REQUESTS
             .iter()
-            .map(|request| {
-                let query = request.query.replace("{cursor}", &cursor);
-                let answer = self
-                    .answer("GET", &path, &query)
-                    .expect("every web request is answered");
-                (request.name, answer)
-            })
+            .map(|request| (request.name, answer(request, &cursor)))
             .collect()
+    }
+
+    /// The project's delegations, as the graph reads them: the owner lends
+    /// the member some of their permissions.
+    fn delegations(&self) -> Value {
+        let (owner_id, owner) = CREATORS[0];
+        let (member_id, member) = CREATORS[1];
+        json!({
+            "delegations": [{
+                "id": "00000000-0000-4000-8000-0000000000d1",
+                "delegator": { "kind": "user", "id": owner_id, "name": owner },
+                "delegate": { "kind": "user", "id": member_id, "name": member },
+                "actions": ["agent.read", "agent.update"],
+            }]
+        })
     }
 
     /// The field types of [`Fixture::web_answers`], comparable with the

@@ -91,7 +91,9 @@ impl BrowserPaths {
                 panic!("{test}: CI=true and {why}; browser tests never skip in CI")
             }
             Err(why) => {
-                eprintln!("skipping {test}: {why}");
+                // Past the test harness's capture, so the note is seen.
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr(), "skipping {test}: {why}");
                 None
             }
         }

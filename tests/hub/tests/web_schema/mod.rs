@@ -24,16 +24,11 @@ pub fn schema_path() -> String {
 /// member (the page's caller).
 pub async fn hub_schema(hub: &TestHub) -> Schema {
     let token = hub.doc().member_token.clone();
-    let path = hub.project_agents_uri();
+    let project = hub.doc().project_id.clone();
     let mut cursor = String::new();
     let mut schema = Schema::new();
     for request in WEB_REQUESTS {
-        let query = request.query.replace("{cursor}", &cursor);
-        let uri = if query.is_empty() {
-            path.clone()
-        } else {
-            format!("{path}?{query}")
-        };
+        let uri = request.uri(&project, &cursor);
         let reply = hub.get(&uri, Some(&token)).await;
         assert_eq!(reply.status, StatusCode::OK, "{}: {uri}", request.name);
         let answer = reply.json();
