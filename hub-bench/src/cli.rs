@@ -1,5 +1,5 @@
-//! The command line: `demo` (also what runs with no subcommand), `apibench`
-//! and `load`. A bad flag is a one-line usage error (exit status 2); a
+//! The command line: `demo` (also what runs with no subcommand), `apibench`,
+//! `load` and `web`. A bad flag is a one-line usage error (exit status 2); a
 //! failed run is one line on standard error and exit status 1.
 
 use std::ffi::OsString;
@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use crate::apibench::{self, ApibenchArgs};
 use crate::demo::{self, DemoArgs};
 use crate::load::{self, LoadArgs};
+use crate::web::{self, WebArgs};
 
 /// Benchmark and load clients for the example Hub, and the demo.
 #[derive(Debug, Parser)]
@@ -39,6 +40,8 @@ pub enum Command {
     Apibench(ApibenchArgs),
     /// Run virtual users over a weighted endpoint mix and write a JSON report
     Load(LoadArgs),
+    /// Measure the project page's views and live updates in headless Chromium and write a JSON report
+    Web(WebArgs),
 }
 
 impl Command {
@@ -49,6 +52,7 @@ impl Command {
             Command::Demo(args) => demo::run(args).await.map(drop),
             Command::Apibench(args) => apibench::run(args).await.map(drop),
             Command::Load(args) => load::run_load(args).await.map(drop),
+            Command::Web(args) => web::run(args).await.map(drop),
         }
     }
 }
@@ -63,8 +67,16 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
         Err(e) => {
             let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+            let mut first = lines.next().unwrap_or("invalid arguments").to_owned();
+            // "the following required arguments were not provided:" names
+            // them on the next line; keep it on the one line.
+            if first.ends_with(':') {
+                if let Some(named) = lines.next() {
+                    first = format!("{first} {named}");
+                }
+            }
+            let first = first.strip_prefix("error: ").unwrap_or(&first);
             eprintln!("hub-bench: error: {first} (see --help)");
             return ExitCode::from(2);
         }

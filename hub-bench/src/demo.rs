@@ -152,6 +152,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<DemoOutcome> {
         "on/off: median traced / median untraced over {} interleaved requests per side",
         args.compare_rounds
     );
+    crate::demo_browser::run_browser_table(&outcome.out_dir, SESSION_SECRET).await?;
     println!(
         "databases, hub logs and apibench reports: {}",
         outcome.out_dir.display()

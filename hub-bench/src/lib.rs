@@ -6,7 +6,8 @@
 //!
 //! - [`demo`]: seeds Hubs at several sizes, serves each traced and untraced,
 //!   runs apibench against the traced one and prints one table
-//!   (`hub-bench`, or `hub-bench demo`).
+//!   (`hub-bench`, or `hub-bench demo`), and [`demo_browser`]: its browser
+//!   table.
 //! - [`apibench`]: timed requests to the agent-list endpoints as the seeded
 //!   member, joined to the Hub's `perf_trace` lines, written as a JSON report
 //!   (`hub-bench apibench`).
@@ -18,6 +19,10 @@
 //! - [`hub_process`]: the Hub process's CPU and RSS from `/proc`;
 //!   [`hub_state`]: the cache table and audit health read at the end of a
 //!   load run; [`load_compare`]: `load --compare`; [`load_csv`]: `load --csv`.
+//! - [`web`]: the browser benchmark over headless Chromium
+//!   (`hub-bench web`).
+//! - [`web_fixture`]: the deterministic answers the web counter budgets
+//!   load the project page against, and their schema.
 //! - [`cli`]: the command line.
 #![warn(missing_docs)]
 
@@ -25,6 +30,7 @@ pub mod apibench;
 pub mod cli;
 pub mod client;
 pub mod demo;
+pub mod demo_browser;
 pub mod hub_process;
 pub mod hub_state;
 pub mod load;
@@ -36,6 +42,8 @@ pub mod report;
 pub mod seed_file;
 pub mod stats;
 pub mod table;
+pub mod web;
+pub mod web_fixture;
 
 pub use apibench::{run as run_apibench, ApibenchArgs};
 pub use demo::DemoArgs;

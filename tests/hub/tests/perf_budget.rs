@@ -25,6 +25,7 @@
 
 mod budget_requests;
 mod hub_support;
+mod web_schema;
 
 use axum::http::StatusCode;
 use axum::Router;
@@ -335,5 +336,53 @@ async fn one_extra_read_per_agent_is_over_budget() {
     assert_eq!(
         graph.authz_store_calls,
         budget_of("project-graph").unwrap().authz_store_calls + u64::from(AGENTS)
+    );
+}
+
+#[tokio::test]
+async fn web_fixture_schema_matches_the_hubs_responses() {
+    let hub = TestHub::traced(AGENTS);
+    let actual = web_schema::hub_schema(&hub).await;
+    let path = web_schema::schema_path();
+    if let Err(message) = web_schema::check_or_write(&actual, &path, web_schema::write_requested())
+    {
+        panic!("{message}");
+    }
+}
+
+#[tokio::test]
+async fn a_changed_response_field_fails_the_web_fixture_schema() {
+    let hub = TestHub::traced(AGENTS);
+    let actual = web_schema::hub_schema(&hub).await;
+    // A file of the hub's schema as it is now (not the committed one, which
+    // the test above may be rewriting).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("schema.json").display().to_string();
+    web_schema::check_or_write(&actual, &path, true).unwrap();
+    web_schema::check_or_write(&actual, &path, false).unwrap();
+
+    let mut drifted = actual.clone();
+    let graph = drifted.get_mut("project-graph").unwrap();
+    graph.insert("$.agents[].createdBy.id".into(), "number".into());
+    graph.insert("$.agents[].labels".into(), "array".into());
+    let message = web_schema::check_or_write(&drifted, &path, false)
+        .expect_err("a changed field type and a new field are drift");
+    assert!(
+        message.contains("does not match the field names and types of the hub's current responses"),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "project-graph: $.agents[].createdBy.id: string in the schema file, number in the hub's responses"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("project-graph: $.agents[].labels (array) is in the hub's responses"),
+        "{message}"
+    );
+    assert!(
+        message.contains("SCION_PERF_BUDGET_WRITE_WEB_SCHEMA=1"),
+        "{message}"
     );
 }
