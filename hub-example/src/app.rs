@@ -2,7 +2,8 @@
 //! serving.
 //!
 //! Tracing on or off is decided once, when the Hub is built. Off, the state
-//! holds the plain [`SqliteStore`] and [`ChannelAuditSink`] and the router has
+//! holds the plain store ([`SqliteStore`] or [`PostgresStore`], as the
+//! database is) and [`ChannelAuditSink`] and the router has
 //! no tracing layer; on, the state holds [`CountedAuthzStore`] and
 //! [`TracedAuditEmitter`] around them and the router has the layer, innermost
 //! (inside authentication).
@@ -29,7 +30,7 @@ use crate::api::{
     not_found, panic_response, public, FailedLogins, StreamLimiter,
 };
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
-use crate::db::Db;
+use crate::db::{Db, Dialect};
 use crate::events::EventBus;
 use crate::limits::ServerLimits;
 use crate::log::{Logger, SharedWriter};
@@ -37,7 +38,7 @@ use crate::perf::{trace_layer, HubTraceLayer};
 use crate::server::ServerCounters;
 use crate::settings::{Settings, PERF_TRACE_KEY};
 use crate::state::AppState;
-use crate::store::{AuthzStore, CountedAuthzStore, SqliteStore};
+use crate::store::{AuthzStore, CountedAuthzStore, PostgresStore, SqliteStore};
 use crate::tokens::TokenSigner;
 
 /// Records the audit channel holds before it drops.
@@ -174,7 +175,6 @@ impl Hub {
         let signer = TokenSigner::from_session_secret(&options.session_secret);
         let bus = EventBus::default();
         let (sink, audit_log) = ChannelAuditSink::start(AUDIT_CHANNEL, AUDIT_RECENT);
-        let store = SqliteStore::new(db.clone());
         let perf_trace = options.settings.perf_trace;
 
         fn assemble<S: AuthzStore, A: AuditEmitter>(
@@ -192,18 +192,31 @@ impl Hub {
             )
         }
 
+        fn traced_or_not<S: AuthzStore>(
+            store: S,
+            sink: ChannelAuditSink,
+            parts: (Db, EventBus, TokenSigner, Option<Router>),
+            trace: Option<HubTraceLayer>,
+        ) -> (Router, &'static str, &'static str) {
+            match trace {
+                Some(layer) => assemble(
+                    CountedAuthzStore::new(store),
+                    TracedAuditEmitter::new(sink),
+                    parts,
+                    Some(layer),
+                ),
+                None => assemble(store, sink, parts, None),
+            }
+        }
+
         let parts = (db.clone(), bus.clone(), signer, extra);
-        let (router, store_type, audit_type) = if perf_trace {
+        let trace = perf_trace.then(|| {
             logger.warn(PERF_TRACE_WARNING, &[("setting", PERF_TRACE_KEY.into())]);
-            let layer = trace_layer(&logger, db.pool_stats());
-            assemble(
-                CountedAuthzStore::new(store),
-                TracedAuditEmitter::new(sink),
-                parts,
-                Some(layer),
-            )
-        } else {
-            assemble(store, sink, parts, None)
+            trace_layer(&logger, db.pool_stats())
+        });
+        let (router, store_type, audit_type) = match db.dialect() {
+            Dialect::Sqlite => traced_or_not(SqliteStore::new(db.clone()), sink, parts, trace),
+            Dialect::Postgres => traced_or_not(PostgresStore::new(db.clone()), sink, parts, trace),
         };
         let limits = ServerLimits::default();
         Hub {
