@@ -185,7 +185,9 @@ pub fn seed(options: &SeedOptions) -> Result<SeedDocument, SeedError> {
     check_options(options)?;
     if let Some(url) = postgres_url(&options.db_path) {
         if crate::db::postgres::holds_tables(url)? {
-            return Err(SeedError::NotEmpty(crate::db::postgres::redacted(url).into()));
+            return Err(SeedError::NotEmpty(
+                crate::db::postgres::redacted(url).into(),
+            ));
         }
         let mut staging = rusqlite::Connection::open_in_memory()?;
         migrate(&mut staging, SEED_EPOCH_MS)?;

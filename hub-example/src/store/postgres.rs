@@ -238,9 +238,7 @@ impl AuthzStore for PostgresStore {
 
     fn get_role_definitions_by_ids(&self, ids: &[Id]) -> StoreResult<Vec<RoleDefinition>> {
         let rows = self.db.pg_conn()?.query(
-            &format!(
-                "SELECT {ROLE_COLUMNS} FROM role_definitions WHERE id = ANY($1) ORDER BY id"
-            ),
+            &format!("SELECT {ROLE_COLUMNS} FROM role_definitions WHERE id = ANY($1) ORDER BY id"),
             &[&strs(ids)],
         )?;
         all(rows, role)

@@ -157,10 +157,7 @@ const MIGRATION_LOCK: i64 = 0x5C10_0001;
 /// never migrated).
 pub fn postgres_schema_version(client: &mut Client) -> Result<u32, DbError> {
     let has_table = client
-        .query_one(
-            "SELECT to_regclass('schema_migrations') IS NOT NULL",
-            &[],
-        )?
+        .query_one("SELECT to_regclass('schema_migrations') IS NOT NULL", &[])?
         .try_get::<_, bool>(0)?;
     if !has_table {
         return Ok(0);

@@ -61,19 +61,16 @@ impl PgManager {
     }
 
     fn open_client(&self) -> Result<PgClient, DbError> {
-        let mut client = self
-            .config
-            .connect(NoTls)
-            .map_err(|e| DbError::Connect {
-                url: self.url.clone(),
-                reason: one_line(&e),
-            })?;
+        let mut client = self.config.connect(NoTls).map_err(|e| DbError::Connect {
+            url: self.url.clone(),
+            reason: one_line(&e),
+        })?;
         client.batch_execute(&format!(
             "SET lock_timeout = {}",
             self.lock_timeout.as_millis().max(1)
         ))?;
         Ok(PgClient {
-            client,
+            client: Closing(Some(client)),
             statements: HashMap::new(),
         })
     }
@@ -98,8 +95,43 @@ impl r2d2::ManageConnection for PgManager {
 
 /// A PostgreSQL connection and the statements prepared on it.
 pub struct PgClient {
-    client: Client,
+    client: Closing,
     statements: HashMap<String, Statement>,
+}
+
+/// A client that closes itself on a thread of its own when dropped on an
+/// async runtime's thread (closing blocks on the client's own runtime,
+/// which may not start there): the last clone of a pool is often dropped
+/// by async code, such as a Hub at the end of `serve`.
+struct Closing(Option<Client>);
+
+impl std::ops::Deref for Closing {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        self.0
+            .as_ref()
+            .expect("the client is taken only when dropped")
+    }
+}
+
+impl std::ops::DerefMut for Closing {
+    fn deref_mut(&mut self) -> &mut Client {
+        self.0
+            .as_mut()
+            .expect("the client is taken only when dropped")
+    }
+}
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                let _ = std::thread::Builder::new()
+                    .name("pg-close".into())
+                    .spawn(move || drop(client));
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for PgClient {
@@ -236,8 +268,8 @@ mod tests {
 
     #[test]
     fn a_malformed_url_is_refused_without_repeating_it() {
-        let err = PgManager::new("postgres://u:pw@h:notaport/d", PoolOptions::default())
-            .unwrap_err();
+        let err =
+            PgManager::new("postgres://u:pw@h:notaport/d", PoolOptions::default()).unwrap_err();
         assert!(matches!(err, DbError::BadUrl(_)), "{err}");
         assert!(!err.to_string().contains("pw"), "{err}");
     }
