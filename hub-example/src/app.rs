@@ -31,7 +31,7 @@ use crate::api::{
 };
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::db::{Db, Dialect};
-use crate::events::EventBus;
+use crate::events::{EventBus, PgEventRelay};
 use crate::limits::ServerLimits;
 use crate::log::{Logger, SharedWriter};
 use crate::perf::{trace_layer, HubTraceLayer};
@@ -173,7 +173,17 @@ impl Hub {
     fn build(db: Db, options: HubOptions, extra: Option<Router>) -> Hub {
         let logger = Logger::new(options.log.clone(), options.settings.gcp_logs);
         let signer = TokenSigner::from_session_secret(&options.session_secret);
-        let bus = EventBus::default();
+        let mut bus = EventBus::default();
+        if db.dialect() == Dialect::Postgres {
+            // Replicas sharing the database see each other's events.
+            match PgEventRelay::start(db.clone(), bus.local_sender()) {
+                Ok(relay) => bus = bus.with_relay(Arc::new(relay)),
+                Err(e) => logger.warn(
+                    "events are not shared with other replicas",
+                    &[("error", e.to_string().into())],
+                ),
+            }
+        }
         let (sink, audit_log) = ChannelAuditSink::start(AUDIT_CHANNEL, AUDIT_RECENT);
         let perf_trace = options.settings.perf_trace;
 

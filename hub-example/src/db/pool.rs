@@ -35,7 +35,8 @@ pub enum Dialect {
 #[derive(Clone)]
 enum Pool {
     Sqlite(r2d2::Pool<SqliteConnectionManager>),
-    Postgres(r2d2::Pool<PgManager>),
+    /// The pool, and a copy of its manager (r2d2 does not lend its own).
+    Postgres(r2d2::Pool<PgManager>, Arc<PgManager>),
 }
 
 /// Prepared statements kept per connection.
@@ -169,6 +170,7 @@ impl Db {
         let manager = PgManager::new(url, options)?;
         // One plain connection first: it fails fast where the pool would retry.
         manager.check()?;
+        let spare = Arc::new(manager.clone());
         let pool = r2d2::Pool::builder()
             .max_size(options.max_size)
             .min_idle(Some(options.min_idle.min(options.max_size)))
@@ -177,7 +179,7 @@ impl Db {
             .build(manager)
             .map_err(|e| DbError::Corrupt(format!("cannot build the connection pool: {e}")))?;
         Ok(Db {
-            pool: Pool::Postgres(pool),
+            pool: Pool::Postgres(pool, spare),
             waits: Arc::default(),
             path: Arc::new(PathBuf::from(super::postgres::redacted(url))),
         })
@@ -187,7 +189,7 @@ impl Db {
     pub fn dialect(&self) -> Dialect {
         match self.pool {
             Pool::Sqlite(_) => Dialect::Sqlite,
-            Pool::Postgres(_) => Dialect::Postgres,
+            Pool::Postgres(..) => Dialect::Postgres,
         }
     }
 
@@ -202,7 +204,7 @@ impl Db {
     pub fn conn(&self) -> Result<Conn, DbError> {
         match &self.pool {
             Pool::Sqlite(pool) => self.checkout(pool),
-            Pool::Postgres(_) => Err(DbError::WrongDialect(Dialect::Postgres)),
+            Pool::Postgres(..) => Err(DbError::WrongDialect(Dialect::Postgres)),
         }
     }
 
@@ -211,8 +213,17 @@ impl Db {
     /// runtime's threads (the synchronous client runs its own).
     pub fn pg_conn(&self) -> Result<PgConn, DbError> {
         match &self.pool {
-            Pool::Postgres(pool) => self.checkout(pool),
+            Pool::Postgres(pool, _) => self.checkout(pool),
             Pool::Sqlite(_) => Err(DbError::WrongDialect(Dialect::Sqlite)),
+        }
+    }
+
+    /// A copy of the PostgreSQL pool's connection manager, to open a
+    /// connection outside the pool (`None` on SQLite).
+    pub fn pg_manager(&self) -> Option<PgManager> {
+        match &self.pool {
+            Pool::Postgres(_, manager) => Some(PgManager::clone(manager)),
+            Pool::Sqlite(_) => None,
         }
     }
 
@@ -247,7 +258,7 @@ impl PoolStats for Db {
     fn pool_figures(&self) -> PoolFigures {
         let state = match &self.pool {
             Pool::Sqlite(pool) => pool.state(),
-            Pool::Postgres(pool) => pool.state(),
+            Pool::Postgres(pool, _) => pool.state(),
         };
         PoolFigures {
             wait_count: self.waits.count.load(Relaxed),

@@ -26,7 +26,7 @@ use super::{DbError, PoolOptions};
 const STATEMENT_CACHE: usize = 128;
 
 /// The connection manager of the PostgreSQL pool.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct PgManager {
     config: postgres::Config,
     url: String,
@@ -60,7 +60,8 @@ impl PgManager {
             .unwrap_or_else(|_| Err(DbError::Corrupt("connection check panicked".into())))
     }
 
-    fn open_client(&self) -> Result<PgClient, DbError> {
+    /// A new connection outside the pool (the event listener's own).
+    pub(crate) fn open_client(&self) -> Result<PgClient, DbError> {
         let mut client = self.config.connect(NoTls).map_err(|e| DbError::Connect {
             url: self.url.clone(),
             reason: one_line(&e),
