@@ -2,8 +2,9 @@
 //! same data, and every request of the count budgets and snapshots gives the
 //! same store calls, decisions, phases, status and body bytes on both
 //! stores (so the budgets of `perf_budget.rs` and the snapshots of
-//! `count_snapshots.rs` hold on PostgreSQL too); writes, migrations and the
-//! faults of an unavailable database or an exhausted pool.
+//! `count_snapshots.rs` hold on PostgreSQL too); writes, migrations, the
+//! faults of an unavailable database or an exhausted pool, and the load
+//! tool spreading its users over two Hubs sharing one database.
 //!
 //! The server is `PERF_TRACE_PG_URL`; without it these tests are skipped
 //! (one line on standard error says so). Each test seeds a schema or a
@@ -11,6 +12,7 @@
 
 mod budget_requests;
 mod hub_support;
+mod served;
 
 use std::time::Duration;
 
@@ -404,4 +406,66 @@ async fn a_row_locked_past_the_lock_timeout_is_a_503_with_the_line_and_pool_figu
         .call(Method::PUT, &status_uri, Some(&doc.owner_token), &[], body)
         .await;
     assert_eq!(reply.status, StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_over_two_replicas_reports_each_and_every_request_reaches_the_one_it_names() {
+    let Some(server) = pg_url() else { return };
+    let seeded = Seeded::on_postgres(8, &server);
+    let hubs: Vec<(Hub, CaptureBuffer)> = (0..2)
+        .map(|_| {
+            let log = CaptureBuffer::new();
+            let hub = Hub::new(
+                seeded.db(),
+                HubOptions {
+                    session_secret: SECRET.into(),
+                    settings: traced(),
+                    log: log.writer(),
+                },
+            );
+            (hub, log)
+        })
+        .collect();
+    let mut served = Vec::new();
+    for (hub, _) in &hubs {
+        served.push(served::Served::hub(hub).await);
+    }
+    let seed_path = seeded.dir.path().join("seed.json");
+    std::fs::write(&seed_path, serde_json::to_vec(&seeded.doc).unwrap()).unwrap();
+    let report = hub_bench::run_load(hub_bench::LoadArgs {
+        hub: format!("{},{}", served[0].url(), served[1].url()),
+        seed: seed_path,
+        users: 6,
+        duration: Duration::from_secs(2),
+        spawn_rate: 100,
+        max_requests: 100_000,
+        out: seeded.dir.path().join("load.json"),
+        notes: String::new(),
+    })
+    .await
+    .unwrap();
+    for s in served {
+        s.stop().await;
+    }
+
+    assert_eq!(report.unexpected_failures, 0, "{report:?}");
+    assert_eq!(report.replicas.len(), 2);
+    let total: u64 = report.replicas.iter().map(|r| r.total_requests).sum();
+    assert_eq!(total, report.total_requests);
+    for (i, (replica, (_, log))) in report.replicas.iter().zip(&hubs).enumerate() {
+        assert_eq!(replica.users_started, 3, "replica {i}");
+        assert!(replica.total_requests > 0, "replica {i}");
+        let lines = log
+            .lines()
+            .iter()
+            .filter(|l| l.contains("\"msg\":\"perf_trace\""))
+            .count() as u64;
+        // The first replica also answered the tool's agent-id lookup.
+        let lookups = u64::from(i == 0);
+        assert_eq!(
+            lines,
+            replica.total_requests + lookups,
+            "replica {i}: one line per request it was sent"
+        );
+    }
 }
