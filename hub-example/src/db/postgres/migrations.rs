@@ -141,7 +141,49 @@ INSERT INTO hub_settings (key, value, updated_at) VALUES
   ('authz.creator_role', '"agent-creator"', 0);
 "#,
     },
+    // Ported ahead of their SQLite entries, which are written alongside
+    // the features that need them; a port is applied only once its SQLite
+    // entry is in the build (see `ported`).
+    Migration {
+        version: 3,
+        name: "audit events",
+        sql: r#"
+CREATE TABLE audit_events (
+    id             BIGSERIAL PRIMARY KEY,
+    at_ms          BIGINT NOT NULL,
+    principal_kind TEXT COLLATE "C" NOT NULL,
+    principal_id   TEXT COLLATE "C" NOT NULL,
+    action         TEXT COLLATE "C" NOT NULL,
+    resource_kind  TEXT COLLATE "C" NOT NULL,
+    resource_id    TEXT COLLATE "C",
+    outcome        TEXT COLLATE "C" NOT NULL CHECK (outcome IN ('allow', 'deny', 'error'))
+);
+CREATE INDEX audit_events_by_time ON audit_events (at_ms, id);
+"#,
+    },
+    Migration {
+        version: 4,
+        name: "browser sessions",
+        sql: r#"
+CREATE TABLE web_sessions (
+    session_hash BYTEA PRIMARY KEY,
+    user_id      TEXT COLLATE "C" NOT NULL REFERENCES users(id),
+    created_at   BIGINT NOT NULL,
+    expires_at   BIGINT NOT NULL,
+    revoked_at   BIGINT
+);
+CREATE INDEX web_sessions_by_user ON web_sessions (user_id);
+"#,
+    },
 ];
+
+/// The ports this build applies: those of the versions it has an SQLite
+/// entry for (at most [`LATEST_VERSION`]).
+fn ported() -> impl Iterator<Item = &'static Migration> {
+    POSTGRES_MIGRATIONS
+        .iter()
+        .filter(|m| m.version <= LATEST_VERSION)
+}
 
 const BOOKKEEPING: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER PRIMARY KEY,
@@ -179,8 +221,7 @@ pub fn pending_postgres_migrations(client: &mut Client) -> Result<Vec<u32>, DbEr
             expected: LATEST_VERSION,
         });
     }
-    Ok(POSTGRES_MIGRATIONS
-        .iter()
+    Ok(ported()
         .filter(|m| m.version > current)
         .map(|m| m.version)
         .collect())
@@ -200,10 +241,7 @@ pub fn migrate_postgres(client: &mut Client, now_ms: i64) -> Result<Vec<u32>, Db
 fn apply_pending(client: &mut Client, now_ms: i64) -> Result<Vec<u32>, DbError> {
     client.batch_execute(BOOKKEEPING)?;
     let pending = pending_postgres_migrations(client)?;
-    for migration in POSTGRES_MIGRATIONS
-        .iter()
-        .filter(|m| pending.contains(&m.version))
-    {
+    for migration in ported().filter(|m| pending.contains(&m.version)) {
         let mut tx = client.transaction()?;
         tx.batch_execute(migration.sql)?;
         tx.execute(
@@ -218,10 +256,8 @@ fn apply_pending(client: &mut Client, now_ms: i64) -> Result<Vec<u32>, DbError> 
 /// Every SQLite migration has its PostgreSQL entry, same version and name.
 fn check_ported() -> Result<(), DbError> {
     for sqlite in MIGRATIONS {
-        let ported = POSTGRES_MIGRATIONS
-            .iter()
-            .any(|pg| pg.version == sqlite.version && pg.name == sqlite.name);
-        if !ported {
+        let has_port = ported().any(|pg| pg.version == sqlite.version && pg.name == sqlite.name);
+        if !has_port {
             return Err(DbError::Corrupt(format!(
                 "migration {} ({}) has no PostgreSQL port in this build",
                 sqlite.version, sqlite.name
@@ -239,11 +275,11 @@ mod tests {
     fn every_migration_is_ported_with_its_version_and_name() {
         check_ported().unwrap();
         let sqlite: Vec<(u32, &str)> = MIGRATIONS.iter().map(|m| (m.version, m.name)).collect();
-        let pg: Vec<(u32, &str)> = POSTGRES_MIGRATIONS
-            .iter()
-            .map(|m| (m.version, m.name))
-            .collect();
+        let pg: Vec<(u32, &str)> = ported().map(|m| (m.version, m.name)).collect();
         assert_eq!(sqlite, pg);
+        assert!(POSTGRES_MIGRATIONS
+            .windows(2)
+            .all(|w| w[0].version < w[1].version));
     }
 
     #[test]
@@ -257,7 +293,7 @@ mod tests {
             names.sort();
             names
         };
-        for (sqlite, pg) in MIGRATIONS.iter().zip(POSTGRES_MIGRATIONS) {
+        for (sqlite, pg) in MIGRATIONS.iter().zip(ported()) {
             assert_eq!(tables(sqlite.sql), tables(pg.sql), "version {}", pg.version);
         }
     }
