@@ -47,7 +47,7 @@ use reqwest::{Client, Method, Url};
 
 use crate::apibench::write_json;
 use crate::client::{self, endpoint_url, error_chain, path_and_query};
-use crate::report::{EndpointLoad, LatencySummary, LoadReport};
+use crate::report::{EndpointLoad, LatencySummary, LoadReport, ReplicaLoad};
 use crate::seed_file::LoadedSeed;
 use crate::stats::{latency_summary_us, round_ms};
 use crate::table::{self, Table};
@@ -83,8 +83,10 @@ fn check_duration(d: Duration) -> Result<(), String> {
 /// The flags of `load`.
 #[derive(Debug, Clone, Args)]
 pub struct LoadArgs {
-    /// Base URL of the hub, e.g. http://127.0.0.1:19810
-    #[arg(long, value_name = "URL")]
+    /// Base URL of the hub, e.g. http://127.0.0.1:19810; several replicas
+    /// comma-separated (users are spread over them in turn, and each is
+    /// also reported on its own)
+    #[arg(long, value_name = "URL[,URL...]")]
     pub hub: String,
     /// The seed JSON written by `seed` (project id and member token)
     #[arg(long, value_name = "SEED.json")]
@@ -346,7 +348,8 @@ impl Tally {
 
 struct Shared {
     client: Client,
-    mix: Vec<MixEntry>,
+    /// The mix against each replica (one for a single `--hub`).
+    mixes: Vec<Vec<MixEntry>>,
     schedule: Vec<usize>,
     auth: HeaderValue,
     deadline: tokio::time::Instant,
@@ -380,7 +383,8 @@ async fn execute(shared: &Shared, entry: &MixEntry, url: &Url) -> (u16, Option<S
 }
 
 async fn user(shared: Arc<Shared>, user: u32) -> Vec<Tally> {
-    let mut tallies = vec![Tally::default(); shared.mix.len()];
+    let mix = &shared.mixes[user as usize % shared.mixes.len()];
+    let mut tallies = vec![Tally::default(); mix.len()];
     let len = shared.schedule.len();
     let mut step = user as usize % len.max(1);
     let mut turn = user as usize;
@@ -393,7 +397,7 @@ async fn user(shared: Arc<Shared>, user: u32) -> Vec<Tally> {
         }
         let index = shared.schedule[step];
         step = (step + 1) % len;
-        let entry = &shared.mix[index];
+        let entry = &mix[index];
         let url = &entry.urls[turn % entry.urls.len()];
         turn += 1;
         let tally = &mut tallies[index];
@@ -463,7 +467,12 @@ fn validate(args: &LoadArgs) -> anyhow::Result<()> {
 /// any request of the run.
 pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
     validate(&args)?;
-    let base = client::parse_hub_url(&args.hub)?;
+    let bases = args
+        .hub
+        .split(',')
+        .map(client::parse_hub_url)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let base = bases[0].clone();
     let loaded = LoadedSeed::load(&args.seed)?;
     let seed = &loaded.seed;
     let before = args
@@ -478,14 +487,17 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
     let auth = HeaderValue::from_str(&format!("Bearer {}", seed.member_token))
         .context("the seed's memberToken is not a valid header value")?;
 
-    let mix = mix(&base, &seed.project_id, &agent_ids);
-    let weights: Vec<u32> = mix.iter().map(|e| e.weight).collect();
+    let mixes: Vec<Vec<MixEntry>> = bases
+        .iter()
+        .map(|b| mix(b, &seed.project_id, &agent_ids))
+        .collect();
+    let weights: Vec<u32> = mixes[0].iter().map(|e| e.weight).collect();
     let start = tokio::time::Instant::now();
     let deadline = start + args.duration;
     let shared = Arc::new(Shared {
         client: http,
         schedule: schedule(&weights),
-        mix,
+        mixes,
         auth,
         deadline,
         hard_deadline: deadline + GRACE,
@@ -530,14 +542,33 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
         users.push(tokio::spawn(user(shared.clone(), u)));
     }
     let users_started = users.len() as u32;
-    let mut totals = vec![Tally::default(); shared.mix.len()];
-    for handle in users {
+    let replicas = shared.mixes.len();
+    let mut per_replica = vec![vec![Tally::default(); weights.len()]; replicas];
+    for (u, handle) in users.into_iter().enumerate() {
         let tallies = handle.await.context("a virtual user failed")?;
-        for (total, t) in totals.iter_mut().zip(tallies) {
+        for (total, t) in per_replica[u % replicas].iter_mut().zip(tallies) {
             total.merge(t);
         }
     }
     let elapsed = start.elapsed();
+    let replica_loads = if replicas > 1 {
+        bases
+            .iter()
+            .zip(&per_replica)
+            .enumerate()
+            .map(|(i, (base, tallies))| {
+                replica_load(base, (i, replicas), users_started, tallies, elapsed)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut totals = vec![Tally::default(); weights.len()];
+    for tallies in per_replica {
+        for (total, t) in totals.iter_mut().zip(tallies) {
+            total.merge(t);
+        }
+    }
     ticker.abort();
     bar.finish_and_clear();
     machine::finish(&mut machine_info);
@@ -552,7 +583,7 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
 
     let mut all: Vec<u32> = Vec::with_capacity(totals.iter().map(|t| t.latencies_us.len()).sum());
     let mut endpoints = Vec::with_capacity(totals.len());
-    for (entry, t) in shared.mix.iter().zip(totals) {
+    for (entry, t) in shared.mixes[0].iter().zip(totals) {
         all.extend_from_slice(&t.latencies_us);
         endpoints.push(EndpointLoad {
             name: entry.name.to_owned(),
@@ -600,9 +631,13 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
         cache: Some(cache),
         audit,
         machine: machine_info,
+        replicas: replica_loads,
     };
     write_json(&args.out, &report)?;
     print!("{}", load_table(&report));
+    if !report.replicas.is_empty() {
+        print!("{}", replica_table(&report));
+    }
     println!("wrote {}", args.out.display());
     if let Some(dir) = &args.csv {
         let path = load_csv::write_csv(dir, &args.out, &report)?;
@@ -612,6 +647,69 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
         print!("\n{}", load_compare::compare(before, &report));
     }
     Ok(report)
+}
+
+/// Users of `users_started` sent to replica `index` of `replicas` (users
+/// go to the replicas in turn: user `u` to replica `u % replicas`).
+fn users_on(index: usize, replicas: usize, users_started: u32) -> u32 {
+    let (index, replicas) = (index as u32, replicas as u32);
+    (users_started + replicas - 1 - index) / replicas
+}
+
+/// The figures of replica `index` of `replicas`.
+fn replica_load(
+    base: &Url,
+    (index, replicas): (usize, usize),
+    users_started: u32,
+    tallies: &[Tally],
+    elapsed: Duration,
+) -> ReplicaLoad {
+    let latencies: Vec<u32> = tallies
+        .iter()
+        .flat_map(|t| t.latencies_us.iter().copied())
+        .collect();
+    let latency = latency_summary_us(&latencies);
+    ReplicaLoad {
+        hub_base_url: base.to_string(),
+        users_started: users_on(index, replicas, users_started),
+        total_requests: latency.count,
+        rps: per_second(latency.count, elapsed.as_secs_f64()),
+        expected_failures: tallies.iter().map(|t| t.expected_failures).sum(),
+        unexpected_failures: tallies.iter().map(|t| t.unexpected_failures).sum(),
+        abandoned_requests: tallies.iter().map(|t| t.abandoned).sum(),
+        latency,
+    }
+}
+
+/// The per-replica table of a run over several replicas.
+pub fn replica_table(report: &LoadReport) -> String {
+    let mut t = Table::new([
+        "replica",
+        "users",
+        "count",
+        "rps",
+        "exp fail",
+        "unexp fail",
+        "avg ms",
+        "p50 ms",
+        "p90 ms",
+        "p95 ms",
+        "p99 ms",
+        "max ms",
+    ]);
+    for r in &report.replicas {
+        let mut row = vec![
+            r.hub_base_url.clone(),
+            r.users_started.to_string(),
+            r.latency.count.to_string(),
+            format!("{:.1}", r.rps),
+            r.expected_failures.to_string(),
+            r.unexpected_failures.to_string(),
+        ];
+        row.extend(latency_cells(&r.latency));
+        t.row(row);
+    }
+    format!("per replica:\n{}", t.render())
 }
 
 /// `count / seconds`, to one decimal; 0 for an empty run.
@@ -748,6 +846,19 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         args: LoadArgs,
+    }
+
+    #[test]
+    fn users_are_spread_over_the_replicas_in_turn() {
+        assert_eq!(
+            (0..3).map(|i| users_on(i, 3, 10)).collect::<Vec<_>>(),
+            [4, 3, 3]
+        );
+        assert_eq!(
+            (0..2).map(|i| users_on(i, 2, 1)).collect::<Vec<_>>(),
+            [1, 0]
+        );
+        assert_eq!(users_on(0, 1, 7), 7);
     }
 
     #[test]

@@ -275,4 +275,30 @@ pub struct LoadReport {
     pub audit: Option<crate::hub_state::AuditHealth>,
     /// The host.
     pub machine: Machine,
+    /// Per replica, in `--hub` order, when the run spread its users over
+    /// several (absent for one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<ReplicaLoad>,
+}
+
+/// What the users of one replica saw, in a run over several.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaLoad {
+    /// The replica's base URL.
+    pub hub_base_url: String,
+    /// Virtual users started against it.
+    pub users_started: u32,
+    /// Completed requests.
+    pub total_requests: u64,
+    /// `totalRequests / durationSeconds` of the run.
+    pub rps: f64,
+    /// Completed requests with an expected 4xx/5xx status.
+    pub expected_failures: u64,
+    /// Completed requests with an unexpected status, or no response at all.
+    pub unexpected_failures: u64,
+    /// Requests abandoned after the grace period.
+    pub abandoned_requests: u64,
+    /// Latency over its completed requests.
+    pub latency: LatencySummary,
 }

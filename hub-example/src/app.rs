@@ -2,7 +2,8 @@
 //! serving.
 //!
 //! Tracing on or off is decided once, when the Hub is built. Off, the state
-//! holds the plain [`SqliteStore`] and [`ChannelAuditSink`] and the router has
+//! holds the plain store ([`SqliteStore`] or [`PostgresStore`], as the
+//! database is) and [`ChannelAuditSink`] and the router has
 //! no tracing layer; on, the state holds [`CountedAuthzStore`] and
 //! [`TracedAuditEmitter`] around them and the router has the layer, innermost
 //! (inside authentication).
@@ -33,8 +34,8 @@ use crate::authz::audit::{AuditBackend, MemoryAuditBackend};
 use crate::authz::audit_sqlite::{SqliteAuditBackend, WRITER_BUSY_TIMEOUT};
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::cache::ResponseCache;
-use crate::db::Db;
-use crate::events::EventBus;
+use crate::db::{Db, Dialect};
+use crate::events::{EventBus, PgEventRelay};
 use crate::exits::{trace_layer_with_exits, HubExits};
 use crate::limits::ServerLimits;
 use crate::log::{Logger, SharedWriter};
@@ -42,7 +43,7 @@ use crate::perf::{trace_layer, HubTraceLayer};
 use crate::server::ServerCounters;
 use crate::settings::{Settings, PERF_TRACE_KEY};
 use crate::state::AppState;
-use crate::store::{AuthzStore, CountedAuthzStore, SqliteStore};
+use crate::store::{AuthzStore, CountedAuthzStore, PostgresStore, SqliteStore};
 use crate::tokens::TokenSigner;
 
 /// Records the audit queue holds before it rejects.
@@ -235,11 +236,20 @@ impl Hub {
     ) -> Hub {
         let logger = Logger::new(options.log.clone(), options.settings.gcp_logs);
         let signer = TokenSigner::from_session_secret(&options.session_secret);
-        let bus = EventBus::default();
+        let mut bus = EventBus::default();
+        if db.dialect() == Dialect::Postgres {
+            // Replicas sharing the database see each other's events.
+            match PgEventRelay::start(db.clone(), bus.local_sender()) {
+                Ok(relay) => bus = bus.with_relay(Arc::new(relay)),
+                Err(e) => logger.warn(
+                    "events are not shared with other replicas",
+                    &[("error", e.to_string().into())],
+                ),
+            }
+        }
         let (backend, capacity) =
-            audit.unwrap_or_else(|| (sqlite_audit(&db, &logger), AUDIT_CHANNEL));
+            audit.unwrap_or_else(|| (audit_backend(&db, &logger), AUDIT_CHANNEL));
         let (sink, audit_log) = ChannelAuditSink::start_with(backend, capacity, AUDIT_RECENT);
-        let store = SqliteStore::new(db.clone());
         let perf_trace = options.settings.perf_trace;
         let cache = ResponseCache::new(options.settings.cache);
 
@@ -273,6 +283,25 @@ impl Hub {
             (Some(extra), Some(admin)) => Some(extra.merge(admin)),
             (extra, admin) => extra.or(admin),
         };
+
+        type Parts = (Db, EventBus, TokenSigner, Option<Router>, ResponseCache);
+        fn traced_or_not<S: AuthzStore>(
+            store: S,
+            sink: ChannelAuditSink,
+            parts: Parts,
+            trace: Option<HubTraceLayer>,
+        ) -> (Router, &'static str, &'static str) {
+            match trace {
+                Some(layer) => assemble(
+                    CountedAuthzStore::new(store),
+                    TracedAuditEmitter::new(sink),
+                    parts,
+                    Some(layer),
+                ),
+                None => assemble(store, sink, parts, None),
+            }
+        }
+
         let parts = (
             db.clone(),
             bus.clone(),
@@ -280,21 +309,17 @@ impl Hub {
             extra,
             cache.clone(),
         );
-        let (router, store_type, audit_type) = if perf_trace {
+        let trace = perf_trace.then(|| {
             logger.warn(PERF_TRACE_WARNING, &[("setting", PERF_TRACE_KEY.into())]);
-            let layer = if exits.any() {
+            if exits.any() {
                 trace_layer_with_exits(&logger, db.pool_stats(), &exits)
             } else {
                 trace_layer(&logger, db.pool_stats())
-            };
-            assemble(
-                CountedAuthzStore::new(store),
-                TracedAuditEmitter::new(sink),
-                parts,
-                Some(layer),
-            )
-        } else {
-            assemble(store, sink, parts, None)
+            }
+        });
+        let (router, store_type, audit_type) = match db.dialect() {
+            Dialect::Sqlite => traced_or_not(SqliteStore::new(db.clone()), sink, parts, trace),
+            Dialect::Postgres => traced_or_not(PostgresStore::new(db.clone()), sink, parts, trace),
         };
         let limits = ServerLimits::default();
         Hub {
@@ -500,7 +525,17 @@ async fn drain_audit(audit_log: AuditLog, logger: Logger, deadline: std::time::D
 /// The Hub's audit backend: the database's `audit_events` table. When the
 /// writer's connection cannot be opened, records are kept in memory only
 /// and the Hub says so once, at startup.
-fn sqlite_audit(db: &Db, logger: &Logger) -> Box<dyn AuditBackend> {
+/// The default audit backend: the `audit_events` table of an SQLite
+/// database. A PostgreSQL Hub keeps no audit records yet: they are counted
+/// and dropped, and the start says so.
+fn audit_backend(db: &Db, logger: &Logger) -> Box<dyn AuditBackend> {
+    if db.dialect() == Dialect::Postgres {
+        logger.warn(
+            "audit records are not persisted: the PostgreSQL store has no audit writer yet",
+            &[],
+        );
+        return Box::new(MemoryAuditBackend);
+    }
     match SqliteAuditBackend::open(db.path(), WRITER_BUSY_TIMEOUT) {
         Ok(backend) => Box::new(backend),
         Err(e) => {

@@ -143,7 +143,8 @@ impl LimitArgs {
 /// `hub-example serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// SQLite database file (created by `seed`).
+    /// SQLite database file (created by `seed`), or a PostgreSQL URL
+    /// (`postgres://user@host:5432/db`).
     #[arg(long, value_name = "PATH")]
     pub db: PathBuf,
     /// The session secret.
@@ -184,7 +185,8 @@ pub struct ServeArgs {
 /// `hub-example seed`.
 #[derive(Debug, Args)]
 pub struct SeedArgs {
-    /// SQLite database file; must not exist or be empty.
+    /// SQLite database file, or a PostgreSQL URL; must not exist or be
+    /// empty (a PostgreSQL database: no table in its schema).
     #[arg(long, value_name = "PATH")]
     pub db: PathBuf,
     /// The session secret the Hub will be started with.

@@ -15,7 +15,7 @@ use rand_chacha::ChaCha8Rng;
 use rusqlite::{params, Transaction};
 use serde::{Deserialize, Serialize};
 
-use crate::db::{migrate, Db, DbError, OpenMode, PoolOptions};
+use crate::db::{migrate, postgres_url, Db, DbError, OpenMode, PoolOptions};
 use crate::model::{uuid_from_bytes, AgentActivity, AgentPhase};
 use crate::tokens::{TokenSigner, TokenSubject};
 
@@ -176,10 +176,37 @@ const MEMBER_ROLE: &str = "00000000-0000-4000-8000-000000000003";
 ///
 /// One step per entity, in a fixed order: every step draws from the same
 /// PRNG, so the order is part of the data.
+///
+/// A `postgres://` URL as the path seeds that PostgreSQL database instead
+/// (it must hold no table yet): the same rows, drawn the same way, are
+/// written to an in-memory SQLite database first and then copied over in
+/// one transaction, so both dialects get the same data byte for byte.
 pub fn seed(options: &SeedOptions) -> Result<SeedDocument, SeedError> {
     check_options(options)?;
+    if let Some(url) = postgres_url(&options.db_path) {
+        if crate::db::postgres::holds_tables(url)? {
+            return Err(SeedError::NotEmpty(
+                crate::db::postgres::redacted(url).into(),
+            ));
+        }
+        let mut staging = rusqlite::Connection::open_in_memory()?;
+        migrate(&mut staging, SEED_EPOCH_MS)?;
+        let doc = seed_into(&mut staging, options)?;
+        crate::db::postgres::copy_seeded(&staging, url, SEED_EPOCH_MS)?;
+        return Ok(doc);
+    }
     let db = open_fresh(&options.db_path)?;
     let mut conn = db.conn()?;
+    let doc = seed_into(&mut conn, options)?;
+    drop(conn);
+    Ok(doc)
+}
+
+/// Seeds the migrated, empty database behind `conn`.
+fn seed_into(
+    conn: &mut rusqlite::Connection,
+    options: &SeedOptions,
+) -> Result<SeedDocument, SeedError> {
     let mut rng = ChaCha8Rng::seed_from_u64(options.rand_seed);
     let slug = &options.project_slug;
     let tx = conn.transaction()?;
@@ -192,7 +219,6 @@ pub fn seed(options: &SeedOptions) -> Result<SeedDocument, SeedError> {
     seed_access_constraints(&tx, &mut rng, &projects)?;
     let distribution = seed_agents(&tx, &mut rng, options.agents, &users, &projects)?;
     tx.commit()?;
-    drop(conn);
 
     Ok(document(options, users, projects, distribution))
 }
@@ -586,7 +612,7 @@ fn document(
         agent_count: options.agents,
         other_agent_count: OTHER_PROJECT_AGENTS,
         rand_seed: options.rand_seed,
-        db_path: options.db_path.display().to_string(),
+        db_path: crate::db::postgres::redacted(&options.db_path.display().to_string()),
         seeded_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         phase_counts: distribution.phase_counts,
         activity_counts: distribution.activity_counts,

@@ -3,15 +3,22 @@
 
 use std::path::Path;
 
+use crate::db::postgres::{migrate_postgres, pending_postgres_migrations, postgres_schema_version};
 use crate::db::{
-    migrate, pending_migrations, schema_version, Db, DbError, OpenMode, PoolOptions, LATEST_VERSION,
+    migrate, pending_migrations, postgres_url, schema_version, Db, DbError, OpenMode, PoolOptions,
+    LATEST_VERSION,
 };
 
 /// Opens the database for serving and brings its schema up to date (or
 /// checks it is, with `auto_migrate` off: the command line's
 /// `--no-auto-migrate`). The file must exist; an outdated schema without
 /// `auto_migrate` is [`DbError::SchemaOutdated`], and nothing is written.
+/// A `postgres://` URL in place of the path opens that PostgreSQL database
+/// (which must answer) the same way.
 pub fn open_for_serving(path: &Path, auto_migrate: bool) -> Result<Db, DbError> {
+    if let Some(url) = postgres_url(path) {
+        return open_postgres_for_serving(url, auto_migrate);
+    }
     let db = Db::open(path, OpenMode::MustExist, PoolOptions::default())?;
     let mut conn = db.conn()?;
     if auto_migrate {
@@ -23,5 +30,29 @@ pub fn open_for_serving(path: &Path, auto_migrate: bool) -> Result<Db, DbError> 
         });
     }
     drop(conn);
+    Ok(db)
+}
+
+fn open_postgres_for_serving(url: &str, auto_migrate: bool) -> Result<Db, DbError> {
+    let db = Db::open_postgres(url, PoolOptions::default())?;
+    // The synchronous client may not run on an async runtime's thread, and
+    // this may be called from one (programs serving Hubs in-process).
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut conn = db.pg_conn()?;
+            let client = conn.client();
+            if auto_migrate {
+                migrate_postgres(client, crate::clock::now_ms())?;
+            } else if !pending_postgres_migrations(client)?.is_empty() {
+                return Err(DbError::SchemaOutdated {
+                    found: postgres_schema_version(client)?,
+                    expected: LATEST_VERSION,
+                });
+            }
+            Ok(())
+        })
+        .join()
+        .unwrap_or_else(|_| Err(DbError::Corrupt("migration thread panicked".into())))
+    })?;
     Ok(db)
 }

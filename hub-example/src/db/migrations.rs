@@ -5,14 +5,16 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::DbError;
 
-/// One schema change.
-struct Migration {
-    version: u32,
-    name: &'static str,
-    sql: &'static str,
+/// One schema change in one dialect. Each version has one entry here
+/// (SQLite) and one in `postgres::migrations` (PostgreSQL), with the same
+/// version and name.
+pub(super) struct Migration {
+    pub(super) version: u32,
+    pub(super) name: &'static str,
+    pub(super) sql: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[
+pub(super) const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
         name: "core schema",

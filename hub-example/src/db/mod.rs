@@ -1,13 +1,23 @@
-//! The SQLite database: a pool of connections that counts its waits, and the
-//! schema migrations.
+//! The database, SQLite (embedded, the default) or PostgreSQL (a server
+//! several Hubs can share): a pool of connections that counts its waits,
+//! and the schema migrations, one entry per version and dialect.
 
 mod migrations;
 mod pool;
+pub mod postgres;
 
 pub use migrations::{migrate, pending_migrations, schema_version, LATEST_VERSION};
-pub use pool::{Conn, Db, OpenMode, PoolOptions};
+pub use pool::{Conn, Db, Dialect, OpenMode, PgConn, PoolOptions};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// The PostgreSQL URL a `--db` value names, when it is one (`postgres://`
+/// or `postgresql://`); anything else is an SQLite file.
+pub fn postgres_url(location: &Path) -> Option<&str> {
+    location
+        .to_str()
+        .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+}
 
 /// A database failure.
 #[derive(Debug, thiserror::Error)]
@@ -51,10 +61,29 @@ pub enum DbError {
     /// A statement failed.
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
+    /// A PostgreSQL statement or connection failed.
+    #[error("database error: {0}")]
+    Postgres(#[from] ::postgres::Error),
+    /// The PostgreSQL URL could not be read (the URL itself is not repeated:
+    /// it may hold a password).
+    #[error("invalid PostgreSQL URL: {0}")]
+    BadUrl(String),
+    /// The PostgreSQL server did not answer or refused the connection.
+    #[error("cannot connect to PostgreSQL at {url}: {reason}")]
+    Connect {
+        /// The URL, without its password.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// A connection of one dialect was asked of a database of the other.
+    #[error("the database is {0:?}, not the dialect this code path needs")]
+    WrongDialect(Dialect),
 }
 
 impl DbError {
-    /// Whether the failure is the database being busy or locked (answered 503).
+    /// Whether the failure is the database being busy, locked or (PostgreSQL)
+    /// unreachable for now: answered 503, and worth a retry.
     pub fn is_busy(&self) -> bool {
         match self {
             DbError::PoolTimeout => true,
@@ -62,6 +91,7 @@ impl DbError {
                 e.code,
                 rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
             ),
+            DbError::Postgres(e) => postgres::is_unavailable(e),
             _ => false,
         }
     }

@@ -1,6 +1,8 @@
-//! A pool of SQLite connections (r2d2) wrapped so it reports the figures of
-//! the `db_*` keys: checkouts that found no idle connection, the time spent in
-//! them, and the connections in use and open.
+//! A pool of connections (r2d2, to SQLite or to PostgreSQL) wrapped so it
+//! reports the figures of the `db_*` keys: checkouts that found no idle
+//! connection, the time spent in them, and the connections in use and open.
+//! Both dialects go through the same checkout, so the figures mean the same
+//! whichever database the Hub serves.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -8,14 +10,34 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use perf_trace_core::pool::{PoolFigures, PoolStats};
-use r2d2::PooledConnection;
+use r2d2::{ManageConnection, PooledConnection};
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags};
 
+use super::postgres::PgManager;
 use super::DbError;
 
-/// A pooled connection.
+/// A pooled SQLite connection.
 pub type Conn = PooledConnection<SqliteConnectionManager>;
+
+/// A pooled PostgreSQL connection (with its prepared statements).
+pub type PgConn = PooledConnection<PgManager>;
+
+/// Which database a [`Db`] talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// An SQLite file, embedded.
+    Sqlite,
+    /// A PostgreSQL server.
+    Postgres,
+}
+
+#[derive(Clone)]
+enum Pool {
+    Sqlite(r2d2::Pool<SqliteConnectionManager>),
+    /// The pool, and a copy of its manager (r2d2 does not lend its own).
+    Postgres(r2d2::Pool<PgManager>, Arc<PgManager>),
+}
 
 /// Prepared statements kept per connection.
 const STATEMENT_CACHE: usize = 64;
@@ -61,10 +83,11 @@ struct WaitCounters {
     nanos: AtomicU64,
 }
 
-/// The database: a counted pool of connections to one SQLite file in WAL mode.
+/// The database: a counted pool of connections to one SQLite file in WAL
+/// mode ([`Db::open`]) or to a PostgreSQL database ([`Db::open_postgres`]).
 #[derive(Clone)]
 pub struct Db {
-    pool: r2d2::Pool<SqliteConnectionManager>,
+    pool: Pool,
     waits: Arc<WaitCounters>,
     path: Arc<PathBuf>,
 }
@@ -72,6 +95,7 @@ pub struct Db {
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Db")
+            .field("dialect", &self.dialect())
             .field("path", &self.path)
             .finish_non_exhaustive()
     }
@@ -133,25 +157,85 @@ impl Db {
             .build(manager)
             .map_err(|e| DbError::Corrupt(format!("cannot build the connection pool: {e}")))?;
         Ok(Db {
-            pool,
+            pool: Pool::Sqlite(pool),
             waits: Arc::default(),
             path: Arc::new(path.to_path_buf()),
         })
     }
 
-    /// The database file.
+    /// Connects to the PostgreSQL database at `url` (`postgres://...`) and
+    /// builds the pool. Fails at once when the server does not answer or
+    /// refuses the connection.
+    pub fn open_postgres(url: &str, options: PoolOptions) -> Result<Db, DbError> {
+        let manager = PgManager::new(url, options)?;
+        // One plain connection first: it fails fast where the pool would retry.
+        manager.check()?;
+        let spare = Arc::new(manager.clone());
+        let pool = r2d2::Pool::builder()
+            .max_size(options.max_size)
+            .min_idle(Some(options.min_idle.min(options.max_size)))
+            .connection_timeout(options.checkout_timeout)
+            .test_on_check_out(false)
+            .build(manager)
+            .map_err(|e| DbError::Corrupt(format!("cannot build the connection pool: {e}")))?;
+        Ok(Db {
+            pool: Pool::Postgres(pool, spare),
+            waits: Arc::default(),
+            path: Arc::new(PathBuf::from(super::postgres::redacted(url))),
+        })
+    }
+
+    /// Which database this is.
+    pub fn dialect(&self) -> Dialect {
+        match self.pool {
+            Pool::Sqlite(_) => Dialect::Sqlite,
+            Pool::Postgres(..) => Dialect::Postgres,
+        }
+    }
+
+    /// The database file (for PostgreSQL, the URL without its password).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Checks out a connection. A checkout that finds no idle connection
-    /// counts as a wait, and its duration as wait time.
+    /// Checks out an SQLite connection ([`DbError::WrongDialect`] on
+    /// PostgreSQL). A checkout that finds no idle connection counts as a
+    /// wait, and its duration as wait time.
     pub fn conn(&self) -> Result<Conn, DbError> {
-        if let Some(conn) = self.pool.try_get() {
+        match &self.pool {
+            Pool::Sqlite(pool) => self.checkout(pool),
+            Pool::Postgres(..) => Err(DbError::WrongDialect(Dialect::Postgres)),
+        }
+    }
+
+    /// Checks out a PostgreSQL connection ([`DbError::WrongDialect`] on
+    /// SQLite), counted as [`Db::conn`] counts. Call it off the async
+    /// runtime's threads (the synchronous client runs its own).
+    pub fn pg_conn(&self) -> Result<PgConn, DbError> {
+        match &self.pool {
+            Pool::Postgres(pool, _) => self.checkout(pool),
+            Pool::Sqlite(_) => Err(DbError::WrongDialect(Dialect::Sqlite)),
+        }
+    }
+
+    /// A copy of the PostgreSQL pool's connection manager, to open a
+    /// connection outside the pool (`None` on SQLite).
+    pub fn pg_manager(&self) -> Option<PgManager> {
+        match &self.pool {
+            Pool::Postgres(_, manager) => Some(PgManager::clone(manager)),
+            Pool::Sqlite(_) => None,
+        }
+    }
+
+    fn checkout<M: ManageConnection>(
+        &self,
+        pool: &r2d2::Pool<M>,
+    ) -> Result<PooledConnection<M>, DbError> {
+        if let Some(conn) = pool.try_get() {
             return Ok(conn);
         }
         let start = Instant::now();
-        let result = self.pool.get();
+        let result = pool.get();
         self.waits.count.fetch_add(1, Relaxed);
         self.waits
             .nanos
@@ -172,7 +256,10 @@ fn has_no_write_permission(path: &Path) -> bool {
 
 impl PoolStats for Db {
     fn pool_figures(&self) -> PoolFigures {
-        let state = self.pool.state();
+        let state = match &self.pool {
+            Pool::Sqlite(pool) => pool.state(),
+            Pool::Postgres(pool, _) => pool.state(),
+        };
         PoolFigures {
             wait_count: self.waits.count.load(Relaxed),
             wait_time: Duration::from_nanos(self.waits.nanos.load(Relaxed)),

@@ -46,11 +46,24 @@ impl HubEvent {
     }
 }
 
-/// Publishes events to every current subscriber.
+impl HubEvent {
+    /// The static name of an event kind the Hub publishes (for events read
+    /// back from another replica); `None` for any other name.
+    pub fn known_kind(kind: &str) -> Option<&'static str> {
+        match kind {
+            "agent.status" => Some("agent.status"),
+            _ => None,
+        }
+    }
+}
+
+/// Publishes events to every current subscriber (and, with a relay, to
+/// the other replicas').
 #[derive(Debug, Clone)]
 pub struct EventBus {
     tx: broadcast::Sender<Arc<HubEvent>>,
     order: Arc<Mutex<()>>,
+    relay: Option<Arc<dyn super::relay::EventRelay>>,
 }
 
 impl Default for EventBus {
@@ -65,7 +78,20 @@ impl EventBus {
         EventBus {
             tx: broadcast::channel(capacity).0,
             order: Arc::default(),
+            relay: None,
         }
+    }
+
+    /// The bus handing every event it publishes to `relay` too.
+    pub fn with_relay(mut self, relay: Arc<dyn super::relay::EventRelay>) -> Self {
+        self.relay = Some(relay);
+        self
+    }
+
+    /// The sender of this bus's own subscribers, for a relay to publish
+    /// what other replicas sent without relaying it back.
+    pub fn local_sender(&self) -> broadcast::Sender<Arc<HubEvent>> {
+        self.tx.clone()
     }
 
     /// Held from before a write takes its time until its event is
@@ -77,6 +103,9 @@ impl EventBus {
 
     /// Publishes `event`; returns how many subscribers will see it.
     pub fn publish(&self, event: HubEvent) -> usize {
+        if let Some(relay) = &self.relay {
+            relay.relay(&event);
+        }
         self.tx.send(Arc::new(event)).unwrap_or(0)
     }
 

@@ -6,7 +6,7 @@
 use rusqlite::types::Value;
 
 use super::sqlite::{agent, AGENT_COLUMNS};
-use crate::db::{Db, DbError};
+use crate::db::{Db, DbError, Dialect};
 use crate::model::{Agent, Id};
 use crate::paging::{CursorPosition, PageRequest, SortValue};
 
@@ -47,6 +47,9 @@ fn json_ids(ids: &[Id]) -> Value {
 
 /// Reads the agent rows `query` asks for, in one statement.
 pub fn read_agents(db: &Db, query: &RowQuery<'_>) -> Result<RowPage, DbError> {
+    if db.dialect() == Dialect::Postgres {
+        return super::postgres::read_agents(db, query);
+    }
     let mut sql = format!("SELECT {AGENT_COLUMNS} FROM agents WHERE 1 = 1");
     let mut params: Vec<Value> = Vec::with_capacity(5);
     let mut bind = |sql: &mut String, clause: &str, value: Value| {

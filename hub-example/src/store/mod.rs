@@ -11,9 +11,11 @@
 //! include scheduling delay rather than the database round trip.
 
 pub mod agent_rows;
+mod postgres;
 mod sqlite;
 pub mod writes;
 
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 use perf_trace_core::counted_store;

@@ -4,7 +4,7 @@
 use rusqlite::OptionalExtension;
 
 use super::sqlite::{agent, AGENT_COLUMNS};
-use crate::db::{Db, DbError};
+use crate::db::{Db, DbError, Dialect};
 use crate::model::{Agent, AgentActivity, AgentPhase};
 
 /// Sets an agent's phase (and activity, when given) and returns the agent as
@@ -17,6 +17,9 @@ pub fn update_agent_status(
     activity: Option<AgentActivity>,
     now_ms: i64,
 ) -> Result<Option<Agent>, DbError> {
+    if db.dialect() == Dialect::Postgres {
+        return super::postgres::update_agent_status(db, agent_id, phase, activity, now_ms);
+    }
     let conn = db.conn()?;
     let mut stmt = conn.prepare_cached(&format!(
         "UPDATE agents SET phase = ?2, activity = COALESCE(?3, activity), updated_at = MAX(updated_at, ?4)
@@ -41,6 +44,9 @@ pub fn put_hub_settings(
     settings: &[(String, String)],
     now_ms: i64,
 ) -> Result<(), DbError> {
+    if db.dialect() == Dialect::Postgres {
+        return super::postgres::put_hub_settings(db, settings, now_ms);
+    }
     let mut conn = db.conn()?;
     let tx = conn.transaction()?;
     {
@@ -79,6 +85,9 @@ pub fn insert_user_access_token(
     token: &NewAccessToken<'_>,
     now_ms: i64,
 ) -> Result<(), DbError> {
+    if db.dialect() == Dialect::Postgres {
+        return super::postgres::insert_user_access_token(db, token, now_ms);
+    }
     let conn = db.conn()?;
     conn.prepare_cached(
         "INSERT INTO user_access_tokens (id, user_id, project_id, name, token_hash, created_at, expires_at)
@@ -98,6 +107,9 @@ pub fn insert_user_access_token(
 
 /// Revokes a user access token.
 pub fn revoke_user_access_token(db: &Db, token_id: &str, now_ms: i64) -> Result<bool, DbError> {
+    if db.dialect() == Dialect::Postgres {
+        return super::postgres::revoke_user_access_token(db, token_id, now_ms);
+    }
     let conn = db.conn()?;
     let changed = conn
         .prepare_cached(

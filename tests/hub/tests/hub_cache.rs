@@ -41,6 +41,7 @@ fn fresh_twin(seeded: &Seeded) -> TestHub {
         seeded: Seeded {
             doc: seeded.doc.clone(),
             dir: tempfile::tempdir().unwrap(),
+            pg: None,
         },
         hub,
         router,

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod postgres;
+
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::Router;
@@ -23,6 +25,8 @@ pub const SECRET: &str = "bench-secret-1";
 pub struct Seeded {
     pub doc: SeedDocument,
     pub dir: tempfile::TempDir,
+    /// Where the rows are, when seeded into PostgreSQL (in a schema of its own).
+    pub pg: Option<postgres::PgSchema>,
 }
 
 impl Seeded {
@@ -36,10 +40,33 @@ impl Seeded {
             rand_seed: 42,
         })
         .unwrap();
-        Seeded { doc, dir }
+        Seeded { doc, dir, pg: None }
+    }
+
+    /// The same data as [`Seeded::new`], seeded into a new schema of the
+    /// PostgreSQL server at `server`.
+    pub fn on_postgres(agents: u32, server: &str) -> Seeded {
+        let dir = tempfile::tempdir().unwrap();
+        let schema = postgres::PgSchema::create(server);
+        let doc = seed(&SeedOptions {
+            db_path: schema.url().into(),
+            session_secret: SECRET.into(),
+            agents,
+            project_slug: format!("bench-{agents}"),
+            rand_seed: 42,
+        })
+        .unwrap();
+        Seeded {
+            doc,
+            dir,
+            pg: Some(schema),
+        }
     }
 
     pub fn db(&self) -> Db {
+        if let Some(schema) = &self.pg {
+            return Db::open_postgres(schema.url(), PoolOptions::default()).unwrap();
+        }
         Db::open(
             &self.dir.path().join("hub.db"),
             OpenMode::MustExist,

@@ -1,0 +1,183 @@
+//! PostgreSQL fixtures: the server named by `PERF_TRACE_PG_URL`, and a
+//! schema of its own per test (or a database of its own, for the tests that
+//! cut the Hub off from it), dropped when the fixture is.
+//!
+//! Without the variable the PostgreSQL tests are skipped, and the test
+//! binary says so once on standard error (past the test harness's capture);
+//! with `CI=true` a missing variable fails them instead.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Once;
+
+/// The variable the PostgreSQL tests read their server's URL from.
+pub const PG_URL_VAR: &str = "PERF_TRACE_PG_URL";
+
+/// The server's URL, or `None` (after saying once that the tests are
+/// skipped) when `PERF_TRACE_PG_URL` is not set. Panics under `CI=true`.
+pub fn pg_url() -> Option<String> {
+    match std::env::var(PG_URL_VAR) {
+        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_owned()),
+        _ => {
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!(
+                    "{PG_URL_VAR} is not set and CI=true: CI runs the PostgreSQL tests \
+                     (.ci/run sets it after checking the server answers)"
+                );
+            }
+            static SKIPPED: Once = Once::new();
+            SKIPPED.call_once(|| {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "PostgreSQL tests skipped: {PG_URL_VAR} is not set \
+                     (set it to a server's URL, e.g. postgres://postgres@127.0.0.1:5432/test)"
+                );
+            });
+            None
+        }
+    }
+}
+
+/// Runs `sql` on the server at `url`, on a thread of its own (the
+/// synchronous client may not run on the test's async runtime).
+pub fn admin_sql(url: &str, sql: &str) {
+    let (url, sql) = (url.to_owned(), sql.to_owned());
+    std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("cannot connect to {PG_URL_VAR}: {e}"));
+        client
+            .batch_execute(&sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    })
+    .join()
+    .unwrap();
+}
+
+/// A name no other fixture of any test process uses.
+fn unique_name(prefix: &str) -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{prefix}_{}_{}_{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// `url` with a query parameter added.
+fn with_param(url: &str, param: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{param}")
+}
+
+/// A schema of its own in the server's database; the URL the Hub is given
+/// selects it (`search_path`). Dropped, with everything in it, on drop.
+pub struct PgSchema {
+    server: String,
+    name: String,
+    url: String,
+}
+
+impl PgSchema {
+    pub fn create(server: &str) -> PgSchema {
+        let name = unique_name("hub_test");
+        admin_sql(server, &format!("CREATE SCHEMA {name}"));
+        let url = with_param(server, &format!("options=-csearch_path%3D{name}"));
+        PgSchema {
+            server: server.to_owned(),
+            name,
+            url,
+        }
+    }
+
+    /// The URL the Hub and the seeder are given.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        admin_sql(
+            &self.server,
+            &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
+        );
+    }
+}
+
+/// A database of its own on the server, which a test may close to new
+/// connections and whose connections it may terminate. Dropped (its
+/// connections terminated) on drop.
+pub struct PgDatabase {
+    server: String,
+    name: String,
+    url: String,
+}
+
+impl PgDatabase {
+    pub fn create(server: &str) -> PgDatabase {
+        let name = unique_name("hub_test_db");
+        admin_sql(server, &format!("CREATE DATABASE {name}"));
+        let url = replace_database(server, &name);
+        PgDatabase {
+            server: server.to_owned(),
+            name,
+            url,
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Refuses new connections and terminates every open one: the database
+    /// is unavailable until [`PgDatabase::reopen`].
+    pub fn cut_off(&self) {
+        admin_sql(
+            &self.server,
+            &format!(
+                "ALTER DATABASE {0} ALLOW_CONNECTIONS false;
+                 SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE datname = '{0}' AND pid <> pg_backend_pid();",
+                self.name
+            ),
+        );
+    }
+
+    /// Accepts connections again.
+    pub fn reopen(&self) {
+        admin_sql(
+            &self.server,
+            &format!("ALTER DATABASE {} ALLOW_CONNECTIONS true", self.name),
+        );
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        admin_sql(
+            &self.server,
+            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
+        );
+    }
+}
+
+/// The server URL with its database replaced by `name`.
+fn replace_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let authority_start = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[authority_start..].find('/') {
+        Some(slash) => &base[..authority_start + slash],
+        None => base,
+    };
+    match query {
+        Some(query) => format!("{base}/{name}?{query}"),
+        None => format!("{base}/{name}"),
+    }
+}
