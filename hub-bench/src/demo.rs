@@ -149,7 +149,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<DemoOutcome> {
         }
     );
     println!(
-        "on/off: median traced / median untraced over {} interleaved requests per side",
+        "on/off: wall-clock latency over HTTP, median traced / median untraced over {} \
+         interleaved requests per side (it moves between runs on a busy machine; \
+         instructions per request, which repeat: \
+         cargo run --release -p hub-bench --example on_off_instructions)",
         args.compare_rounds
     );
     crate::demo_browser::run_browser_table(&outcome.out_dir, SESSION_SECRET).await?;

@@ -9,7 +9,7 @@ use perf_trace_core::{Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy
 
 use crate::authz::Principal;
 use crate::keys::{classify, EndpointClass, HubSchema};
-use crate::log::{Logger, SharedWrite, COMPONENT};
+use crate::log::{Logger, COMPONENT};
 
 /// The Hub's answers to the tracing layer's questions.
 #[derive(Debug, Clone, Copy, Default)]
@@ -40,11 +40,12 @@ pub type HubTraceLayer = PerfTraceLayer<HubSchema, HubPolicy>;
 /// Builds the layer: lines in the logger's format and to its destination,
 /// pool figures from `pool`. A failing destination is reported once, on
 /// standard error, shared with the logger's own report (the destination is
-/// the same, so one report covers both).
+/// the same, so one report covers both). The sink takes the logger's own
+/// lock, once per line.
 pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>) -> HubTraceLayer {
     let report = logger.clone();
-    let sink = LineSink::new(SharedWrite(logger.writer().clone()))
-        .on_failure(move |e| report.report_failure(e));
+    let sink =
+        LineSink::shared(logger.writer().clone()).on_failure(move |e| report.report_failure(e));
     let format = LineFormat::new(COMPONENT).gcp(logger.gcp());
     PerfTraceLayer::new(HubPolicy, Emitter::new(format, sink)).with_pool(pool)
 }

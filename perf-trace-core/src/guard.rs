@@ -9,6 +9,7 @@ use std::task::{Context, Poll};
 
 use crate::clock;
 use crate::keys::{KeySet, PhaseKey, StoreMethodKey};
+use crate::pending;
 use crate::recorder::{Inner, Table};
 use crate::scope::current_ptr;
 
@@ -21,7 +22,7 @@ fn record_now(table: Table, set: TypeId, index: usize, start: u64) {
         // SAFETY: a non-null current pointer is kept alive by its scope.
         let inner = unsafe { &*p };
         if inner.set_id(table) == set {
-            inner.table(table)[index].add(clock::span(start, end));
+            pending::add(table, index, clock::span(start, end));
         }
     }
 }

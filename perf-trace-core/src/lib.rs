@@ -108,6 +108,7 @@ pub mod layer;
 pub mod line;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+mod pending;
 pub mod pool;
 pub mod record;
 pub mod recorder;
@@ -131,13 +132,14 @@ pub use line::LineFormat;
 pub use perf_trace_macros::{counted_store, key, traced_phase, KeySet};
 pub use record::{
     add_sse_events, count, count_by, count_n, count_n_by, discard_line, mark_stream,
-    record_decision, set_endpoint, start_timer, time, time_decision, time_future,
+    record_decision, set_endpoint, start_timer, time, time_decision, time_decisions, time_future,
+    DecisionBatch,
 };
 pub use recorder::{Outcome, Recorder};
 pub use scope::FutureExt;
 #[cfg(feature = "tokio")]
 pub use scope::{spawn, spawn_blocking};
-pub use sink::{Emitter, LineSink};
+pub use sink::{Emitter, LineSink, SharedLineWriter};
 pub use snapshot::{Snapshot, SseStage};
 
 /// Support for the macros' expansions. Not public API. Its name carries the

@@ -1,6 +1,8 @@
 //! The request-local recorder: fixed tables indexed by key, filled with
 //! relaxed atomic adds, so recording never allocates and never contends with
-//! anything but the same request's other threads.
+//! anything but the same request's other threads. Phases, store calls and
+//! decisions reach these tables once per scope, summed in thread-local
+//! memory in between ([`crate::pending`]).
 
 use std::any::TypeId;
 use std::fmt;
@@ -22,7 +24,13 @@ pub(crate) struct Stat {
 impl Stat {
     #[inline(always)]
     pub(crate) fn add(&self, ticks: u64) {
-        self.count.fetch_add(1, Relaxed);
+        self.add_n(1, ticks);
+    }
+
+    /// Adds `count` events that took `ticks` in all.
+    #[inline(always)]
+    pub(crate) fn add_n(&self, count: u64, ticks: u64) {
+        self.count.fetch_add(count, Relaxed);
         self.ticks.fetch_add(ticks, Relaxed);
     }
 
@@ -88,10 +96,18 @@ impl Inner {
         }
     }
 
+    /// Adds decisions by outcome (allow, deny, other) whose emissions took
+    /// `ticks` in all.
     #[inline]
-    pub(crate) fn add_decision(&self, outcome: Outcome, ticks: u64) {
-        self.decisions[outcome as usize].fetch_add(1, Relaxed);
-        self.decision_ticks.fetch_add(ticks, Relaxed);
+    pub(crate) fn add_decisions(&self, by_outcome: [u64; 3], ticks: u64) {
+        for (shared, n) in self.decisions.iter().zip(by_outcome) {
+            if n > 0 {
+                shared.fetch_add(n, Relaxed);
+            }
+        }
+        if ticks > 0 {
+            self.decision_ticks.fetch_add(ticks, Relaxed);
+        }
     }
 
     /// Where counter set `info` starts in the counter table, when the schema has it.
@@ -319,6 +335,10 @@ impl Recorder {
     /// measured up to now and pool gauges read now.
     pub fn snapshot(&self) -> Snapshot {
         let inner = &*self.0;
+        // What this thread recorded in the scope it is in now counts too.
+        if std::ptr::eq(crate::scope::current_ptr(), inner) {
+            crate::pending::flush(inner);
+        }
         let elapsed = clock::ticks_to_duration(clock::span(inner.start_ticks, clock::now()));
         let phases = collect(
             &inner.phases,

@@ -10,6 +10,7 @@ use std::ptr;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use crate::pending;
 use crate::recorder::{Inner, Recorder};
 
 thread_local! {
@@ -36,11 +37,20 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&Inner) -> R) -> Option<R> {
     }
 }
 
-struct Restore(*const Inner);
+/// Ends a scope: flushes what it recorded into its recorder (the one
+/// current now), then makes `previous` current again.
+struct Restore {
+    previous: *const Inner,
+}
 
 impl Drop for Restore {
+    #[inline]
     fn drop(&mut self) {
-        CURRENT.with(|c| c.set(self.0));
+        let ending = CURRENT.with(|c| c.replace(self.previous));
+        if !ending.is_null() {
+            // SAFETY: the scope's `&Recorder` still keeps it alive here.
+            pending::flush(unsafe { &*ending });
+        }
     }
 }
 
@@ -50,7 +60,12 @@ impl Recorder {
     #[inline]
     pub fn in_scope<R>(&self, f: impl FnOnce() -> R) -> R {
         let previous = CURRENT.with(|c| c.replace(Arc::as_ptr(&self.0)));
-        let _restore = Restore(previous);
+        if !previous.is_null() {
+            // What the enclosing scope recorded so far is its recorder's.
+            // SAFETY: the enclosing scope keeps it alive.
+            pending::flush(unsafe { &*previous });
+        }
+        let _restore = Restore { previous };
         f()
     }
 

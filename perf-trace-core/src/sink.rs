@@ -15,9 +15,14 @@ use crate::line::LineFormat;
 use crate::sampling::TailSampling;
 use crate::snapshot::Snapshot;
 
-/// A destination for whole lines, shared by all requests.
+/// A writer behind a lock, which a service may share with its own log so
+/// that both write whole lines to one destination.
+pub type SharedLineWriter = Arc<Mutex<Box<dyn Write + Send>>>;
+
+/// A destination for whole lines, shared by all requests. Each line is one
+/// `write_all` and one `flush` under one lock.
 pub struct LineSink {
-    writer: Mutex<Box<dyn Write + Send>>,
+    writer: SharedLineWriter,
     failed: AtomicBool,
     lost: AtomicU64,
     on_failure: Box<dyn Fn(&io::Error) + Send + Sync>,
@@ -40,8 +45,28 @@ impl LineSink {
 
     /// Lines to `writer`; a failure is reported once on standard error.
     pub fn new(writer: impl Write + Send + 'static) -> Self {
+        Self::shared(Arc::new(Mutex::new(Box::new(writer))))
+    }
+
+    /// Lines to a writer the service shares with its own log: each line takes
+    /// that writer's lock once, so its log lines and these never interleave
+    /// and a line costs one lock, not one for the sink and one for the log.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use std::sync::Arc;
+    /// use perf_trace_core::LineSink;
+    ///
+    /// let log: Arc<parking_lot::Mutex<Box<dyn Write + Send>>> =
+    ///     Arc::new(parking_lot::Mutex::new(Box::new(Vec::new())));
+    /// let sink = LineSink::shared(log.clone());
+    /// sink.write_line("{\"msg\":\"perf_trace\"}");
+    /// log.lock().write_all(b"{\"msg\":\"hub listening\"}\n").unwrap();
+    /// assert_eq!(sink.lost_lines(), 0);
+    /// ```
+    pub fn shared(writer: SharedLineWriter) -> Self {
         LineSink {
-            writer: Mutex::new(Box::new(writer)),
+            writer,
             failed: AtomicBool::new(false),
             lost: AtomicU64::new(0),
             on_failure: Box::new(|e| {
@@ -64,13 +89,18 @@ impl LineSink {
     /// Writes `line` and a newline in one write. Errors are counted, and the
     /// first one is reported; the caller never sees them.
     pub fn write_line(&self, line: &str) {
+        // One buffer, one write: concurrent lines never interleave.
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+        self.write_terminated(&buf);
+    }
+
+    /// Writes `line`, which already ends with its newline, in one write.
+    fn write_terminated(&self, line: &[u8]) {
         let result = {
             let mut writer = self.writer.lock();
-            // One buffer, one write: concurrent lines never interleave.
-            let mut buf = Vec::with_capacity(line.len() + 1);
-            buf.extend_from_slice(line.as_bytes());
-            buf.push(b'\n');
-            writer.write_all(&buf).and_then(|()| writer.flush())
+            writer.write_all(line).and_then(|()| writer.flush())
         };
         if let Err(e) = result {
             self.lost.fetch_add(1, Relaxed);
@@ -223,10 +253,12 @@ impl Emitter {
     /// Renders the line stamped `time`, writes it, then gives it to `then`.
     fn write(&self, snapshot: &Snapshot, time: SystemTime, then: impl FnOnce(&str)) {
         LINE.with(|line| match line.try_borrow_mut() {
+            // The line and its newline in the thread's buffer: no allocation.
             Ok(mut line) => {
                 self.format.render(snapshot, time, &mut line);
-                self.sink.write_line(&line);
-                then(&line);
+                line.push('\n');
+                self.sink.write_terminated(line.as_bytes());
+                then(&line[..line.len() - 1]);
             }
             // Re-entered from a sink that itself emits: use a fresh buffer.
             Err(_) => {

@@ -1,0 +1,103 @@
+//! The Hub's router served in-process, with no network in between: one
+//! seeded database opened twice, as a traced and an untraced Hub, and the
+//! demo's three agent-list requests as the seeded member, sent straight to
+//! each router. The router benchmark (`benches/router_on_off.rs`) and the
+//! instruction counter (`examples/on_off_instructions.rs`) share it.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use axum::body::Body;
+use axum::Router;
+use http_body_util::BodyExt;
+use parking_lot::Mutex;
+use tower::ServiceExt;
+
+use hub_example::app::{Hub, HubOptions};
+use hub_example::log::SharedWriter;
+use hub_example::seed::{seed_to_file, SeedDocument, SeedOptions};
+use hub_example::serve::open_for_serving;
+use hub_example::settings::Settings;
+
+const SESSION_SECRET: &str = "in-process-bench-secret";
+
+/// One of the demo's scenarios, as a path and query for the router.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The demo's scenario name.
+    pub name: &'static str,
+    /// What is sent: path and query.
+    pub uri: String,
+}
+
+/// A seeded database in `dir` with `agents` agents (`hub<agents>.db`, its
+/// seed document beside it), seeded as the demo seeds (rand seed 42).
+pub fn seed(dir: &Path, agents: u32) -> anyhow::Result<SeedDocument> {
+    let options = SeedOptions {
+        db_path: dir.join(format!("hub{agents}.db")),
+        session_secret: SESSION_SECRET.into(),
+        agents,
+        project_slug: format!("bench-{agents}"),
+        rand_seed: 42,
+    };
+    Ok(seed_to_file(
+        &options,
+        &dir.join(format!("seed-{agents}.json")),
+    )?)
+}
+
+/// A Hub over the seeded database at `db_path`, tracing on or off, its log
+/// (and, traced, its perf_trace lines) written to a new file at `log_path`,
+/// as the demo serves it.
+pub fn hub(db_path: &Path, perf_trace: bool, log_path: &Path) -> anyhow::Result<Hub> {
+    let db = open_for_serving(db_path, true)?;
+    let log = File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;
+    let writer: SharedWriter = Arc::new(Mutex::new(Box::new(log)));
+    Ok(Hub::new(
+        db,
+        HubOptions {
+            session_secret: SESSION_SECRET.into(),
+            settings: Settings {
+                perf_trace,
+                gcp_logs: false,
+                // Both sides do each request's whole work: no response cache.
+                cache: hub_example::cache::CacheSettings::disabled(),
+            },
+            log: writer,
+        },
+    ))
+}
+
+/// The demo's scenarios for the seeded project.
+pub fn scenarios(seed: &SeedDocument) -> Vec<Scenario> {
+    let base = hub_bench::client::parse_hub_url("http://hub.invalid").expect("a valid base URL");
+    hub_bench::apibench::scenarios(&base, &seed.project_id)
+        .into_iter()
+        .map(|s| Scenario {
+            name: s.name,
+            uri: match s.url.query() {
+                Some(query) => format!("{}?{query}", s.url.path()),
+                None => s.url.path().to_owned(),
+            },
+        })
+        .collect()
+}
+
+/// Sends one GET of `scenario` as `token` to `router` and reads the whole
+/// body; fails unless the answer is 200. Returns the body's length.
+pub async fn get(router: &Router, scenario: &Scenario, token: &str) -> anyhow::Result<usize> {
+    let request = http::Request::get(&scenario.uri)
+        .header("authorization", format!("Bearer {token}"))
+        .body(Body::empty())?;
+    let response = router.clone().oneshot(request).await?;
+    let status = response.status();
+    let body = response.into_body().collect().await?.to_bytes();
+    anyhow::ensure!(
+        status == http::StatusCode::OK,
+        "{} answered {status}",
+        scenario.name
+    );
+    Ok(body.len())
+}

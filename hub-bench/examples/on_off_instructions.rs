@@ -1,0 +1,192 @@
+//! Tracing's cost on the Hub's router as instructions, a figure that repeats
+//! from run to run where wall-clock time does not: each of the demo's three
+//! agent-list requests, at 25, 100 and 500 agents, sent in-process to a
+//! traced and to an untraced Hub over the same seeded database, under
+//! valgrind's callgrind.
+//!
+//! ```text
+//! cargo build --release -p hub-bench --example on_off_instructions
+//! target/release/examples/on_off_instructions            # needs valgrind
+//! target/release/examples/on_off_instructions --sizes 25 --requests 20
+//! ```
+//!
+//! The program seeds the databases, then runs itself once per scenario, size
+//! and side under `valgrind --tool=callgrind`: the Hub is built and warmed
+//! up with a few requests, then callgrind's counts are zeroed as
+//! [`measure_start`] is entered and dumped as [`measure_end`] is, so the
+//! figure holds exactly the measured requests (every thread: the blocking
+//! pool's reads and the audit thread included). It prints instructions per
+//! request, traced and untraced, and their ratio.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use anyhow::Context as _;
+use clap::Parser;
+
+#[path = "../benches/support/in_process.rs"]
+mod in_process;
+
+#[derive(Debug, Parser)]
+#[command(about = "Instructions per Hub request, tracing on and off, under callgrind")]
+struct Args {
+    /// Agent counts to seed, one database each.
+    #[arg(long, value_delimiter = ',', default_values_t = [25u32, 100, 500])]
+    sizes: Vec<u32>,
+    /// Measured requests per scenario and side.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    requests: u32,
+    /// Unmeasured requests first (caches, the memo's first reads, the clock).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    warmup: u32,
+    /// Keep the databases and callgrind's files in this folder (default: a
+    /// temporary folder, removed at the end).
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// The valgrind to run.
+    #[arg(long, default_value = "valgrind")]
+    valgrind: PathBuf,
+    /// Runs one side in this process instead (what the program runs under
+    /// callgrind): the seeded database, its seed document, the scenario and
+    /// `on` or `off`.
+    #[arg(long, num_args = 4, value_names = ["DB", "SEED", "SCENARIO", "SIDE"])]
+    serve: Option<Vec<String>>,
+}
+
+/// How often each mark was entered. Each mark touches its own counter, so
+/// the linker cannot fold the two into one address (callgrind would then
+/// see one name for both and never zero).
+static MARKS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+
+/// Entered after the warm-up: callgrind zeroes its counts here.
+#[inline(never)]
+#[no_mangle]
+pub extern "C" fn measure_start() {
+    MARKS[0].fetch_add(1, Ordering::Relaxed);
+}
+
+/// Entered after the measured requests: callgrind dumps its counts here.
+#[inline(never)]
+#[no_mangle]
+pub extern "C" fn measure_end() {
+    MARKS[1].fetch_add(1, Ordering::Relaxed);
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    match &args.serve {
+        Some(serve) => run_side(&args, serve),
+        None => drive(&args),
+    }
+}
+
+/// One side: build the Hub, warm it up, then the measured requests.
+fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
+    let [db, seed, scenario, side] = serve else {
+        anyhow::bail!("--serve takes DB SEED SCENARIO SIDE");
+    };
+    let traced = match side.as_str() {
+        "on" => true,
+        "off" => false,
+        other => anyhow::bail!("--serve: the side is `on` or `off`, not {other:?}"),
+    };
+    let seed = hub_bench::LoadedSeed::load(Path::new(seed))?.seed;
+    let scenario = in_process::scenarios(&seed)
+        .into_iter()
+        .find(|s| s.name == scenario.as_str())
+        .with_context(|| format!("--serve: no scenario {scenario:?}"))?;
+    let log = std::env::temp_dir().join(format!("on-off-instructions-{}.log", std::process::id()));
+    let router = in_process::hub(Path::new(db), traced, &log)?.router();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let token = &seed.member_token;
+    let result = runtime.block_on(async {
+        for _ in 0..args.warmup {
+            in_process::get(&router, &scenario, token).await?;
+        }
+        measure_start();
+        for _ in 0..args.requests {
+            in_process::get(&router, &scenario, token).await?;
+        }
+        measure_end();
+        anyhow::Ok(())
+    });
+    let _ = std::fs::remove_file(&log);
+    result
+}
+
+/// Seeds, runs every side under callgrind, prints the table.
+fn drive(args: &Args) -> anyhow::Result<()> {
+    let temporary = tempfile::tempdir()?;
+    let dir = match &args.out_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)?;
+            dir.as_path()
+        }
+        None => temporary.path(),
+    };
+    let me = std::env::current_exe()?;
+    println!("scenario                     agents  instr/request on  instr/request off  on/off");
+    println!("---------------------------  ------  ----------------  -----------------  ------");
+    for &agents in &args.sizes {
+        let seed = in_process::seed(dir, agents)?;
+        let db = dir.join(format!("hub{agents}.db"));
+        let seed_path = dir.join(format!("seed-{agents}.json"));
+        for scenario in in_process::scenarios(&seed) {
+            let [on, off] = ["on", "off"].map(|side| {
+                let out = dir.join(format!("callgrind-{agents}-{}-{side}", scenario.name));
+                instructions(args, &me, &out, [&db, &seed_path], scenario.name, side)
+            });
+            let (on, off) = (on? as f64, off? as f64);
+            let per = f64::from(args.requests);
+            println!(
+                "{:<27}  {agents:>6}  {:>16.0}  {:>17.0}  {:>6.4}",
+                scenario.name,
+                on / per,
+                off / per,
+                on / off
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs one side under callgrind; the instructions of its measured requests.
+fn instructions(
+    args: &Args,
+    me: &Path,
+    out: &Path,
+    [db, seed]: [&Path; 2],
+    scenario: &str,
+    side: &str,
+) -> anyhow::Result<u64> {
+    let status = Command::new(&args.valgrind)
+        .arg("--tool=callgrind")
+        .arg("--zero-before=measure_start")
+        .arg("--dump-before=measure_end")
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(me)
+        .args(["--requests", &args.requests.to_string()])
+        .args(["--warmup", &args.warmup.to_string()])
+        .arg("--serve")
+        .args([db.as_os_str(), seed.as_os_str()])
+        .args([scenario, side])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .with_context(|| format!("run {}", args.valgrind.display()))?;
+    anyhow::ensure!(
+        status.success(),
+        "{scenario} {side} under callgrind: {status}"
+    );
+    // The first dump (`<out>.1`) is what ran between the two marks.
+    let dump = PathBuf::from(format!("{}.1", out.display()));
+    let text = std::fs::read_to_string(&dump)
+        .with_context(|| format!("read {} (was measure_end reached?)", dump.display()))?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("totals:"))
+        .and_then(|total| total.split_whitespace().next()?.parse().ok())
+        .with_context(|| format!("no totals in {}", dump.display()))
+}
