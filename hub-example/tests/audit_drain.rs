@@ -73,6 +73,8 @@ fn sigterm_under_load_writes_or_counts_every_accepted_audit_record() {
                 "--shutdown-timeout",
                 "5s",
             ])
+            // Every list decides afresh: a response-cache hit makes no decision.
+            .env("SCION_CACHE_ENABLED", "false")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
