@@ -257,7 +257,7 @@ async fn durations_and_request_ids_never_enter_the_snapshot() {
     for key in &keys {
         let top = key.split('.').next().unwrap();
         assert!(
-            ["endpoint", "store_calls", "decisions", "phases"].contains(&top),
+            ["endpoint", "store_calls", "decisions", "phases", "counters"].contains(&top),
             "unexpected key {key} in {keys:?}"
         );
     }
