@@ -2,7 +2,7 @@
 //! relaxed atomic adds, so recording never allocates and never contends with
 //! anything but the same request's other threads. Phases, store calls and
 //! decisions reach these tables once per scope, summed in thread-local
-//! memory in between ([`crate::pending`]).
+//! memory in between (the crate's private `pending` module).
 
 use std::any::TypeId;
 use std::fmt;
