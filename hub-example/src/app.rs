@@ -36,7 +36,7 @@ use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter}
 use crate::cache::ResponseCache;
 use crate::db::{Db, Dialect};
 use crate::events::{EventBus, PgEventRelay};
-use crate::exits::{trace_layer_with_exits, HubExits};
+use crate::exits::HubExits;
 use crate::limits::ServerLimits;
 use crate::log::{Logger, SharedWriter};
 use crate::perf::{trace_layer, HubTraceLayer};
@@ -311,11 +311,7 @@ impl Hub {
         );
         let trace = perf_trace.then(|| {
             logger.warn(PERF_TRACE_WARNING, &[("setting", PERF_TRACE_KEY.into())]);
-            if exits.any() {
-                trace_layer_with_exits(&logger, db.pool_stats(), &exits)
-            } else {
-                trace_layer(&logger, db.pool_stats())
-            }
+            trace_layer(&logger, db.pool_stats(), &exits)
         });
         let (router, store_type, audit_type) = match db.dialect() {
             Dialect::Sqlite => traced_or_not(SqliteStore::new(db.clone()), sink, parts, trace),

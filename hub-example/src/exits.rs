@@ -28,16 +28,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use perf_trace_core::metrics::MetricsSink;
-use perf_trace_core::pool::PoolStats;
 use perf_trace_core::sampling::TailSampling;
-use perf_trace_core::{Emitter, KeySet, LineFormat, LineSink, PerfTraceLayer};
+use perf_trace_core::{Emitter, KeySet};
 use perf_trace_otel::{OtlpConfig, OtlpSink, ENDPOINT_ENV};
 
 use crate::api::ApiError;
 use crate::authz::Principal;
 use crate::keys::EndpointClass;
-use crate::log::{Logger, SharedWrite, COMPONENT};
-use crate::perf::{HubPolicy, HubTraceLayer};
 use crate::settings::{lookup, read_document, SettingsError};
 
 /// The metric names' prefix.
@@ -295,21 +292,6 @@ impl HubExits {
                 .layer(Extension(Arc::clone(metrics))),
         )
     }
-}
-
-/// The tracing layer with `exits` on its emitter: the line as
-/// [`crate::perf::trace_layer`] writes it, then the exits.
-pub fn trace_layer_with_exits(
-    logger: &Logger,
-    pool: Arc<dyn PoolStats>,
-    exits: &HubExits,
-) -> HubTraceLayer {
-    let report = logger.clone();
-    let sink = LineSink::new(SharedWrite(logger.writer().clone()))
-        .on_failure(move |e| report.report_failure(e));
-    let format = LineFormat::new(COMPONENT).gcp(logger.gcp());
-    let emitter = exits.apply(Emitter::new(format, sink));
-    PerfTraceLayer::new(HubPolicy, emitter).with_pool(pool)
 }
 
 fn openmetrics(metrics: &MetricsSink) -> Response {

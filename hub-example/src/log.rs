@@ -201,24 +201,6 @@ impl Write for CaptureBuffer {
     }
 }
 
-/// Forwards writes to a [`SharedWriter`], so the perf_trace sink and the log
-/// share one destination.
-pub struct SharedWrite(pub SharedWriter);
-
-impl Write for SharedWrite {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().write(buf)
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        self.0.lock().write_all(buf)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.lock().flush()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ use perf_trace_core::pool::PoolStats;
 use perf_trace_core::{Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy};
 
 use crate::authz::Principal;
+use crate::exits::HubExits;
 use crate::keys::{classify, EndpointClass, HubSchema};
 use crate::log::{Logger, COMPONENT};
 
@@ -41,11 +42,13 @@ pub type HubTraceLayer = PerfTraceLayer<HubSchema, HubPolicy>;
 /// pool figures from `pool`. A failing destination is reported once, on
 /// standard error, shared with the logger's own report (the destination is
 /// the same, so one report covers both). The sink takes the logger's own
-/// lock, once per line.
-pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>) -> HubTraceLayer {
+/// lock, once per line. `exits` (metrics, OTLP export, tail sampling) are
+/// put on the emitter; `HubExits::default()` adds none.
+pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) -> HubTraceLayer {
     let report = logger.clone();
     let sink =
         LineSink::shared(logger.writer().clone()).on_failure(move |e| report.report_failure(e));
     let format = LineFormat::new(COMPONENT).gcp(logger.gcp());
-    PerfTraceLayer::new(HubPolicy, Emitter::new(format, sink)).with_pool(pool)
+    let emitter = exits.apply(Emitter::new(format, sink));
+    PerfTraceLayer::new(HubPolicy, emitter).with_pool(pool)
 }

@@ -14,6 +14,7 @@ use axum::Router;
 use hub_example::authz::{ChannelAuditSink, TracedAuditEmitter};
 use hub_example::db::Db;
 use hub_example::events::EventBus;
+use hub_example::exits::HubExits;
 use hub_example::keys::HubSchema;
 use hub_example::log::{CaptureBuffer, Logger};
 use hub_example::model::{
@@ -265,7 +266,7 @@ pub fn rereading_router(seeded: &Seeded) -> Router {
         store: CountedAuthzStore::new(SqliteStore::new(db.clone())),
         db: db.clone(),
     };
-    let layer = trace_layer(&logger, db.pool_stats());
+    let layer = trace_layer(&logger, db.pool_stats(), &HubExits::default());
     let state = AppState::new(
         store,
         TracedAuditEmitter::new(sink),
