@@ -2,6 +2,8 @@
 //! queue within the deadline and logs the outcome once, and every record it
 //! accepted is either in `audit_events` or counted as lost.
 
+mod served_process;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
@@ -10,23 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hub_example::seed::{seed, SeedOptions};
+use served_process::{free_port, KillOnDrop};
 
 const SECRET: &str = "bench-secret-1";
-
-/// A child process killed (if still running) when the test ends.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 /// One GET on a fresh connection; the status code, or `None` when the Hub
 /// refused or closed the connection (it is shutting down).

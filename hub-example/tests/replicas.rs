@@ -8,12 +8,15 @@
 //! line on standard error says so; with `CI=true` it fails). The test seeds
 //! a schema of its own and drops it.
 
+mod served_process;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hub_example::seed::{seed, SeedDocument, SeedOptions};
+use served_process::{free_port, KillOnDrop};
 
 const SECRET: &str = "bench-secret-1";
 const PG_URL_VAR: &str = "PERF_TRACE_PG_URL";
@@ -72,21 +75,6 @@ impl Drop for Schema {
             &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
         );
     }
-}
-
-/// A child process killed (if still running) when the test ends.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 fn replica(url: &str) -> (KillOnDrop, String) {

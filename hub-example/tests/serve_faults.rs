@@ -6,6 +6,8 @@
 //! event streams, cuts off what outlives the shutdown deadline, logs both
 //! ends of the shutdown and exits.
 
+mod served_process;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -13,6 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hub_example::seed::{seed, SeedOptions};
+use served_process::{free_port, KillOnDrop};
 
 const SECRET: &str = "bench-secret-1";
 
@@ -29,11 +32,6 @@ fn seeded(dir: &Path, agents: u32) -> hub_example::seed::SeedDocument {
         rand_seed: 42,
     })
     .unwrap()
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 fn http_get(addr: &str, path: &str, token: Option<&str>) -> String {
@@ -166,17 +164,6 @@ fn a_missing_read_only_or_foreign_database_file_stops_the_start() {
     )
     .unwrap();
     refused_at_start(&foreign, "notes.db");
-}
-
-/// A child process killed (if still running) when the test ends, even by
-/// a failed assertion.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Reads a raw connection until the Hub closes it, for at most `limit` (a

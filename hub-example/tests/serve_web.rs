@@ -2,21 +2,17 @@
 //! `--web-port`, the API alone on `--port`, and the flags that only make
 //! sense with the web listener refused without it.
 
+mod served_process;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use served_process::free_port;
+
 fn hub_example() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hub-example"))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// One HTTP/1.1 exchange; the whole response as text.
