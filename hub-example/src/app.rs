@@ -40,6 +40,7 @@ use crate::exits::HubExits;
 use crate::limits::ServerLimits;
 use crate::log::{Logger, SharedWriter};
 use crate::perf::{trace_layer, HubTraceLayer};
+use crate::replicas::ReplicaInbox;
 use crate::server::ServerCounters;
 use crate::settings::{Settings, PERF_TRACE_KEY};
 use crate::state::AppState;
@@ -237,21 +238,28 @@ impl Hub {
         let logger = Logger::new(options.log.clone(), options.settings.gcp_logs);
         let signer = TokenSigner::from_session_secret(&options.session_secret);
         let mut bus = EventBus::default();
+        let cache = ResponseCache::new(options.settings.cache);
         if db.dialect() == Dialect::Postgres {
-            // Replicas sharing the database see each other's events.
-            match PgEventRelay::start(db.clone(), bus.local_sender()) {
+            // Replicas sharing the database see each other's events, and
+            // each other's writes invalidate their caches.
+            let inbox = ReplicaInbox::new(bus.local_sender(), cache.clone());
+            match PgEventRelay::start(db.clone(), inbox) {
                 Ok(relay) => bus = bus.with_relay(Arc::new(relay)),
-                Err(e) => logger.warn(
-                    "events are not shared with other replicas",
-                    &[("error", e.to_string().into())],
-                ),
+                Err(e) => {
+                    // Alone, the cache is right; beside other replicas it
+                    // is stale up to its TTL after their writes.
+                    cache.resume();
+                    logger.warn(
+                        "events and cache invalidations are not shared with other replicas",
+                        &[("error", e.to_string().into())],
+                    )
+                }
             }
         }
         let (backend, capacity) =
             audit.unwrap_or_else(|| (audit_backend(&db, &logger), AUDIT_CHANNEL));
         let (sink, audit_log) = ChannelAuditSink::start_with(backend, capacity, AUDIT_RECENT);
         let perf_trace = options.settings.perf_trace;
-        let cache = ResponseCache::new(options.settings.cache);
 
         fn assemble<S: AuthzStore, A: AuditEmitter>(
             store: S,

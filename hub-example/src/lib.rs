@@ -31,6 +31,7 @@ pub mod log;
 pub mod model;
 pub mod paging;
 pub mod perf;
+pub mod replicas;
 pub mod seed;
 pub mod serve;
 mod server;

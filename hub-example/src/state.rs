@@ -7,6 +7,7 @@ use crate::authz::AuditEmitter;
 use crate::cache::{CacheSettings, ResponseCache};
 use crate::db::Db;
 use crate::events::EventBus;
+use crate::replicas::{Invalidation, ReplicaMessage};
 use crate::store::AuthzStore;
 use crate::tokens::TokenSigner;
 
@@ -60,6 +61,16 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
     /// The response cache.
     pub fn cache(&self) -> &ResponseCache {
         &self.cache
+    }
+
+    /// After a write committed: cached responses showing what it changed
+    /// are not found again, on this replica at once and on the others as
+    /// soon as they are told (see [`crate::replicas`]).
+    pub fn invalidate(&self, invalidation: Invalidation) {
+        invalidation.apply(self.cache.generations());
+        self.shared
+            .bus
+            .tell_replicas(&ReplicaMessage::Invalidate(invalidation));
     }
 
     /// The authorization store.

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::ApiError;
 use crate::authz::{AuditEmitter, Authorizer, Principal};
+use crate::replicas::Invalidation;
 use crate::state::AppState;
 use crate::store::{writes, AuthzStore};
 
@@ -189,8 +190,8 @@ pub async fn put_server_config<S: AuthzStore, A: AuditEmitter>(
             .collect();
         writes::put_hub_settings(state.db(), &stored, crate::clock::now_ms())?;
         // A hub setting can change any decision (the creator role): no
-        // cached response is found again.
-        state.cache().generations().everything_changed();
+        // cached response is found again, on any replica.
+        state.invalidate(Invalidation::Everything);
         Ok(settings.into_iter().map(|(k, _)| k).collect::<Vec<_>>())
     })
     .await??;

@@ -17,6 +17,7 @@ use crate::keys::CacheRoute;
 use crate::listing::{self, ListRequest, ListShape, ListTarget};
 use crate::model::{AgentActivity, AgentPhase};
 use crate::paging::PageRequest;
+use crate::replicas::Invalidation;
 use crate::state::AppState;
 use crate::store::{writes, AuthzStore};
 use crate::views::CompactAgentView;
@@ -222,13 +223,11 @@ pub async fn put_status<S: AuthzStore, A: AuditEmitter>(
             crate::clock::now_ms(),
         )?
         .ok_or_else(|| ApiError::not_found("agent"))?;
-        bus.publish(HubEvent::agent_status(&updated));
         // Committed: cached reads of the agent, of its project's lists and
-        // of the global lists are not found again.
-        state
-            .cache()
-            .generations()
-            .agent_changed(&updated.id, &updated.project_id);
+        // of the global lists are not found again, here and on the other
+        // replicas, before the event tells anyone to read them.
+        state.invalidate(Invalidation::agent(&updated));
+        bus.publish(HubEvent::agent_status(&updated));
         Ok(updated)
     })
     .await??;

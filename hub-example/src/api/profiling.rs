@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::ApiError;
 use crate::authz::{AuditEmitter, Authorizer, Credential, Principal};
 use crate::db::{Db, DbError};
+use crate::replicas::Invalidation;
 use crate::state::AppState;
 use crate::store::{writes, AuthzStore};
 
@@ -99,6 +100,9 @@ pub async fn put_profiling<S: AuthzStore, A: AuditEmitter>(
         }
         let settings = parse_body(&body)?;
         set_readiness_marks(state.db(), settings.readiness_marks, crate::clock::now_ms())?;
+        // A hub setting like any other: no cached response is found again,
+        // on any replica.
+        state.invalidate(Invalidation::Everything);
         Ok(settings)
     })
     .await??;

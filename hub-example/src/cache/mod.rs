@@ -15,7 +15,11 @@
 //! - Until when: the route's TTL, checked against the cache's own clock
 //!   (injectable, so tests move time themselves: moka's expiry clock is not
 //!   public), with moka's per-entry expiry evicting at the same TTL.
-//! - Invalidation: writes move the stamps of [`Generations`].
+//! - Invalidation: writes move the stamps of [`Generations`], on this
+//!   replica and (see [`crate::replicas`]) on the others.
+//! - Suspension: while a replica may miss another's writes (its listening
+//!   connection is away) the cache is suspended: every request computes its
+//!   response, and nothing is served or stored.
 //!
 //! Every request of a cached route records its outcome, hit, miss or shared
 //! (joined another request's computation), per route into its perf_trace
@@ -28,6 +32,7 @@ mod settings;
 mod stats;
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -83,6 +88,7 @@ struct Inner {
     settings: CacheSettings,
     entries: Cache<CacheKey, Arc<CachedBody>>,
     generations: Generations,
+    suspended: AtomicBool,
     stats: CacheStats,
     clock: CacheClock,
 }
@@ -132,6 +138,7 @@ impl ResponseCache {
                 settings,
                 entries,
                 generations: Generations::default(),
+                suspended: AtomicBool::new(false),
                 stats: CacheStats::default(),
                 clock,
             }),
@@ -151,6 +158,20 @@ impl ResponseCache {
     /// The invalidation stamps: read them into keys, move them on writes.
     pub fn generations(&self) -> &Generations {
         &self.inner.generations
+    }
+
+    /// Stops serving and storing: until [`ResponseCache::resume`], every
+    /// request computes its response and records nothing, as on a route
+    /// the settings do not cache. For a replica that may be missing other
+    /// replicas' writes.
+    pub fn suspend(&self) {
+        self.inner.suspended.store(true, Ordering::Release);
+    }
+
+    /// Serves and stores again after [`ResponseCache::suspend`]. Entries
+    /// stored before are found again unless their stamps moved meanwhile.
+    pub fn resume(&self) {
+        self.inner.suspended.store(false, Ordering::Release);
     }
 
     /// The outcome totals since start.
@@ -173,7 +194,8 @@ impl ResponseCache {
     /// runs, and stored for the route's TTL. An error is returned to this
     /// request and those waiting now, and not stored.
     ///
-    /// A route the settings do not cache runs `compute` and records nothing.
+    /// A route the settings do not cache, or any route while the cache is
+    /// suspended, runs `compute` and records nothing.
     pub async fn get_or_compute<E, F, Fut>(&self, key: CacheKey, compute: F) -> Result<Bytes, E>
     where
         E: Clone + Send + Sync + 'static,
@@ -182,7 +204,7 @@ impl ResponseCache {
     {
         let route = key.route;
         let settings = &self.inner.settings;
-        if !settings.caches(route) {
+        if !settings.caches(route) || self.inner.suspended.load(Ordering::Acquire) {
             return compute().await;
         }
         let clock = &self.inner.clock;

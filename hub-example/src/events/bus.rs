@@ -8,6 +8,7 @@ use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
 use crate::model::Agent;
+use crate::replicas::ReplicaMessage;
 use crate::views::Millis;
 
 /// Events kept for slow subscribers before the oldest are dropped for them.
@@ -103,10 +104,17 @@ impl EventBus {
 
     /// Publishes `event`; returns how many subscribers will see it.
     pub fn publish(&self, event: HubEvent) -> usize {
+        let event = Arc::new(event);
+        self.tell_replicas(&ReplicaMessage::Event(Arc::clone(&event)));
+        self.tx.send(event).unwrap_or(0)
+    }
+
+    /// Hands `message` to the other replicas, if there is a relay; this
+    /// bus's own subscribers do not see it.
+    pub fn tell_replicas(&self, message: &ReplicaMessage) {
         if let Some(relay) = &self.relay {
-            relay.relay(&event);
+            relay.relay(message);
         }
-        self.tx.send(Arc::new(event)).unwrap_or(0)
     }
 
     /// A new subscription, starting with the next event.

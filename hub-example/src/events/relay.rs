@@ -1,7 +1,9 @@
 //! Events across replicas: several Hubs on one PostgreSQL database hand
 //! every event they publish to the others with `NOTIFY`, and each re-publishes
 //! on its own bus what the others sent (`LISTEN`), so a subscriber on any
-//! replica sees the events written on every replica.
+//! replica sees the events written on every replica. The same channel
+//! carries the cache invalidations of their writes; what a message holds
+//! and what a replica does with it is [`crate::replicas`]'s.
 //!
 //! A replica's subscribers are on its own bus, never on the listening
 //! connection: when that connection is lost (the server restarted, the
@@ -13,16 +15,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use postgres::fallible_iterator::FallibleIterator;
-use tokio::sync::broadcast;
 
-use super::bus::HubEvent;
 use crate::db::postgres::PgManager;
 use crate::db::{Db, DbError};
+use crate::replicas::{Origin, ReplicaInbox, ReplicaMessage};
 
-/// Hands a published event to the other replicas.
+/// Hands a message (a published event, a write's invalidation) to the
+/// other replicas.
 pub trait EventRelay: Send + Sync + std::fmt::Debug {
-    /// Called once per event published on this replica.
-    fn relay(&self, event: &HubEvent);
+    /// Called once per message sent from this replica.
+    fn relay(&self, message: &ReplicaMessage);
 }
 
 /// How long the listener waits between reconnection attempts, at most.
@@ -35,15 +37,15 @@ const POLL: Duration = Duration::from_millis(250);
 pub struct PgEventRelay {
     db: Db,
     channel: String,
-    origin: u64,
+    origin: Origin,
     stop: Arc<AtomicBool>,
 }
 
 impl PgEventRelay {
     /// Starts listening, on a connection of its own to `db` (a PostgreSQL
-    /// database), for the events of the other replicas sharing its schema,
-    /// and re-publishes them on `local`.
-    pub fn start(db: Db, local: broadcast::Sender<Arc<HubEvent>>) -> Result<PgEventRelay, DbError> {
+    /// database), for the messages of the other replicas sharing its
+    /// schema, and delivers them to `inbox`.
+    pub fn start(db: Db, inbox: ReplicaInbox) -> Result<PgEventRelay, DbError> {
         let manager = db
             .pg_manager()
             .ok_or(DbError::WrongDialect(crate::db::Dialect::Sqlite))?;
@@ -59,19 +61,12 @@ impl PgEventRelay {
             .unwrap_or_else(|_| Err(DbError::Corrupt("listener check panicked".into())))
         })?;
         let channel = format!("hub_events:{schema}");
-        // Tells this replica's notifications from the others': the process
-        // and the moment it started listening.
-        let started = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos() as u64;
-        let origin = (u64::from(std::process::id()) << 32) ^ started;
+        let origin = inbox.origin();
         let stop = Arc::new(AtomicBool::new(false));
         let listener = Listener {
             manager,
             channel: channel.clone(),
-            origin,
-            local,
+            inbox,
             stop: Arc::clone(&stop),
         };
         std::thread::Builder::new()
@@ -94,17 +89,12 @@ impl Drop for PgEventRelay {
 }
 
 impl EventRelay for PgEventRelay {
-    fn relay(&self, event: &HubEvent) {
-        let payload = serde_json::json!({
-            "origin": self.origin.to_string(),
-            "kind": event.kind,
-            "subjects": event.subjects,
-            "data": event.data,
-        })
-        .to_string();
-        // The write the event reports has committed; a replica that cannot
-        // be told now (the server just went away) misses the event, as a
-        // subscriber connected after it would.
+    fn relay(&self, message: &ReplicaMessage) {
+        let payload = message.encode(self.origin);
+        // The write the message reports has committed; a replica that
+        // cannot be told now (the server just went away) misses it, as a
+        // subscriber connected after it would (and its listener, cut off
+        // too, drops its cache when it listens again).
         if let Ok(mut conn) = self.db.pg_conn() {
             let _ = conn.execute("SELECT pg_notify($1, $2)", &[&self.channel, &payload]);
         }
@@ -114,8 +104,7 @@ impl EventRelay for PgEventRelay {
 struct Listener {
     manager: PgManager,
     channel: String,
-    origin: u64,
-    local: broadcast::Sender<Arc<HubEvent>>,
+    inbox: ReplicaInbox,
     stop: Arc<AtomicBool>,
 }
 
@@ -138,6 +127,7 @@ impl Listener {
         let mut conn = self.manager.open_client()?;
         let client = conn.client();
         client.batch_execute(&format!("LISTEN {}", quoted(&self.channel)))?;
+        let _listening = self.inbox.listening();
         while !self.stop.load(Ordering::Relaxed) {
             let note = client.notifications().timeout_iter(POLL).next()?;
             match note {
@@ -153,31 +143,7 @@ impl Listener {
     }
 
     fn deliver(&self, payload: &str) {
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(payload) else {
-            return;
-        };
-        if value["origin"].as_str() == Some(&self.origin.to_string()) {
-            return;
-        }
-        let Some(kind) = value["kind"].as_str().and_then(HubEvent::known_kind) else {
-            return;
-        };
-        let subjects = value["subjects"]
-            .as_array()
-            .map(|s| {
-                s.iter()
-                    .filter_map(|s| s.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let Some(data) = value["data"].as_str() else {
-            return;
-        };
-        let _ = self.local.send(Arc::new(HubEvent {
-            kind,
-            subjects,
-            data: data.to_owned(),
-        }));
+        self.inbox.deliver(payload);
     }
 }
 
