@@ -71,7 +71,9 @@ pub fn build_router<S: AuthzStore, A: AuditEmitter>(
 /// (a handler that panics).
 ///
 /// From the outside in: a handler panic becomes a JSON 500; oversized paths,
-/// queries and headers are refused; authentication; tracing; the routes.
+/// queries and headers are refused; authentication; tracing; the answer to
+/// a failure of the Hub's own while authenticating (a 503 with the database
+/// unavailable), so that request is traced; the routes.
 /// The panic guard sits outside tracing, so a panicking request still writes
 /// its line.
 pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
@@ -120,7 +122,10 @@ pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
     let routes = match extra {
         Some(extra) => routes.merge(extra),
         None => routes,
-    };
+    }
+    .layer(axum::middleware::from_fn(
+        auth::answer_authentication_failure,
+    ));
     let routes = match trace {
         Some(layer) => routes.layer(layer),
         None => routes,
