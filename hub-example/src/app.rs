@@ -30,8 +30,9 @@ use crate::api::{
     limit_request_size, method_not_allowed, not_found, panic_response, profiling, public,
     FailedLogins, StreamLimiter,
 };
-use crate::authz::audit::{AuditBackend, MemoryAuditBackend};
-use crate::authz::audit_sqlite::{SqliteAuditBackend, WRITER_BUSY_TIMEOUT};
+use crate::authz::audit::{AuditBackend, MemoryAuditBackend, WRITER_BUSY_TIMEOUT};
+use crate::authz::audit_postgres::PostgresAuditBackend;
+use crate::authz::audit_sqlite::SqliteAuditBackend;
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::cache::ResponseCache;
 use crate::db::{Db, Dialect};
@@ -71,7 +72,9 @@ pub fn build_router<S: AuthzStore, A: AuditEmitter>(
 /// (a handler that panics).
 ///
 /// From the outside in: a handler panic becomes a JSON 500; oversized paths,
-/// queries and headers are refused; authentication; tracing; the routes.
+/// queries and headers are refused; authentication; tracing; the answer to
+/// a failure of the Hub's own while authenticating (a 503 with the database
+/// unavailable), so that request is traced; the routes.
 /// The panic guard sits outside tracing, so a panicking request still writes
 /// its line.
 pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
@@ -120,7 +123,10 @@ pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
     let routes = match extra {
         Some(extra) => routes.merge(extra),
         None => routes,
-    };
+    }
+    .layer(axum::middleware::from_fn(
+        auth::answer_authentication_failure,
+    ));
     let routes = match trace {
         Some(layer) => routes.layer(layer),
         None => routes,
@@ -526,30 +532,25 @@ async fn drain_audit(audit_log: AuditLog, logger: Logger, deadline: std::time::D
     }
 }
 
-/// The Hub's audit backend: the database's `audit_events` table. When the
-/// writer's connection cannot be opened, records are kept in memory only
-/// and the Hub says so once, at startup.
-/// The default audit backend: the `audit_events` table of an SQLite
-/// database. A PostgreSQL Hub keeps no audit records yet: they are counted
-/// and dropped, and the start says so.
+/// The Hub's audit backend: the `audit_events` table of its database,
+/// SQLite or PostgreSQL. When the writer cannot be set up, records are kept
+/// in memory only and the Hub says so once, at startup.
 fn audit_backend(db: &Db, logger: &Logger) -> Box<dyn AuditBackend> {
-    if db.dialect() == Dialect::Postgres {
+    let backend: Result<Box<dyn AuditBackend>, String> = match db.dialect() {
+        Dialect::Sqlite => SqliteAuditBackend::open(db.path(), WRITER_BUSY_TIMEOUT)
+            .map(|b| Box::new(b) as _)
+            .map_err(|e| e.to_string()),
+        Dialect::Postgres => PostgresAuditBackend::for_db(db)
+            .map(|b| Box::new(b) as _)
+            .map_err(|e| e.to_string()),
+    };
+    backend.unwrap_or_else(|error| {
         logger.warn(
-            "audit records are not persisted: the PostgreSQL store has no audit writer yet",
-            &[],
+            "audit records are not persisted: cannot open the audit writer",
+            &[("error", error.into())],
         );
-        return Box::new(MemoryAuditBackend);
-    }
-    match SqliteAuditBackend::open(db.path(), WRITER_BUSY_TIMEOUT) {
-        Ok(backend) => Box::new(backend),
-        Err(e) => {
-            logger.warn(
-                "audit records are not persisted: cannot open the audit writer",
-                &[("error", e.to_string().into())],
-            );
-            Box::new(MemoryAuditBackend)
-        }
-    }
+        Box::new(MemoryAuditBackend)
+    })
 }
 
 /// A Hub serving in the background.

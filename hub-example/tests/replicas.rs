@@ -539,7 +539,6 @@ fn a_replica_that_stopped_listening_serves_nothing_it_cached_before() {
 }
 
 #[test]
-#[ignore = "needs profiling on PostgreSQL"]
 fn readiness_marks_set_through_one_replica_are_read_on_the_other() {
     let Some(server) = pg_url() else { return };
     let schema = Schema::create(&server, "profiling");

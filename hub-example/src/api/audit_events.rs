@@ -27,9 +27,8 @@ use serde_json::{json, Value};
 
 use super::params::Params;
 use super::ApiError;
-use crate::authz::audit_sqlite::{query_events, AuditCursor, AuditEventRow, AuditQuery};
+use crate::authz::audit_store::{query_events, AuditCursor, AuditEventRow, AuditQuery};
 use crate::authz::{AuditEmitter, Authorizer, Principal};
-use crate::db::DbError;
 use crate::state::AppState;
 use crate::store::AuthzStore;
 
@@ -219,8 +218,7 @@ pub async fn audit_events<S: AuthzStore, A: AuditEmitter>(
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
         let query = parse_query(query.as_deref(), now_ms)?;
-        let conn = state.db().conn()?;
-        let page = query_events(&conn, &query).map_err(DbError::from)?;
+        let page = query_events(state.db(), &query)?;
         let mut body = json!({
             "from": rfc3339(query.from_ms),
             "to": rfc3339(query.to_ms),

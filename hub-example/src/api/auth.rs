@@ -3,6 +3,13 @@
 //! so a rejected request never reaches the tracing layer inside it and is
 //! never traced. `/healthz` and the public settings need no credential.
 //!
+//! A credential that could not be checked because the Hub failed (the
+//! database unavailable while the credential's user is read: 503) is not a
+//! rejection: the failure is left in the request's extensions
+//! ([`AuthenticationFailure`]) and answered inside the tracing layer by
+//! [`answer_authentication_failure`], so that request writes its line like
+//! any other the Hub could not serve.
+//!
 //! A request with more than one `Authorization` header is refused (400), so
 //! a proxy that reads another of them cannot disagree with the Hub. Every
 //! refused credential is logged, rate-limited, through [`FailedLogins`]
@@ -59,7 +66,7 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
 
 /// Resolves a credential to its principal (reading through the store, with
 /// no recorder in scope, so nothing here is counted).
-pub fn resolve_principal<S: AuthzStore>(
+pub fn resolve_principal<S: AuthzStore + ?Sized>(
     store: &S,
     signer: &crate::tokens::TokenSigner,
     token: &str,
@@ -68,7 +75,7 @@ pub fn resolve_principal<S: AuthzStore>(
 }
 
 /// [`resolve_principal`], also returning when the credential expires.
-pub fn resolve_credential<S: AuthzStore>(
+pub fn resolve_credential<S: AuthzStore + ?Sized>(
     store: &S,
     signer: &crate::tokens::TokenSigner,
     token: &str,
@@ -132,6 +139,39 @@ fn refuse(request: &Request, error: ApiError, credential: Option<&str>) -> Respo
     error.into_response()
 }
 
+/// A failure of the Hub's own while authenticating (a 5xx: the database
+/// unavailable or failing), left for [`answer_authentication_failure`] to
+/// answer inside the tracing layer.
+#[derive(Debug, Clone)]
+pub struct AuthenticationFailure(ApiError);
+
+/// Answers a refused credential (400, 401, 403) at once, untraced; passes a
+/// failure of the Hub's own on to be answered inside the tracing layer.
+async fn refuse_or_pass_on(
+    mut request: Request,
+    next: Next,
+    error: ApiError,
+    credential: Option<&str>,
+) -> Response {
+    if error.status().is_server_error() {
+        request
+            .extensions_mut()
+            .insert(AuthenticationFailure(error));
+        return next.run(request).await;
+    }
+    refuse(&request, error, credential)
+}
+
+/// Innermost, inside the tracing layer: answers the [`AuthenticationFailure`]
+/// authentication left in place of a principal; any other request goes on
+/// to its route.
+pub async fn answer_authentication_failure(mut request: Request, next: Next) -> Response {
+    match request.extensions_mut().remove::<AuthenticationFailure>() {
+        Some(AuthenticationFailure(error)) => error.into_response(),
+        None => next.run(request).await,
+    }
+}
+
 /// The middleware.
 pub async fn authenticate<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
@@ -153,7 +193,7 @@ pub async fn authenticate<S: AuthzStore, A: AuditEmitter>(
                 request.extensions_mut().insert(crate::web::BrowserSession);
                 next.run(request).await
             }
-            Err(e) => refuse(&request, e, None),
+            Err(e) => refuse_or_pass_on(request, next, e, None).await,
         };
     }
     let token = match bearer(request.headers()) {
@@ -172,8 +212,8 @@ pub async fn authenticate<S: AuthzStore, A: AuditEmitter>(
             request.extensions_mut().insert(expiry);
             next.run(request).await
         }
-        Ok(Err(e)) => refuse(&request, e, Some(&token)),
-        Err(_) => ApiError::internal().into_response(),
+        Ok(Err(e)) => refuse_or_pass_on(request, next, e, Some(&token)).await,
+        Err(_) => refuse_or_pass_on(request, next, ApiError::internal(), None).await,
     }
 }
 

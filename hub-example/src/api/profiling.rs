@@ -9,7 +9,9 @@
 //!   token). User access tokens are refused 403, whoever holds them, so a
 //!   token handed to a script cannot turn instrumentation on.
 //!
-//! The page shell reads the same row once per full page load.
+//! The page shell reads the same row once per full page load. Nothing keeps
+//! the value in memory, so every Hub sharing a PostgreSQL database reads
+//! what any of them last wrote.
 
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
@@ -22,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ApiError;
 use crate::authz::{AuditEmitter, Authorizer, Credential, Principal};
-use crate::db::{Db, DbError};
+use crate::db::{Db, DbError, Dialect};
 use crate::replicas::Invalidation;
 use crate::state::AppState;
 use crate::store::{writes, AuthzStore};
@@ -39,13 +41,24 @@ pub struct ProfilingSettings {
 }
 
 /// Whether readiness marks are on. A missing row, or a value that is not
-/// `true`, is off.
+/// `true`, is off. Read from the table on every call, so a change made
+/// through another Hub sharing the database is seen at once.
 pub fn readiness_marks(db: &Db) -> Result<bool, DbError> {
-    let conn = db.conn()?;
-    let value: Option<String> = conn
-        .prepare_cached("SELECT value FROM hub_settings WHERE key = ?1")?
-        .query_row([READINESS_MARKS_KEY], |row| row.get(0))
-        .optional()?;
+    let value: Option<String> = match db.dialect() {
+        Dialect::Sqlite => db
+            .conn()?
+            .prepare_cached("SELECT value FROM hub_settings WHERE key = ?1")?
+            .query_row([READINESS_MARKS_KEY], |row| row.get(0))
+            .optional()?,
+        Dialect::Postgres => db
+            .pg_conn()?
+            .query_opt(
+                "SELECT value FROM hub_settings WHERE key = $1",
+                &[&READINESS_MARKS_KEY],
+            )?
+            .map(|row| row.try_get(0))
+            .transpose()?,
+    };
     Ok(value.as_deref() == Some("true"))
 }
 

@@ -3,8 +3,9 @@
 //! to a bounded queue with `try_send`, so emitting never waits: when the
 //! queue is full the record is rejected and counted. A background writer
 //! takes records off the queue in batches and persists each batch through an
-//! [`AuditBackend`] (the Hub's is
-//! [`SqliteAuditBackend`](super::audit_sqlite::SqliteAuditBackend), one
+//! [`AuditBackend`] (the Hub's writes into its database's `audit_events`
+//! table: [`SqliteAuditBackend`](super::audit_sqlite::SqliteAuditBackend) or
+//! [`PostgresAuditBackend`](super::audit_postgres::PostgresAuditBackend), one
 //! transaction per batch); a batch that fails is counted and retried, so
 //! nothing is lost while the queue has room. [`AuditLog`] reads the figures
 //! (`/healthz` shows them) and drains the queue at shutdown.
@@ -31,6 +32,9 @@ const IDLE_POLL: Duration = Duration::from_millis(20);
 const FIRST_RETRY_WAIT: Duration = Duration::from_millis(20);
 /// The longest wait between two attempts at a failed batch.
 const MAX_RETRY_WAIT: Duration = Duration::from_millis(500);
+/// How long a database backend's batch waits on a lock another connection
+/// holds before the attempt counts as failed (and is retried).
+pub const WRITER_BUSY_TIMEOUT: Duration = Duration::from_millis(250);
 
 /// What a decision concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -87,7 +91,8 @@ pub trait AuditEmitter: Send + Sync + 'static {
 
 /// Persists batches of records: the writer's side of the queue.
 pub trait AuditBackend: Send + 'static {
-    /// The backend's name as `/healthz` shows it (`sqlite`, `memory`).
+    /// The backend's name as `/healthz` shows it (`sqlite`, `postgres`,
+    /// `memory`).
     fn name(&self) -> &'static str;
 
     /// Writes `batch` entirely or not at all; an error leaves the batch to

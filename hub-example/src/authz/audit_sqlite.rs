@@ -1,22 +1,22 @@
-//! The Hub's audit backend: batches of records written into the
+//! The audit backend on SQLite: batches of records written into the
 //! `audit_events` table (migration 3), one transaction per batch, and the
-//! queries behind `GET /api/v1/admin/audit-events`.
+//! SQLite statements behind [`super::audit_store::query_events`].
 //!
 //! The writer has a connection of its own, so it never takes a pooled
-//! connection from a request, and a short busy timeout: a locked database
-//! fails the batch quickly, the writer counts it and retries it, and the
-//! queue absorbs the records meanwhile.
+//! connection from a request, and a short busy timeout
+//! ([`WRITER_BUSY_TIMEOUT`](super::audit::WRITER_BUSY_TIMEOUT)): a locked
+//! database fails the batch quickly, the writer counts it and retries it,
+//! and the queue absorbs the records meanwhile.
 
 use std::path::Path;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
-use super::audit::{AuditBackend, AuditOutcome, AuditRecord, AuditWriteError, Resource};
-
-/// How long a batch waits on a database another connection has locked
-/// before the attempt counts as failed (and is retried).
-pub const WRITER_BUSY_TIMEOUT: Duration = Duration::from_millis(250);
+use super::audit::{AuditBackend, AuditRecord, AuditWriteError};
+use super::audit_store::{
+    millis, outcome_name, resource_parts, AuditCursor, AuditEventRow, AuditPage, AuditQuery,
+};
 
 /// Writes batches into `audit_events`.
 #[derive(Debug)]
@@ -36,32 +36,6 @@ impl SqliteAuditBackend {
         conn.execute_batch("PRAGMA synchronous = NORMAL;")?;
         Ok(SqliteAuditBackend { conn })
     }
-}
-
-fn outcome_name(outcome: AuditOutcome) -> &'static str {
-    match outcome {
-        AuditOutcome::Allow => "allow",
-        AuditOutcome::Deny => "deny",
-        AuditOutcome::Error => "error",
-    }
-}
-
-fn resource_parts(resource: &Resource) -> (&'static str, Option<&str>) {
-    match resource {
-        Resource::Hub => ("hub", None),
-        Resource::Project(id) => ("project", Some(id)),
-        Resource::Agent(id) => ("agent", Some(id)),
-        Resource::Group(id) => ("group", Some(id)),
-        Resource::User(id) => ("user", Some(id)),
-    }
-}
-
-fn millis(record: &AuditRecord) -> i64 {
-    record
-        .at
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// Rows per multi-row `INSERT`: one statement per 64 records instead of one
@@ -108,70 +82,8 @@ impl AuditBackend for SqliteAuditBackend {
     }
 }
 
-/// One stored record, as the admin endpoint returns it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditEventRow {
-    /// Its row id (increasing in the order records were written).
-    pub id: i64,
-    /// When it was decided, Unix milliseconds.
-    pub at_ms: i64,
-    /// `user`, `group` or `agent`.
-    pub principal_kind: String,
-    /// The principal's id.
-    pub principal_id: String,
-    /// The permission name (`agent.read`).
-    pub action: String,
-    /// `hub`, `project`, `agent`, `group` or `user`.
-    pub resource_kind: String,
-    /// The resource's id (none for the Hub).
-    pub resource_id: Option<String>,
-    /// `allow`, `deny` or `error`.
-    pub outcome: String,
-}
-
-/// A position in the newest-first order: the last row of a page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AuditCursor {
-    /// The row's time, Unix milliseconds.
-    pub at_ms: i64,
-    /// The row's id.
-    pub id: i64,
-}
-
-/// What to read: rows with `from_ms <= at_ms < to_ms`, newest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AuditQuery {
-    /// The window's start (inclusive), Unix milliseconds.
-    pub from_ms: i64,
-    /// The window's end (exclusive), Unix milliseconds.
-    pub to_ms: i64,
-    /// Continue after this row.
-    pub after: Option<AuditCursor>,
-    /// Most rows in the page.
-    pub limit: u32,
-    /// The histogram's bucket width in milliseconds, if one is wanted.
-    pub bucket_ms: Option<i64>,
-    /// Estimate the count from row ids instead of counting rows.
-    pub approximate_count: bool,
-}
-
-/// One page of rows and the figures of the whole window.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditPage {
-    /// The rows, newest first.
-    pub events: Vec<AuditEventRow>,
-    /// Where the next page starts, when there is one.
-    pub next: Option<AuditCursor>,
-    /// Rows in the window (estimated when `count_is_approximate`).
-    pub count: u64,
-    /// Whether `count` is an estimate.
-    pub count_is_approximate: bool,
-    /// Rows per bucket, `(bucket start ms, rows)`, newest first; only
-    /// buckets that hold rows.
-    pub histogram: Vec<(i64, u64)>,
-}
-
-/// Reads one page of the window `query` names.
+/// Reads one page of the window `query` names (the SQLite statements of
+/// [`super::audit_store::query_events`]).
 pub fn query_events(conn: &Connection, query: &AuditQuery) -> rusqlite::Result<AuditPage> {
     let (after_at, after_id) = query
         .after
@@ -271,11 +183,13 @@ fn approximate_count(conn: &Connection, from_ms: i64, to_ms: i64) -> rusqlite::R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authz::audit::{AuditEmitter, ChannelAuditSink};
+    use crate::authz::audit::{
+        AuditEmitter, AuditOutcome, ChannelAuditSink, Resource, WRITER_BUSY_TIMEOUT,
+    };
     use crate::authz::Action;
     use crate::db::{migrate, Db, OpenMode, PoolOptions};
     use crate::model::PrincipalRef;
-    use std::time::Instant;
+    use std::time::{Instant, UNIX_EPOCH};
 
     fn migrated() -> (tempfile::TempDir, Db) {
         let dir = tempfile::tempdir().unwrap();

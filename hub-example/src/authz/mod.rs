@@ -3,7 +3,9 @@
 
 mod action;
 pub mod audit;
+pub mod audit_postgres;
 pub mod audit_sqlite;
+pub mod audit_store;
 mod authorizer;
 mod memo;
 mod principal;

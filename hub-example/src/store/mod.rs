@@ -18,9 +18,11 @@ pub mod writes;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
+use std::sync::Arc;
+
 use perf_trace_core::counted_store;
 
-use crate::db::DbError;
+use crate::db::{Db, DbError, Dialect};
 use crate::model::{
     AccessConstraint, Agent, DelegationEdge, Group, GroupMembership, Id, PrincipalRef, Project,
     ProjectMembership, RoleBinding, RoleDefinition, User, UserAccessToken,
@@ -89,4 +91,13 @@ pub trait AuthzStore: Send + Sync + 'static {
     ) -> StoreResult<Option<ProjectMembership>>;
     /// A hub setting's stored JSON value.
     fn get_hub_setting(&self, key: &str) -> StoreResult<Option<String>>;
+}
+
+/// The plain (uncounted) store over `db`, of its dialect: for the reads made
+/// outside the Hub's traced handlers (the web client's sign-in and pages).
+pub fn plain_store(db: Db) -> Arc<dyn AuthzStore> {
+    match db.dialect() {
+        Dialect::Sqlite => Arc::new(SqliteStore::new(db)),
+        Dialect::Postgres => Arc::new(PostgresStore::new(db)),
+    }
 }

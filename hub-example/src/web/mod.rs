@@ -29,7 +29,9 @@ use crate::api::{ApiError, FailedLogins};
 use crate::authz::{AuditEmitter, Principal};
 use crate::db::Db;
 use crate::state::AppState;
-use crate::store::{AuthzStore, SqliteStore};
+use std::sync::Arc;
+
+use crate::store::{plain_store, AuthzStore};
 use crate::tokens::TokenSigner;
 use crate::Hub;
 
@@ -47,7 +49,7 @@ pub struct WebOptions {
 #[derive(Clone)]
 pub struct WebState {
     db: Db,
-    store: SqliteStore,
+    store: Arc<dyn AuthzStore>,
     signer: TokenSigner,
     failed_logins: Option<FailedLogins>,
 }
@@ -62,7 +64,7 @@ impl WebState {
     /// The web handlers' state over the Hub's database and signer.
     pub fn new(db: Db, signer: TokenSigner) -> Self {
         WebState {
-            store: SqliteStore::new(db.clone()),
+            store: plain_store(db.clone()),
             db,
             signer,
             failed_logins: None,

@@ -21,7 +21,6 @@ use super::signin::user_json;
 use super::WebState;
 use crate::api::profiling::readiness_marks;
 use crate::api::ApiError;
-use crate::store::AuthzStore;
 
 /// The shell's HTML, with `{{INITIAL_DATA}}` where the initial data goes.
 const SHELL: &str = include_str!("../../web/shell.html");

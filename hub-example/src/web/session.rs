@@ -1,6 +1,7 @@
 //! Browser sessions: a random session id in an `HttpOnly`, `SameSite=Strict`
 //! cookie (`Secure` when the page was reached over TLS), stored in the
-//! `web_sessions` table only as its SHA-256, like access tokens.
+//! `web_sessions` table (SQLite or PostgreSQL, as the Hub's database is)
+//! only as its SHA-256, like access tokens.
 //!
 //! A session is obtained by posting a bearer token once (see
 //! [`super::signin`]), so the token never lives in the browser, and ends at
@@ -21,7 +22,7 @@ use rusqlite::OptionalExtension;
 use crate::api::auth::CredentialExpiry;
 use crate::api::ApiError;
 use crate::authz::{Credential, Principal, UserPrincipal};
-use crate::db::{Db, DbError};
+use crate::db::{Db, DbError, Dialect};
 use crate::store::AuthzStore;
 use crate::tokens::token_hash;
 
@@ -54,16 +55,27 @@ pub fn create_session(db: &Db, user_id: &str, now_ms: i64) -> Result<String, Api
     getrandom::fill(&mut bytes).map_err(|_| ApiError::internal())?;
     let id = format!("{SESSION_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes));
     let expires_at = now_ms + SESSION_LIFETIME.as_millis() as i64;
-    let insert = || -> Result<(), DbError> {
-        db.conn()?
-            .prepare_cached(
-                "INSERT INTO web_sessions (session_hash, user_id, created_at, expires_at)
-                 VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute((&token_hash(&id)[..], user_id, now_ms, expires_at))?;
-        Ok(())
-    };
-    insert()?;
+    let hash = token_hash(&id);
+    match db.dialect() {
+        Dialect::Sqlite => {
+            db.conn()?
+                .prepare_cached(
+                    "INSERT INTO web_sessions (session_hash, user_id, created_at, expires_at)
+                     VALUES (?1, ?2, ?3, ?4)",
+                )
+                .and_then(|mut stmt| stmt.execute((&hash[..], user_id, now_ms, expires_at)))
+                .map_err(DbError::from)?;
+        }
+        Dialect::Postgres => {
+            db.pg_conn()?
+                .execute(
+                    "INSERT INTO web_sessions (session_hash, user_id, created_at, expires_at)
+                     VALUES ($1, $2, $3, $4)",
+                    &[&&hash[..], &user_id, &now_ms, &expires_at],
+                )
+                .map_err(DbError::from)?;
+        }
+    }
     Ok(id)
 }
 
@@ -73,26 +85,44 @@ pub fn live_session(db: &Db, id: &str, now_ms: i64) -> Result<Option<(String, i6
     if !id.starts_with(SESSION_PREFIX) || id.len() > 128 {
         return Ok(None);
     }
-    Ok(db
-        .conn()?
-        .prepare_cached(
-            "SELECT user_id, expires_at FROM web_sessions
-             WHERE session_hash = ?1 AND revoked_at IS NULL AND expires_at > ?2",
-        )?
-        .query_row((&token_hash(id)[..], now_ms), |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })
-        .optional()?)
+    let hash = token_hash(id);
+    match db.dialect() {
+        Dialect::Sqlite => Ok(db
+            .conn()?
+            .prepare_cached(
+                "SELECT user_id, expires_at FROM web_sessions
+                 WHERE session_hash = ?1 AND revoked_at IS NULL AND expires_at > ?2",
+            )?
+            .query_row((&hash[..], now_ms), |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()?),
+        Dialect::Postgres => {
+            let row = db.pg_conn()?.query_opt(
+                "SELECT user_id, expires_at FROM web_sessions
+                 WHERE session_hash = $1 AND revoked_at IS NULL AND expires_at > $2",
+                &[&&hash[..], &now_ms],
+            )?;
+            Ok(row
+                .map(|row| Ok::<_, DbError>((row.try_get(0)?, row.try_get(1)?)))
+                .transpose()?)
+        }
+    }
 }
 
 /// Ends a session; `false` when it was not live.
 pub fn revoke_session(db: &Db, id: &str, now_ms: i64) -> Result<bool, DbError> {
-    let changed = db
-        .conn()?
-        .prepare_cached(
-            "UPDATE web_sessions SET revoked_at = ?2 WHERE session_hash = ?1 AND revoked_at IS NULL",
-        )?
-        .execute((&token_hash(id)[..], now_ms))?;
+    let hash = token_hash(id);
+    let changed = match db.dialect() {
+        Dialect::Sqlite => db
+            .conn()?
+            .prepare_cached(
+                "UPDATE web_sessions SET revoked_at = ?2 WHERE session_hash = ?1 AND revoked_at IS NULL",
+            )?
+            .execute((&hash[..], now_ms))? as u64,
+        Dialect::Postgres => db.pg_conn()?.execute(
+            "UPDATE web_sessions SET revoked_at = $2 WHERE session_hash = $1 AND revoked_at IS NULL",
+            &[&&hash[..], &now_ms],
+        )?,
+    };
     Ok(changed == 1)
 }
 

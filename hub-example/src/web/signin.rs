@@ -31,9 +31,8 @@ use super::WebState;
 use crate::api::auth::{bearer, resolve_credential};
 use crate::api::ApiError;
 use crate::authz::{Credential, Principal};
-use crate::db::DbError;
+use crate::db::{Db, DbError, Dialect};
 use crate::model::User;
-use crate::store::AuthzStore;
 
 /// The signed-in user, as sign-in answers and the page shell embed it.
 pub fn user_json(user: &User) -> serde_json::Value {
@@ -69,7 +68,7 @@ pub async fn sign_in(
     let web = state.clone();
     let credential = token.clone();
     let signed_in_or_refused = tokio::task::spawn_blocking(move || {
-        let (principal, _) = resolve_credential(&web.store, &web.signer, &token)?;
+        let (principal, _) = resolve_credential(&*web.store, &web.signer, &token)?;
         let user_id = match principal {
             Principal::User(user) if user.credential == Credential::Session => user.id,
             _ => {
@@ -119,6 +118,22 @@ pub async fn sign_out(
     Ok(response)
 }
 
+/// The id of the user with `email`, if there is one.
+fn user_id_by_email(db: &Db, email: &str) -> Result<Option<String>, DbError> {
+    match db.dialect() {
+        Dialect::Sqlite => Ok(db
+            .conn()?
+            .prepare_cached("SELECT id FROM users WHERE email = ?1")?
+            .query_row([email], |row| row.get(0))
+            .optional()?),
+        Dialect::Postgres => Ok(db
+            .pg_conn()?
+            .query_opt("SELECT id FROM users WHERE email = $1", &[&email])?
+            .map(|row| row.try_get(0))
+            .transpose()?),
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TestLogin {
@@ -139,12 +154,7 @@ pub async fn test_login(
         .map_err(|_| ApiError::bad_request(r#"body must be {"email": "..."}"#))?;
     let web = state.clone();
     tokio::task::spawn_blocking(move || {
-        let user_id: Option<String> = web
-            .db
-            .conn()?
-            .prepare_cached("SELECT id FROM users WHERE email = ?1")
-            .and_then(|mut stmt| stmt.query_row([&login.email], |row| row.get(0)).optional())
-            .map_err(DbError::from)?;
+        let user_id = user_id_by_email(&web.db, &login.email)?;
         let user = match user_id {
             Some(id) => web.store.get_user(&id)?,
             None => None,

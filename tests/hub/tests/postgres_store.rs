@@ -265,7 +265,7 @@ fn hub_over_database(database: &PgDatabase, agents: u32, max_size: u32) -> TestH
 }
 
 #[tokio::test]
-async fn an_unavailable_database_is_a_503_with_retry_after_and_the_hub_recovers() {
+async fn an_unavailable_database_is_a_503_with_retry_after_and_its_line_and_the_hub_recovers() {
     let Some(server) = pg_url() else { return };
     let database = PgDatabase::create(&server);
     let hub = hub_over_database(&database, 4, 4);
@@ -275,11 +275,17 @@ async fn an_unavailable_database_is_a_503_with_retry_after_and_the_hub_recovers(
         hub.get(&uri, Some(&doc.member_token)).await.status,
         StatusCode::OK
     );
+    // A refused credential is answered by authentication, untraced.
+    let refused = hub.get(&uri, Some("scb1.not.a-token")).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    assert!(!refused.headers.contains_key("x-request-id"));
+    let mut requests = 1;
+    assert_eq!(hub.perf_lines().len(), requests);
 
     database.cut_off();
-    let mut answered_ok = 1;
     for _ in 0..3 {
         let reply = hub.get(&uri, Some(&doc.member_token)).await;
+        requests += 1;
         assert_eq!(
             reply.status,
             StatusCode::SERVICE_UNAVAILABLE,
@@ -291,6 +297,14 @@ async fn an_unavailable_database_is_a_503_with_retry_after_and_the_hub_recovers(
             reply.json(),
             serde_json::json!({"error": "database busy or locked, try again later"})
         );
+        // Authentication could not read the credential's user: the 503 is
+        // the Hub's failure, not a refusal, and writes exactly one line.
+        let id = reply.headers["x-request-id"].to_str().unwrap();
+        let line = hub.line_of(id);
+        assert_eq!(line["method"], "GET", "{line}");
+        for key in ["db_wait_count", "db_wait_us", "db_in_use", "db_open"] {
+            assert!(line[key].is_u64(), "{key}: {line}");
+        }
     }
 
     database.reopen();
@@ -299,8 +313,8 @@ async fn an_unavailable_database_is_a_503_with_retry_after_and_the_hub_recovers(
     let mut recovered = false;
     for _ in 0..20 {
         let reply = hub.get(&uri, Some(&doc.member_token)).await;
+        requests += 1;
         if reply.status == StatusCode::OK {
-            answered_ok += 1;
             recovered = true;
             break;
         }
@@ -308,12 +322,10 @@ async fn an_unavailable_database_is_a_503_with_retry_after_and_the_hub_recovers(
     }
     assert!(recovered, "the Hub did not recover without a restart");
     let ok = hub.get(&uri, Some(&doc.member_token)).await;
-    answered_ok += 1;
+    requests += 1;
     assert_eq!(ok.status, StatusCode::OK);
-    // The 503s above were answered by authentication, which needs the
-    // database and sits outside the tracing layer (as a 401 does): they
-    // write no perf_trace line. Every request past it writes exactly one.
-    assert_eq!(hub.perf_lines().len(), answered_ok);
+    // One line per request throughout, the refused credential's aside.
+    assert_eq!(hub.perf_lines().len(), requests);
 }
 
 #[tokio::test]
