@@ -105,8 +105,21 @@ impl EventRelay for PgEventRelay {
         // The write the event reports has committed; a replica that cannot
         // be told now (the server just went away) misses the event, as a
         // subscriber connected after it would.
-        if let Ok(mut conn) = self.db.pg_conn() {
-            let _ = conn.execute("SELECT pg_notify($1, $2)", &[&self.channel, &payload]);
+        let notify = || {
+            if let Ok(mut conn) = self.db.pg_conn() {
+                let _ = conn.execute("SELECT pg_notify($1, $2)", &[&self.channel, &payload]);
+            }
+        };
+        // The Hub publishes from its blocking threads; a caller on an async
+        // runtime's thread (the synchronous client may not block there) has
+        // the notification sent from a thread of its own, still before
+        // `publish` returns, so the order of events is kept.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::scope(|s| {
+                s.spawn(notify);
+            });
+        } else {
+            notify();
         }
     }
 }
