@@ -7,8 +7,16 @@
 //! connection: when that connection is lost (the server restarted, the
 //! backend terminated) the listener connects again and no subscriber is
 //! dropped; events sent while it was away are not replayed.
+//!
+//! Publishing never waits on the database: an event is queued, in the order
+//! it was published, for a notifier thread that sends the `NOTIFY`s one by
+//! one. A write holding the bus's write order thus adds no round trip, and
+//! `publish` may be called from async code (where the synchronous client
+//! may not block). A replica whose queue is full, as a subscriber that
+//! lags, misses the events that do not fit.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,12 +37,15 @@ pub trait EventRelay: Send + Sync + std::fmt::Debug {
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// How often the listener looks whether its Hub is gone.
 const POLL: Duration = Duration::from_millis(250);
+/// Events waiting for the notifier, at most (as many as the bus keeps for
+/// a slow subscriber).
+const OUTBOX: usize = super::bus::BUS_CAPACITY;
 
-/// The relay over PostgreSQL's `NOTIFY`, and the thread that `LISTEN`s.
+/// The relay over PostgreSQL's `NOTIFY`, and the threads that send them and
+/// that `LISTEN`.
 #[derive(Debug)]
 pub struct PgEventRelay {
-    db: Db,
-    channel: String,
+    outbox: SyncSender<String>,
     origin: u64,
     stop: Arc<AtomicBool>,
 }
@@ -78,9 +89,13 @@ impl PgEventRelay {
             .name("hub-event-listener".into())
             .spawn(move || listener.run())
             .map_err(|e| DbError::Corrupt(format!("cannot start the event listener: {e}")))?;
+        let (outbox, queued) = sync_channel(OUTBOX);
+        std::thread::Builder::new()
+            .name("hub-event-notifier".into())
+            .spawn(move || notify_in_order(&db, &channel, &queued))
+            .map_err(|e| DbError::Corrupt(format!("cannot start the event notifier: {e}")))?;
         Ok(PgEventRelay {
-            db,
-            channel,
+            outbox,
             origin,
             stop,
         })
@@ -102,24 +117,19 @@ impl EventRelay for PgEventRelay {
             "data": event.data,
         })
         .to_string();
-        // The write the event reports has committed; a replica that cannot
-        // be told now (the server just went away) misses the event, as a
-        // subscriber connected after it would.
-        let notify = || {
-            if let Ok(mut conn) = self.db.pg_conn() {
-                let _ = conn.execute("SELECT pg_notify($1, $2)", &[&self.channel, &payload]);
-            }
-        };
-        // The Hub publishes from its blocking threads; a caller on an async
-        // runtime's thread (the synchronous client may not block there) has
-        // the notification sent from a thread of its own, still before
-        // `publish` returns, so the order of events is kept.
-        if tokio::runtime::Handle::try_current().is_ok() {
-            std::thread::scope(|s| {
-                s.spawn(notify);
-            });
-        } else {
-            notify();
+        // Full: the other replicas miss this one (see the module docs).
+        let _ = self.outbox.try_send(payload);
+    }
+}
+
+/// The notifier thread: sends each queued event in turn, until the relay is
+/// dropped and the queue is empty. The write an event reports has
+/// committed; a replica that cannot be told now (the server just went away)
+/// misses the event, as a subscriber connected after it would.
+fn notify_in_order(db: &Db, channel: &str, queued: &Receiver<String>) {
+    for payload in queued {
+        if let Ok(mut conn) = db.pg_conn() {
+            let _ = conn.execute("SELECT pg_notify($1, $2)", &[&channel, &payload]);
         }
     }
 }
