@@ -294,7 +294,7 @@ fn insert_agent(hub: &TestHub, id: &str, project: &str, creator: &str) {
     hub.execute(
         "INSERT INTO agents (id, project_id, name, phase, activity, created_by, created_at, updated_at, config)
          VALUES (?1, ?2, ?1, 'running', 'idle', ?3, 0, 0, '{}')",
-        &[&id, &project, &creator],
+        &[id, project, creator],
     );
 }
 
@@ -304,11 +304,11 @@ fn matrix_agents(hub: &TestHub) -> MatrixAgents {
     let doc = hub.doc().clone();
     hub.execute(
         "INSERT INTO users (id, email, display_name, created_at) VALUES (?1, 'stranger@example.com', 'Stranger', 0)",
-        &[&STRANGER],
+        &[STRANGER],
     );
     hub.execute(
         "INSERT INTO projects (id, slug, name, created_by, created_at) VALUES (?1, 'left', 'Left', ?2, 0)",
-        &[&LEFT_PROJECT, &STRANGER],
+        &[LEFT_PROJECT, STRANGER],
     );
     insert_agent(
         hub,
@@ -334,7 +334,7 @@ fn matrix_agents(hub: &TestHub) -> MatrixAgents {
         hub.execute(
             "INSERT INTO role_bindings (id, principal_kind, principal_id, role_id, scope_kind, scope_id, created_at)
              VALUES (?1, 'user', ?2, ?3, 'project', ?4, 0)",
-            &[&binding, user, &MEMBER_ROLE, &LEFT_PROJECT],
+            &[&binding, user, MEMBER_ROLE, LEFT_PROJECT],
         );
         insert_agent(hub, &in_left, LEFT_PROJECT, user);
         mine_in_left.push((user.clone(), in_left));
@@ -351,7 +351,7 @@ fn matrix_agents(hub: &TestHub) -> MatrixAgents {
 fn leave_left_project(hub: &TestHub) {
     hub.execute(
         "DELETE FROM role_bindings WHERE scope_id = ?1",
-        &[&LEFT_PROJECT],
+        &[LEFT_PROJECT],
     );
 }
 
