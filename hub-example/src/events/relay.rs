@@ -9,8 +9,18 @@
 //! connection: when that connection is lost (the server restarted, the
 //! backend terminated) the listener connects again and no subscriber is
 //! dropped; events sent while it was away are not replayed.
+//!
+//! Publishing never waits on the database: an event is queued, in the order
+//! it was published, for a notifier thread that sends the `NOTIFY`s one by
+//! one. A write holding the bus's write order thus adds no round trip, and
+//! `publish` may be called from async code (where the synchronous client
+//! may not block). When the queue is full the other replicas miss the
+//! events that do not fit, as a subscriber that lags does, and are then
+//! told to drop every cached entry, since nobody can say which writes
+//! they missed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +28,7 @@ use postgres::fallible_iterator::FallibleIterator;
 
 use crate::db::postgres::PgManager;
 use crate::db::{Db, DbError};
-use crate::replicas::{Origin, ReplicaInbox, ReplicaMessage};
+use crate::replicas::{Invalidation, Origin, ReplicaInbox, ReplicaMessage};
 
 /// Hands a message (a published event, a write's invalidation) to the
 /// other replicas.
@@ -31,12 +41,19 @@ pub trait EventRelay: Send + Sync + std::fmt::Debug {
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// How often the listener looks whether its Hub is gone.
 const POLL: Duration = Duration::from_millis(250);
+/// Events waiting for the notifier, at most (as many as the bus keeps for
+/// a slow subscriber).
+const OUTBOX: usize = super::bus::BUS_CAPACITY;
 
-/// The relay over PostgreSQL's `NOTIFY`, and the thread that `LISTEN`s.
+/// The relay over PostgreSQL's `NOTIFY`, and the threads that send them and
+/// that `LISTEN`.
 #[derive(Debug)]
 pub struct PgEventRelay {
-    db: Db,
-    channel: String,
+    outbox: SyncSender<String>,
+    /// Set when a message did not fit in the outbox: the notifier then
+    /// tells the others to drop everything, since it cannot say what
+    /// they missed.
+    overflowed: Arc<AtomicBool>,
     origin: Origin,
     stop: Arc<AtomicBool>,
 }
@@ -73,9 +90,18 @@ impl PgEventRelay {
             .name("hub-event-listener".into())
             .spawn(move || listener.run())
             .map_err(|e| DbError::Corrupt(format!("cannot start the event listener: {e}")))?;
+        let (outbox, queued) = sync_channel(OUTBOX);
+        let overflowed = Arc::new(AtomicBool::new(false));
+        std::thread::Builder::new()
+            .name("hub-event-notifier".into())
+            .spawn({
+                let overflowed = Arc::clone(&overflowed);
+                move || notify_in_order(&db, &channel, &queued, &overflowed, origin)
+            })
+            .map_err(|e| DbError::Corrupt(format!("cannot start the event notifier: {e}")))?;
         Ok(PgEventRelay {
-            db,
-            channel,
+            outbox,
+            overflowed,
             origin,
             stop,
         })
@@ -91,12 +117,34 @@ impl Drop for PgEventRelay {
 impl EventRelay for PgEventRelay {
     fn relay(&self, message: &ReplicaMessage) {
         let payload = message.encode(self.origin);
-        // The write the message reports has committed; a replica that
-        // cannot be told now (the server just went away) misses it, as a
-        // subscriber connected after it would (and its listener, cut off
-        // too, drops its cache when it listens again).
-        if let Ok(mut conn) = self.db.pg_conn() {
-            let _ = conn.execute("SELECT pg_notify($1, $2)", &[&self.channel, &payload]);
+        if self.outbox.try_send(payload).is_err() {
+            // Full: the others miss this message; a later notice makes
+            // them drop every cached entry (see the module docs).
+            self.overflowed.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// The notifier thread: sends each queued message in turn, until the relay
+/// is dropped and the queue is empty. The write a message reports has
+/// committed; a replica that cannot be told now (the server just went away)
+/// misses it, as a subscriber connected after it would (and its listener,
+/// cut off too, drops its cache when it listens again).
+fn notify_in_order(
+    db: &Db,
+    channel: &str,
+    queued: &Receiver<String>,
+    overflowed: &AtomicBool,
+    origin: Origin,
+) {
+    for payload in queued {
+        if let Ok(mut conn) = db.pg_conn() {
+            let _ = conn.execute("SELECT pg_notify($1, $2)", &[&channel, &payload]);
+            if overflowed.swap(false, Ordering::AcqRel) {
+                let everything =
+                    ReplicaMessage::Invalidate(Invalidation::Everything).encode(origin);
+                let _ = conn.execute("SELECT pg_notify($1, $2)", &[&channel, &everything]);
+            }
         }
     }
 }

@@ -347,23 +347,13 @@ async fn server_config_refuses_perf_trace_and_stores_the_rest() {
         .await;
     assert_eq!(ok.status, StatusCode::OK);
     assert_eq!(ok.json(), json!({"updated": ["ui.theme"]}));
-    let conn = hub.hub.db().conn().unwrap();
-    let stored: String = conn
-        .query_row(
-            "SELECT value FROM hub_settings WHERE key = 'ui.theme'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(stored, "\"dark\"");
-    let perf: i64 = conn
-        .query_row(
-            "SELECT COUNT(*) FROM hub_settings WHERE key LIKE 'server%'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(perf, 0);
+    let stored = hub.query_row("SELECT value FROM hub_settings WHERE key = 'ui.theme'", &[]);
+    assert_eq!(stored[0].text(), "\"dark\"");
+    let perf = hub.query_row(
+        "SELECT COUNT(*) FROM hub_settings WHERE key LIKE 'server%'",
+        &[],
+    );
+    assert_eq!(perf[0].int(), 0);
 }
 
 #[tokio::test]
@@ -377,30 +367,26 @@ async fn scoped_tokens_are_limited_to_their_project_and_revocable() {
     let doc = hub.doc().clone();
     let token = access_token_from_bytes([3; 32]);
     let id = "22222222-2222-4222-8222-222222222222";
-    insert_user_access_token(
-        hub.hub.db(),
-        &NewAccessToken {
-            id,
-            user_id: &doc.admin_user_id,
-            project_id: &doc.project_id,
-            name: "ci",
-            token: &token,
-            expires_at_ms: i64::MAX,
-        },
-        0,
-    )
-    .unwrap();
-    let stored: Vec<u8> = hub
-        .hub
-        .db()
-        .conn()
-        .unwrap()
-        .query_row(
-            "SELECT token_hash FROM user_access_tokens WHERE id = ?1",
-            [id],
-            |r| r.get(0),
+    hub.with_db(|db| {
+        insert_user_access_token(
+            db,
+            &NewAccessToken {
+                id,
+                user_id: &doc.admin_user_id,
+                project_id: &doc.project_id,
+                name: "ci",
+                token: &token,
+                expires_at_ms: i64::MAX,
+            },
+            0,
         )
-        .unwrap();
+    })
+    .unwrap();
+    let stored = hub.query_row(
+        "SELECT token_hash FROM user_access_tokens WHERE id = ?1",
+        &[id],
+    )[0]
+    .as_bytes();
     assert_eq!(stored.len(), 32);
     assert!(!String::from_utf8_lossy(&stored).contains(&token));
 
@@ -422,7 +408,8 @@ async fn scoped_tokens_are_limited_to_their_project_and_revocable() {
         .await;
     assert_eq!(admin.status, StatusCode::FORBIDDEN);
 
-    revoke_user_access_token(hub.hub.db(), id, 1).unwrap();
+    hub.with_db(|db| revoke_user_access_token(db, id, 1))
+        .unwrap();
     let revoked = hub.get("/api/v1/agents", Some(&token)).await;
     assert_eq!(revoked.status, StatusCode::UNAUTHORIZED);
     assert_eq!(revoked.json(), json!({"error": "token revoked"}));

@@ -35,12 +35,7 @@ async fn wait_for(what: impl Fn() -> bool) {
 }
 
 fn audit_rows(hub: &TestHub) -> i64 {
-    hub.seeded
-        .db()
-        .conn()
-        .unwrap()
-        .query_row("SELECT COUNT(*) FROM audit_events", [], |r| r.get(0))
-        .unwrap()
+    hub_support::sql::query_row(&hub.seeded.db(), "SELECT COUNT(*) FROM audit_events", &[])[0].int()
 }
 
 #[tokio::test]

@@ -89,22 +89,25 @@ fn access_token(hub: &TestHub, seed: u8, expires_at_ms: i64, revoked: bool) -> S
     let doc = hub.doc();
     let token = access_token_from_bytes([seed; 32]);
     let id = format!("{seed:08x}-0000-4000-8000-000000000000");
-    insert_user_access_token(
-        hub.hub.db(),
-        &NewAccessToken {
-            id: &id,
-            user_id: &doc.member_user_id,
-            project_id: &doc.project_id,
-            name: "bad-input",
-            token: &token,
-            expires_at_ms,
-        },
-        0,
-    )
+    hub.with_db(|db| {
+        insert_user_access_token(
+            db,
+            &NewAccessToken {
+                id: &id,
+                user_id: &doc.member_user_id,
+                project_id: &doc.project_id,
+                name: "bad-input",
+                token: &token,
+                expires_at_ms,
+            },
+            0,
+        )?;
+        if revoked {
+            revoke_user_access_token(db, &id, 1)?;
+        }
+        Ok::<_, hub_example::db::DbError>(())
+    })
     .unwrap();
-    if revoked {
-        revoke_user_access_token(hub.hub.db(), &id, 1).unwrap();
-    }
     token
 }
 

@@ -51,18 +51,20 @@ fn fresh_twin(seeded: &Seeded) -> TestHub {
 
 fn access_token(hub: &TestHub, id: &str, user: &str, project: &str, seed: u8) -> String {
     let token = access_token_from_bytes([seed; 32]);
-    insert_user_access_token(
-        hub.hub.db(),
-        &NewAccessToken {
-            id,
-            user_id: user,
-            project_id: project,
-            name: "cache",
-            token: &token,
-            expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
-        },
-        0,
-    )
+    hub.with_db(|db| {
+        insert_user_access_token(
+            db,
+            &NewAccessToken {
+                id,
+                user_id: user,
+                project_id: project,
+                name: "cache",
+                token: &token,
+                expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
+            },
+            0,
+        )
+    })
     .unwrap();
     token
 }

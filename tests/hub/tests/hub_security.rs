@@ -12,8 +12,8 @@ use axum::http::{Method, Request, StatusCode};
 use hub_example::seed::TOKEN_EXPIRY_SECS;
 use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
 use hub_example::tokens::{access_token_from_bytes, token_hash, TokenSigner, TokenSubject};
+use hub_support::sql::{stored_bytes, Cell};
 use hub_support::{TestHub, SECRET};
-use rusqlite::types::ValueRef;
 use tower::ServiceExt;
 
 /// Every kind of caller the Hub knows.
@@ -30,18 +30,20 @@ fn access_token(hub: &TestHub, id: &str, user: &str, seed: u8) -> String {
 
 fn access_token_in(hub: &TestHub, id: &str, user: &str, project: &str, seed: u8) -> String {
     let token = access_token_from_bytes([seed; 32]);
-    insert_user_access_token(
-        hub.hub.db(),
-        &NewAccessToken {
-            id,
-            user_id: user,
-            project_id: project,
-            name: "security",
-            token: &token,
-            expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
-        },
-        0,
-    )
+    hub.with_db(|db| {
+        insert_user_access_token(
+            db,
+            &NewAccessToken {
+                id,
+                user_id: user,
+                project_id: project,
+                name: "security",
+                token: &token,
+                expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
+            },
+            0,
+        )
+    })
     .unwrap();
     token
 }
@@ -196,26 +198,14 @@ async fn access_tokens_are_stored_only_as_hashes_and_no_credential_is_in_the_dat
     let secret_part = token.strip_prefix("scpat_").unwrap().to_owned();
 
     // The row, every column as text or bytes.
-    let conn = hub.hub.db().conn().unwrap();
-    let mut stmt = conn
-        .prepare(
+    let cells: Vec<Vec<u8>> = hub
+        .query_row(
             "SELECT * FROM user_access_tokens WHERE id = 'bbbbbbbb-0000-4000-8000-000000000001'",
+            &[],
         )
-        .unwrap();
-    let columns = stmt.column_count();
-    let cells: Vec<Vec<u8>> = stmt
-        .query_row([], |row| {
-            (0..columns)
-                .map(|i| {
-                    Ok(match row.get_ref(i)? {
-                        ValueRef::Text(t) | ValueRef::Blob(t) => t.to_vec(),
-                        ValueRef::Integer(n) => n.to_string().into_bytes(),
-                        _ => Vec::new(),
-                    })
-                })
-                .collect()
-        })
-        .unwrap();
+        .iter()
+        .map(Cell::as_bytes)
+        .collect();
     let hash = token_hash(&token);
     assert!(
         cells.iter().any(|c| c[..] == hash[..]),
@@ -225,20 +215,12 @@ async fn access_tokens_are_stored_only_as_hashes_and_no_credential_is_in_the_dat
         let text = String::from_utf8_lossy(cell);
         assert!(!text.contains(&secret_part), "raw token in a column");
     }
-    drop(stmt);
-    drop(conn);
 
-    // Nor anywhere in the files: no raw access token, no bearer token, no secret.
-    let dir = hub.seeded.dir.path();
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.to_string_lossy().contains("hub.db") {
-            files.push((path.clone(), std::fs::read(&path).unwrap()));
-        }
-    }
-    assert!(!files.is_empty());
-    for (path, bytes) in &files {
+    // Nor anywhere in the database (its files, or every PostgreSQL table):
+    // no raw access token, no bearer token, no secret.
+    let places = stored_bytes(hub.hub.db(), hub.seeded.dir.path());
+    assert!(!places.is_empty());
+    for (place, bytes) in &places {
         let text = String::from_utf8_lossy(bytes);
         for needle in [
             secret_part.as_str(),
@@ -247,11 +229,7 @@ async fn access_tokens_are_stored_only_as_hashes_and_no_credential_is_in_the_dat
             &doc.member_token,
             &doc.admin_token,
         ] {
-            assert!(
-                !text.contains(needle),
-                "{} holds a credential",
-                path.display()
-            );
+            assert!(!text.contains(needle), "{place} holds a credential");
         }
     }
 
@@ -312,16 +290,11 @@ impl MatrixAgents {
     }
 }
 
-fn exec(hub: &TestHub, sql: &str, params: &[&dyn rusqlite::ToSql]) {
-    hub.hub.db().conn().unwrap().execute(sql, params).unwrap();
-}
-
 fn insert_agent(hub: &TestHub, id: &str, project: &str, creator: &str) {
-    exec(
-        hub,
+    hub.execute(
         "INSERT INTO agents (id, project_id, name, phase, activity, created_by, created_at, updated_at, config)
          VALUES (?1, ?2, ?1, 'running', 'idle', ?3, 0, 0, '{}')",
-        &[&id, &project, &creator],
+        &[id, project, creator],
     );
 }
 
@@ -329,15 +302,13 @@ fn insert_agent(hub: &TestHub, id: &str, project: &str, creator: &str) {
 /// where each user held the member role while it created its agent.
 fn matrix_agents(hub: &TestHub) -> MatrixAgents {
     let doc = hub.doc().clone();
-    exec(
-        hub,
+    hub.execute(
         "INSERT INTO users (id, email, display_name, created_at) VALUES (?1, 'stranger@example.com', 'Stranger', 0)",
-        &[&STRANGER],
+        &[STRANGER],
     );
-    exec(
-        hub,
+    hub.execute(
         "INSERT INTO projects (id, slug, name, created_by, created_at) VALUES (?1, 'left', 'Left', ?2, 0)",
-        &[&LEFT_PROJECT, &STRANGER],
+        &[LEFT_PROJECT, STRANGER],
     );
     insert_agent(
         hub,
@@ -360,11 +331,10 @@ fn matrix_agents(hub: &TestHub) -> MatrixAgents {
         mine_in_other.push((user.clone(), in_other));
         let in_left = format!("ffffffff-0000-4000-8000-00000000000{i}");
         let binding = format!("bbbbbbbb-1111-4000-8000-00000000000{i}");
-        exec(
-            hub,
+        hub.execute(
             "INSERT INTO role_bindings (id, principal_kind, principal_id, role_id, scope_kind, scope_id, created_at)
              VALUES (?1, 'user', ?2, ?3, 'project', ?4, 0)",
-            &[&binding, user, &MEMBER_ROLE, &LEFT_PROJECT],
+            &[&binding, user, MEMBER_ROLE, LEFT_PROJECT],
         );
         insert_agent(hub, &in_left, LEFT_PROJECT, user);
         mine_in_left.push((user.clone(), in_left));
@@ -379,22 +349,16 @@ fn matrix_agents(hub: &TestHub) -> MatrixAgents {
 
 /// Takes every role in the left project away again.
 fn leave_left_project(hub: &TestHub) {
-    exec(
-        hub,
+    hub.execute(
         "DELETE FROM role_bindings WHERE scope_id = ?1",
-        &[&LEFT_PROJECT],
+        &[LEFT_PROJECT],
     );
 }
 
 fn phase_of(hub: &TestHub, agent: &str) -> String {
-    hub.hub
-        .db()
-        .conn()
-        .unwrap()
-        .query_row("SELECT phase FROM agents WHERE id = ?1", [agent], |r| {
-            r.get(0)
-        })
-        .unwrap()
+    hub.query_row("SELECT phase FROM agents WHERE id = ?1", &[agent])[0]
+        .text()
+        .to_owned()
 }
 
 /// What `token` may actually do with `agent`: a read, a status update (the

@@ -212,18 +212,20 @@ mod hub_support_tokens {
     pub fn scoped_admin_token(hub: &TestHub) -> String {
         let doc = hub.doc();
         let token = access_token_from_bytes([7; 32]);
-        insert_user_access_token(
-            hub.hub.db(),
-            &NewAccessToken {
-                id: "11111111-1111-4111-8111-111111111111",
-                user_id: &doc.admin_user_id,
-                project_id: &doc.project_id,
-                name: "ci",
-                token: &token,
-                expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
-            },
-            0,
-        )
+        hub.with_db(|db| {
+            insert_user_access_token(
+                db,
+                &NewAccessToken {
+                    id: "11111111-1111-4111-8111-111111111111",
+                    user_id: &doc.admin_user_id,
+                    project_id: &doc.project_id,
+                    name: "ci",
+                    token: &token,
+                    expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
+                },
+                0,
+            )
+        })
         .unwrap();
         token
     }
@@ -301,10 +303,7 @@ async fn the_gcp_switch_renames_the_message_key_everywhere() {
 async fn off_means_no_layer_no_decorators_no_lines_no_headers() {
     let hub = TestHub::new(5, Settings::default());
     assert!(!hub.hub.perf_trace());
-    assert_eq!(
-        hub.hub.store_type(),
-        "hub_example::store::sqlite::SqliteStore"
-    );
+    assert_eq!(hub.hub.store_type(), hub.store_type_name());
     assert_eq!(
         hub.hub.audit_type(),
         "hub_example::authz::audit::ChannelAuditSink"
@@ -333,7 +332,7 @@ async fn off_means_no_layer_no_decorators_no_lines_no_headers() {
     assert!(on
         .hub
         .store_type()
-        .contains("CountedAuthzStore<hub_example::store::sqlite::SqliteStore>"));
+        .contains(&format!("CountedAuthzStore<{}>", on.store_type_name())));
     assert!(on
         .hub
         .audit_type()

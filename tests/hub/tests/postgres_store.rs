@@ -68,7 +68,7 @@ async fn answers(
 }
 
 async fn same_answers_on_both_stores(agents: u32, server: &str) {
-    let sqlite = TestHub::over(Seeded::new(agents), traced());
+    let sqlite = TestHub::over(Seeded::on_sqlite(agents), traced());
     let postgres = TestHub::over(Seeded::on_postgres(agents, server), traced());
     assert_eq!(sqlite.doc().project_id, postgres.doc().project_id);
     assert_eq!(sqlite.doc().member_token, postgres.doc().member_token);

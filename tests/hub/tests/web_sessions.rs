@@ -93,17 +93,14 @@ async fn the_cookie_authenticates_only_on_the_web_listener_and_ends_at_sign_out(
     // The session id is stored only as its hash: one row, whose key is the
     // id's SHA-256, and no column holding the id itself.
     let id = cookie.split_once('=').unwrap().1;
-    let rows: Vec<(Vec<u8>, String)> = hub
-        .hub
-        .db()
-        .conn()
-        .unwrap()
-        .prepare("SELECT session_hash, user_id FROM web_sessions")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let rows: Vec<(Vec<u8>, String)> = hub_support::sql::query(
+        hub.hub.db(),
+        "SELECT session_hash, user_id FROM web_sessions",
+        &[],
+    )
+    .iter()
+    .map(|r| (r[0].as_bytes(), r[1].text().to_owned()))
+    .collect();
     assert_eq!(
         rows,
         vec![(
@@ -139,26 +136,24 @@ async fn only_a_users_session_token_starts_a_session() {
     let web = web_router(&hub);
     let doc = hub.doc().clone();
     let access = access_token_from_bytes([9; 32]);
-    insert_user_access_token(
-        hub.hub.db(),
-        &NewAccessToken {
-            id: "44444444-4444-4444-8444-444444444444",
-            user_id: &doc.member_user_id,
-            project_id: &doc.project_id,
-            name: "ci",
-            token: &access,
-            expires_at_ms: i64::MAX,
-        },
-        0,
-    )
+    hub.with_db(|db| {
+        insert_user_access_token(
+            db,
+            &NewAccessToken {
+                id: "44444444-4444-4444-8444-444444444444",
+                user_id: &doc.member_user_id,
+                project_id: &doc.project_id,
+                name: "ci",
+                token: &access,
+                expires_at_ms: i64::MAX,
+            },
+            0,
+        )
+    })
     .unwrap();
-    let agent_id: String = hub
-        .hub
-        .db()
-        .conn()
-        .unwrap()
-        .query_row("SELECT id FROM agents LIMIT 1", [], |r| r.get(0))
-        .unwrap();
+    let agent_id = hub.query_row("SELECT id FROM agents LIMIT 1", &[])[0]
+        .text()
+        .to_owned();
     let agent_token = TokenSigner::from_session_secret(SECRET)
         .issue(&TokenSubject::Agent(agent_id), i64::MAX / 4);
     for (token, status) in [

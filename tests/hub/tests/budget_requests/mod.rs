@@ -12,7 +12,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;
 use hub_example::authz::{ChannelAuditSink, TracedAuditEmitter};
-use hub_example::db::Db;
+use hub_example::db::{Db, Dialect};
 use hub_example::events::EventBus;
 use hub_example::exits::HubExits;
 use hub_example::keys::HubSchema;
@@ -24,7 +24,7 @@ use hub_example::model::{
 use hub_example::perf::trace_layer;
 use hub_example::seed::SeedDocument;
 use hub_example::store::agent_rows::{read_agents, RowQuery, RowScope};
-use hub_example::store::{AuthzStore, CountedAuthzStore, SqliteStore, StoreResult};
+use hub_example::store::{AuthzStore, CountedAuthzStore, PostgresStore, SqliteStore, StoreResult};
 use hub_example::tokens::TokenSigner;
 use hub_example::{build_router, AppState};
 use perf_trace_core::testing::perf_traced_request;
@@ -162,12 +162,12 @@ pub async fn first_request(router: &Router, doc: &SeedDocument) -> Picks {
 /// also reads every agent of the projects asked about, one `GetAgent` round
 /// trip each. Every read, the extra ones included, goes through the counting
 /// decorator, as any read on the request path does.
-pub struct RereadingStore {
-    store: CountedAuthzStore<SqliteStore>,
+pub struct RereadingStore<S: AuthzStore> {
+    store: CountedAuthzStore<S>,
     db: Db,
 }
 
-impl AuthzStore for RereadingStore {
+impl<S: AuthzStore> AuthzStore for RereadingStore<S> {
     fn get_effective_groups(&self, user_id: &str) -> StoreResult<Vec<Id>> {
         self.store.get_effective_groups(user_id)
     }
@@ -260,10 +260,17 @@ impl AuthzStore for RereadingStore {
 /// Hub with tracing on, with the store swapped.
 pub fn rereading_router(seeded: &Seeded) -> Router {
     let db = seeded.db();
+    match db.dialect() {
+        Dialect::Sqlite => router_over(SqliteStore::new(db.clone()), db),
+        Dialect::Postgres => router_over(PostgresStore::new(db.clone()), db),
+    }
+}
+
+fn router_over<S: AuthzStore>(inner: S, db: Db) -> Router {
     let logger = Logger::new(CaptureBuffer::new().writer(), false);
     let (sink, _audit_log) = ChannelAuditSink::start(16_384, 0);
     let store = RereadingStore {
-        store: CountedAuthzStore::new(SqliteStore::new(db.clone())),
+        store: CountedAuthzStore::new(inner),
         db: db.clone(),
     };
     let layer = trace_layer(&logger, db.pool_stats(), &HubExits::default());

@@ -1,10 +1,16 @@
-//! Shared fixtures of the hub tests: a seeded database in a temporary
-//! folder, the Hub built over it in-process with its log captured, and
-//! helpers to call it and read its lines.
+//! Shared fixtures of the hub tests: a seeded database, the Hub built over
+//! it in-process with its log captured, and helpers to call it and read its
+//! lines.
+//!
+//! The database is an SQLite file in a temporary folder, or, with
+//! `HUB_TEST_STORE=postgres`, a schema of its own on the server of
+//! `PERF_TRACE_PG_URL` (see [`store`]): the same suites run on both stores.
 
 #![allow(dead_code)]
 
 pub mod postgres;
+pub mod sql;
+pub mod store;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
@@ -24,13 +30,25 @@ pub const SECRET: &str = "bench-secret-1";
 /// A seeded database.
 pub struct Seeded {
     pub doc: SeedDocument,
+    /// A folder of the test's own (on SQLite, the database file is in it).
     pub dir: tempfile::TempDir,
     /// Where the rows are, when seeded into PostgreSQL (in a schema of its own).
     pub pg: Option<postgres::PgSchema>,
 }
 
 impl Seeded {
+    /// `agents` agents (and the fixed users, groups and roles) in the store
+    /// the suites run on (see [`store::test_store`]).
     pub fn new(agents: u32) -> Seeded {
+        match store::test_store() {
+            store::TestStore::Sqlite => Self::on_sqlite(agents),
+            store::TestStore::Postgres { server } => Self::on_postgres(agents, server),
+        }
+    }
+
+    /// The same data as [`Seeded::new`], in an SQLite file whatever the
+    /// suites' store.
+    pub fn on_sqlite(agents: u32) -> Seeded {
         let dir = tempfile::tempdir().unwrap();
         let doc = seed(&SeedOptions {
             db_path: dir.path().join("hub.db"),
@@ -63,6 +81,7 @@ impl Seeded {
         }
     }
 
+    /// A new pool over the seeded database.
     pub fn db(&self) -> Db {
         if let Some(schema) = &self.pg {
             return Db::open_postgres(schema.url(), PoolOptions::default()).unwrap();
@@ -176,6 +195,38 @@ impl TestHub {
 
     pub fn doc(&self) -> &SeedDocument {
         &self.seeded.doc
+    }
+
+    /// Whether the Hub serves PostgreSQL.
+    pub fn on_postgres(&self) -> bool {
+        self.seeded.pg.is_some()
+    }
+
+    /// The type of the Hub's store on this database (before any decorator).
+    pub fn store_type_name(&self) -> &'static str {
+        if self.on_postgres() {
+            "hub_example::store::postgres::PostgresStore"
+        } else {
+            "hub_example::store::sqlite::SqliteStore"
+        }
+    }
+
+    /// Runs `f` with the Hub's database on a thread of its own, as the Hub
+    /// runs its own store calls (PostgreSQL's synchronous client may not run
+    /// on the test's async runtime).
+    pub fn with_db<T: Send>(&self, f: impl FnOnce(&Db) -> T + Send) -> T {
+        let db = self.hub.db();
+        sql::off_runtime(|| f(db))
+    }
+
+    /// Runs a statement on the Hub's database (see [`sql`]); the rows changed.
+    pub fn execute(&self, sql: &str, params: &[&str]) -> u64 {
+        sql::execute(self.hub.db(), sql, params)
+    }
+
+    /// The one row of a query on the Hub's database (see [`sql`]).
+    pub fn query_row(&self, sql: &str, params: &[&str]) -> Vec<sql::Cell> {
+        sql::query_row(self.hub.db(), sql, params)
     }
 
     pub async fn call(
