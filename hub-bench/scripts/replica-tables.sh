@@ -52,8 +52,10 @@ sep='?'
 [[ $PG == *\?* ]] && sep='&'
 DB="$PG${sep}options=-csearch_path%3D$SCHEMA"
 
-psql "$PG" -qAt -v ON_ERROR_STOP=1 \
-  -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE" -c "CREATE SCHEMA $SCHEMA"
+sql() {
+  PGOPTIONS="--client-min-messages=warning" psql "$PG" -qAt -v ON_ERROR_STOP=1 "$@"
+}
+sql -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE" -c "CREATE SCHEMA $SCHEMA"
 $B seed --db "$DB" --session-secret $SECRET --agents "$AGENTS" \
   --project-slug "bench-$AGENTS" --out "$OUT/seed.json"
 
@@ -88,5 +90,5 @@ $L load --hub "http://127.0.0.1:$((PORT + 1)),http://127.0.0.1:$((PORT + 2))" \
   --compare "$OUT/load-1.json" --notes "PostgreSQL, two replicas"
 stop_hubs
 
-psql "$PG" -qAt -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE"
+sql -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE"
 echo "reports, CSV and Hub logs in $OUT"
