@@ -2,13 +2,19 @@
 //! (Linux): CPU time from `/proc/PID/stat`, the resident set from
 //! `/proc/PID/status`. The process is given by `--hub-pid`, or found from the
 //! Hub's port: the listening socket's inode in `/proc/net/tcp{,6}`, then the
-//! process holding that socket among `/proc/*/fd`.
+//! process holding that socket among `/proc/*/fd`. Over several replicas each
+//! one's process is found from its own port; one that cannot be found (a
+//! host that is not loopback, another user's process) is reported with the
+//! reason instead of figures.
 //!
 //! CPU% is CPU time over wall time between two samples: 100% is one core
 //! busy, so a Hub using both cores of a 2-core machine reads 200%.
 
+use std::net::IpAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+use reqwest::Url;
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +42,10 @@ pub struct HubProcessReport {
     pub rss_mib_max: f64,
     /// Resident set at the last sample, MiB.
     pub rss_mib_end: f64,
+    /// True when the process was gone before the run ended (a replica
+    /// killed during the run): the figures cover its life until then.
+    #[serde(default)]
+    pub exited_during_run: bool,
 }
 
 /// One reading of a process.
@@ -98,19 +108,25 @@ pub fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
         .collect()
 }
 
-/// The process listening on `port` on this machine, if one can be seen
-/// (another user's processes cannot).
-pub fn find_pid_by_port(port: u16) -> Option<u32> {
+/// The process listening on `port` on this machine, or why none can be
+/// named: no socket listens there, or its process is not visible (another
+/// user's processes are not).
+pub fn find_pid_by_port(port: u16) -> Result<u32, String> {
     let inodes: Vec<u64> = ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()
         .filter_map(|t| std::fs::read_to_string(t).ok())
         .flat_map(|t| listening_inodes(&t, port))
         .collect();
     if inodes.is_empty() {
-        return None;
+        return Err(format!("nothing listens on port {port} on this machine"));
     }
     let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+    let not_visible =
+        || format!("the process listening on port {port} is not visible (another user's?)");
+    for entry in std::fs::read_dir("/proc")
+        .map_err(|_| not_visible())?
+        .flatten()
+    {
         let Some(pid) = entry
             .file_name()
             .to_str()
@@ -124,12 +140,40 @@ pub fn find_pid_by_port(port: u16) -> Option<u32> {
         for fd in fds.flatten() {
             if let Ok(target) = std::fs::read_link(fd.path()) {
                 if wanted.iter().any(|w| target.as_os_str() == w.as_str()) {
-                    return Some(pid);
+                    return Ok(pid);
                 }
             }
         }
     }
-    None
+    Err(not_visible())
+}
+
+/// Whether `url`'s host is this machine's loopback (`localhost`,
+/// 127.0.0.0/8, `::1`): only then is its process looked for here.
+pub fn is_loopback(url: &Url) -> bool {
+    match url.host_str() {
+        Some(host) if host.eq_ignore_ascii_case("localhost") => true,
+        Some(host) => host
+            .trim_matches(|c| c == '[' || c == ']')
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback()),
+        None => false,
+    }
+}
+
+/// The process serving `url` on this machine, found from its port, or why
+/// it cannot be found.
+pub fn find_pid_for_url(url: &Url) -> Result<u32, String> {
+    if !is_loopback(url) {
+        return Err(format!(
+            "{} is not a loopback address: only a Hub on this machine is sampled",
+            url.host_str().unwrap_or("the host")
+        ));
+    }
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| format!("{url} has no port"))?;
+    find_pid_by_port(port)
 }
 
 /// Samples collected so far, folded into the report's figures.
@@ -142,6 +186,7 @@ pub struct Samples {
     count: u32,
     cpu_percent_max: f64,
     rss_kib_max: u64,
+    exited: bool,
 }
 
 impl Samples {
@@ -155,7 +200,13 @@ impl Samples {
             count: 0,
             cpu_percent_max: 0.0,
             rss_kib_max: 0,
+            exited: false,
         }
+    }
+
+    /// Notes that the process was gone at a sample.
+    pub fn mark_exited(&mut self) {
+        self.exited = true;
     }
 
     /// Adds a reading taken at `at`.
@@ -194,6 +245,7 @@ impl Samples {
             rss_mib_start: mib(first.rss_kib),
             rss_mib_max: mib(self.rss_kib_max),
             rss_mib_end: mib(last.rss_kib),
+            exited_during_run: self.exited,
         })
     }
 }
@@ -211,35 +263,51 @@ pub fn cpu_percent(ticks: u64, wall: Duration) -> f64 {
     ticks as f64 / TICKS_PER_SECOND / seconds * 100.0
 }
 
-/// Samples `pid` every `every` until the returned sender is dropped or
-/// sent to; the task's result is the report.
-pub fn spawn_sampler(
-    pid: u32,
-    found_by: &'static str,
-    every: Duration,
-) -> (
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<Option<HubProcessReport>>,
-) {
-    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let mut samples = Samples::new(pid, found_by);
-        let mut tick = tokio::time::interval(every);
-        loop {
-            tokio::select! {
-                _ = &mut stopped => break,
-                _ = tick.tick() => match sample(pid) {
-                    Some(reading) => samples.add(Instant::now(), reading),
-                    None => break,
-                },
+/// A sampler running in the background; [`Sampler::finish`] stops it.
+#[derive(Debug)]
+pub struct Sampler {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<HubProcessReport, String>>,
+}
+
+impl Sampler {
+    /// Samples `pid` every `every` until [`Sampler::finish`] or until the
+    /// process is gone.
+    pub fn spawn(pid: u32, found_by: &'static str, every: Duration) -> Sampler {
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let mut samples = Samples::new(pid, found_by);
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tokio::select! {
+                    _ = &mut stopped => break,
+                    _ = tick.tick() => match sample(pid) {
+                        Some(reading) => samples.add(Instant::now(), reading),
+                        None => {
+                            samples.mark_exited();
+                            break;
+                        }
+                    },
+                }
             }
-        }
-        if let Some(reading) = sample(pid) {
-            samples.add(Instant::now(), reading);
-        }
-        samples.report()
-    });
-    (stop, task)
+            match sample(pid) {
+                Some(reading) => samples.add(Instant::now(), reading),
+                None => samples.mark_exited(),
+            }
+            samples
+                .report()
+                .ok_or_else(|| format!("process {pid} exited before it was sampled twice"))
+        });
+        Sampler { stop, task }
+    }
+
+    /// Stops sampling: the figures, or why there are none.
+    pub async fn finish(self) -> Result<HubProcessReport, String> {
+        let _ = self.stop.send(());
+        self.task
+            .await
+            .map_err(|e| format!("the sampler failed: {e}"))?
+    }
 }
 
 #[cfg(test)]
@@ -311,9 +379,51 @@ mod tests {
     fn this_process_is_found_from_its_listening_port_and_sampled() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        assert_eq!(find_pid_by_port(port), Some(std::process::id()));
+        assert_eq!(find_pid_by_port(port), Ok(std::process::id()));
+        let url = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+        assert_eq!(find_pid_for_url(&url), Ok(std::process::id()));
         let reading = sample(std::process::id()).unwrap();
         assert!(reading.rss_kib > 0);
         assert_eq!(sample(u32::MAX), None);
+    }
+
+    #[test]
+    fn only_a_loopback_hub_is_looked_for_and_a_missing_one_says_why() {
+        let url = |s: &str| Url::parse(s).unwrap();
+        for local in ["http://localhost:1", "http://127.0.0.2:1", "http://[::1]:1"] {
+            assert!(is_loopback(&url(local)), "{local}");
+        }
+        let remote = find_pid_for_url(&url("http://192.0.2.7:19811")).unwrap_err();
+        assert!(
+            remote.contains("192.0.2.7 is not a loopback address"),
+            "{remote}"
+        );
+        let closed = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let nothing = find_pid_for_url(&url(&format!("http://127.0.0.1:{closed}"))).unwrap_err();
+        assert!(
+            nothing.contains(&format!("nothing listens on port {closed}")),
+            "{nothing}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_process_that_is_gone_is_reported_as_exited() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let sampler = Sampler::spawn(child.id(), "hub-pid", Duration::from_millis(20));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        child.kill().unwrap();
+        child.wait().unwrap();
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let report = sampler.finish().await.unwrap();
+        assert!(
+            report.exited_during_run && report.samples >= 2,
+            "{report:?}"
+        );
     }
 }

@@ -24,12 +24,21 @@
 //!
 //! A completed request whose status is expected and 4xx/5xx is an *expected
 //! failure*; a status outside the expected set, or no response at all, is an
-//! *unexpected failure*. Latency figures cover every completed request.
+//! *unexpected failure*. Latency figures cover every completed request. A
+//! user whose request got no response at all (a replica killed, a refused
+//! connection) waits [`RETRY_PAUSE`] before its next one, so a Hub that is
+//! gone is not hammered in a tight loop and fills neither the request cap
+//! nor memory.
 //!
-//! Beside the run's own figures, the report carries the Hub's side: its
-//! process's CPU% and RSS sampled during the run ([`crate::hub_process`]),
-//! and the cache table and audit health read once every user has finished
-//! ([`crate::hub_state`]). `--csv` and `--compare` write and print the same
+//! With several `--hub` URLs (replicas), user `u` goes to replica `u mod n`
+//! for the whole run, and each replica's figures are reported on their own
+//! too, its failures included: a replica that dies during the run shows as
+//! that replica's unexpected failures, not as a failed run.
+//!
+//! Beside the run's own figures, the report carries the Hub's side: each
+//! Hub process's CPU% and RSS sampled during the run
+//! ([`crate::hub_process`]), and the cache table and audit health of the
+//! first Hub read once every user has finished ([`crate::hub_state`]). `--csv` and `--compare` write and print the same
 //! figures in other shapes ([`crate::load_csv`], [`crate::load_compare`]).
 
 use std::collections::BTreeMap;
@@ -47,6 +56,7 @@ use reqwest::{Client, Method, Url};
 
 use crate::apibench::write_json;
 use crate::client::{self, endpoint_url, error_chain, path_and_query};
+use crate::hub_process::{HubProcessReport, Sampler};
 use crate::report::{EndpointLoad, LatencySummary, LoadReport, ReplicaLoad};
 use crate::seed_file::LoadedSeed;
 use crate::stats::{latency_summary_us, round_ms};
@@ -110,7 +120,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub notes: String,
     /// The Hub's process id, for its CPU% and RSS in the report (found from
-    /// the --hub port when not given)
+    /// the --hub port when not given; with several replicas, each one's is
+    /// found from its port)
     #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
     pub hub_pid: Option<u32>,
     /// Also write the per-endpoint figures as CSV into this folder
@@ -123,6 +134,9 @@ pub struct LoadArgs {
 
 /// How often the Hub process is sampled.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+
+/// How long a user waits after a request that got no response at all.
+pub const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
 /// One endpoint of the mix, with its URLs filled in.
 #[derive(Debug, Clone)]
@@ -428,6 +442,10 @@ async fn user(shared: Arc<Shared>, user: u32) -> Vec<Tally> {
             }
         }
         shared.completed.fetch_add(1, Ordering::Relaxed);
+        if status == 0 {
+            let resume = tokio::time::Instant::now() + RETRY_PAUSE;
+            tokio::time::sleep_until(resume.min(shared.deadline)).await;
+        }
     }
     tallies
 }
@@ -472,6 +490,11 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
         .split(',')
         .map(client::parse_hub_url)
         .collect::<anyhow::Result<Vec<_>>>()?;
+    if args.hub_pid.is_some() && bases.len() > 1 {
+        bail!(
+            "--hub-pid names one process: with several --hub URLs each replica's process is found from its port"
+        );
+    }
     let base = bases[0].clone();
     let loaded = LoadedSeed::load(&args.seed)?;
     let seed = &loaded.seed;
@@ -507,14 +530,16 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
         cap_reached: AtomicBool::new(false),
     });
 
-    let hub_pid = match args.hub_pid {
-        Some(pid) => Some((pid, "hub-pid")),
-        None => base
-            .port_or_known_default()
-            .and_then(hub_process::find_pid_by_port)
-            .map(|pid| (pid, "port")),
-    };
-    let sampler = hub_pid.map(|(pid, by)| hub_process::spawn_sampler(pid, by, SAMPLE_EVERY));
+    let samplers: Vec<Result<Sampler, String>> = bases
+        .iter()
+        .map(|b| {
+            let (pid, found_by) = match args.hub_pid {
+                Some(pid) => (pid, "hub-pid"),
+                None => (hub_process::find_pid_for_url(b)?, "port"),
+            };
+            Ok(Sampler::spawn(pid, found_by, SAMPLE_EVERY))
+        })
+        .collect();
 
     let bar = progress_bar(args.duration);
     let ticker = {
@@ -551,18 +576,34 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
         }
     }
     let elapsed = start.elapsed();
-    let replica_loads = if replicas > 1 {
-        bases
-            .iter()
-            .zip(&per_replica)
-            .enumerate()
-            .map(|(i, (base, tallies))| {
-                replica_load(base, (i, replicas), users_started, tallies, elapsed)
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let mut processes = Vec::with_capacity(replicas);
+    for sampler in samplers {
+        processes.push(match sampler {
+            Ok(sampler) => sampler.finish().await,
+            Err(reason) => Err(reason),
+        });
+    }
+    let replica_loads: Vec<ReplicaLoad> = bases
+        .iter()
+        .zip(&per_replica)
+        .zip(processes)
+        .enumerate()
+        .map(|(i, ((base, tallies), process))| {
+            replica_load(
+                base,
+                (i, replicas),
+                users_started,
+                tallies,
+                elapsed,
+                process,
+            )
+        })
+        .collect();
+    let (hub_process, hub_process_missing, replica_loads) =
+        match <[ReplicaLoad; 1]>::try_from(replica_loads) {
+            Ok([one]) => (one.hub_process, one.hub_process_missing, Vec::new()),
+            Err(several) => (None, None, several),
+        };
     let mut totals = vec![Tally::default(); weights.len()];
     for tallies in per_replica {
         for (total, t) in totals.iter_mut().zip(tallies) {
@@ -572,13 +613,6 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
     ticker.abort();
     bar.finish_and_clear();
     machine::finish(&mut machine_info);
-    let hub_process = match sampler {
-        Some((stop, task)) => {
-            let _ = stop.send(());
-            task.await.ok().flatten()
-        }
-        None => None,
-    };
     let (cache, audit) = hub_state::read(&shared.client, &base, &seed.admin_token).await;
 
     let mut all: Vec<u32> = Vec::with_capacity(totals.iter().map(|t| t.latencies_us.len()).sum());
@@ -628,6 +662,7 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
         overall,
         endpoints,
         hub_process,
+        hub_process_missing,
         cache: Some(cache),
         audit,
         machine: machine_info,
@@ -640,8 +675,9 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
     }
     println!("wrote {}", args.out.display());
     if let Some(dir) = &args.csv {
-        let path = load_csv::write_csv(dir, &args.out, &report)?;
-        println!("wrote {}", path.display());
+        for path in load_csv::write_csv(dir, &args.out, &report)? {
+            println!("wrote {}", path.display());
+        }
     }
     if let Some(before) = &before {
         print!("\n{}", load_compare::compare(before, &report));
@@ -656,14 +692,19 @@ fn users_on(index: usize, replicas: usize, users_started: u32) -> u32 {
     (users_started + replicas - 1 - index) / replicas
 }
 
-/// The figures of replica `index` of `replicas`.
+/// The figures of replica `index` of `replicas`, with its process's.
 fn replica_load(
     base: &Url,
     (index, replicas): (usize, usize),
     users_started: u32,
     tallies: &[Tally],
     elapsed: Duration,
+    process: Result<HubProcessReport, String>,
 ) -> ReplicaLoad {
+    let (hub_process, hub_process_missing) = match process {
+        Ok(p) => (Some(p), None),
+        Err(reason) => (None, Some(reason)),
+    };
     let latencies: Vec<u32> = tallies
         .iter()
         .flat_map(|t| t.latencies_us.iter().copied())
@@ -678,10 +719,15 @@ fn replica_load(
         unexpected_failures: tallies.iter().map(|t| t.unexpected_failures).sum(),
         abandoned_requests: tallies.iter().map(|t| t.abandoned).sum(),
         latency,
+        hub_process,
+        hub_process_missing,
     }
 }
 
-/// The per-replica table of a run over several replicas.
+/// The per-replica table of a run over several replicas: its users'
+/// figures, then its process's CPU (average and peak, 100% = one core) and
+/// RSS (peak); below it, why a replica's process has no figures, or that it
+/// was gone before the end.
 pub fn replica_table(report: &LoadReport) -> String {
     let mut t = Table::new([
         "replica",
@@ -692,11 +738,17 @@ pub fn replica_table(report: &LoadReport) -> String {
         "unexp fail",
         "avg ms",
         "p50 ms",
+        "p75 ms",
         "p90 ms",
         "p95 ms",
         "p99 ms",
         "max ms",
+        "pid",
+        "cpu avg %",
+        "cpu max %",
+        "rss max MiB",
     ]);
+    let mut notes = String::new();
     for r in &report.replicas {
         let mut row = vec![
             r.hub_base_url.clone(),
@@ -707,9 +759,32 @@ pub fn replica_table(report: &LoadReport) -> String {
             r.unexpected_failures.to_string(),
         ];
         row.extend(latency_cells(&r.latency));
+        match &r.hub_process {
+            Some(p) => {
+                row.extend([
+                    p.pid.to_string(),
+                    format!("{:.1}", p.cpu_percent_avg),
+                    format!("{:.1}", p.cpu_percent_max),
+                    format!("{:.1}", p.rss_mib_max),
+                ]);
+                if p.exited_during_run {
+                    notes.push_str(&format!(
+                        "{}: process {} exited during the run\n",
+                        r.hub_base_url, p.pid
+                    ));
+                }
+            }
+            None => row.extend(["-", "-", "-", "-"].map(str::to_owned)),
+        }
+        if let Some(reason) = &r.hub_process_missing {
+            notes.push_str(&format!(
+                "{}: process not sampled: {reason}\n",
+                r.hub_base_url
+            ));
+        }
         t.row(row);
     }
-    format!("per replica:\n{}", t.render())
+    format!("per replica:\n{}{notes}", t.render())
 }
 
 /// `count / seconds`, to one decimal; 0 for an empty run.
@@ -790,9 +865,13 @@ pub fn hub_tables(report: &LoadReport) -> String {
     let mut out = String::new();
     if let Some(p) = &report.hub_process {
         out.push_str(&format!(
-            "hub process {} (found by {}): CPU {:.1}% avg, {:.1}% max (100% = one core); RSS {:.1} MiB at start, {:.1} MiB max, {:.1} MiB at end\n",
-            p.pid, p.found_by, p.cpu_percent_avg, p.cpu_percent_max, p.rss_mib_start, p.rss_mib_max, p.rss_mib_end
+            "hub process {} (found by {}): CPU {:.1}% avg, {:.1}% max (100% = one core); RSS {:.1} MiB at start, {:.1} MiB max, {:.1} MiB at end{}\n",
+            p.pid, p.found_by, p.cpu_percent_avg, p.cpu_percent_max, p.rss_mib_start, p.rss_mib_max, p.rss_mib_end,
+            if p.exited_during_run { "; exited during the run" } else { "" }
         ));
+    }
+    if let Some(reason) = &report.hub_process_missing {
+        out.push_str(&format!("hub process not sampled: {reason}\n"));
     }
     match &report.cache {
         Some(cache) if cache.available => {

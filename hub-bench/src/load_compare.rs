@@ -1,11 +1,13 @@
 //! `load --compare BEFORE.json`: the run's figures beside an earlier run's,
 //! as seed 001's "Overall result" and "Endpoint result" tables, each metric
-//! with its change in percent.
+//! with its change in percent. Over several replicas the Hub's CPU and RSS
+//! are the sums over their processes (so one replica compares with two).
 
 use std::path::Path;
 
 use anyhow::Context as _;
 
+use crate::hub_process::HubProcessReport;
 use crate::report::{LatencySummary, LoadReport};
 use crate::table::Table;
 
@@ -75,11 +77,22 @@ pub fn overall_table(before: &LoadReport, after: &LoadReport) -> String {
         Some(after.unexpected_failures as f64),
         count,
     );
-    let cpu = |r: &LoadReport| r.hub_process.as_ref().map(|p| p.cpu_percent_avg);
-    let rss = |r: &LoadReport| r.hub_process.as_ref().map(|p| p.rss_mib_max);
+    let cpu = |r: &LoadReport| all_hubs(r, |p| p.cpu_percent_avg);
+    let rss = |r: &LoadReport| all_hubs(r, |p| p.rss_mib_max);
     row("Hub CPU % (avg)", cpu(before), cpu(after), count);
     row("Hub RSS MiB (max)", rss(before), rss(after), count);
     t.render()
+}
+
+/// A Hub process figure summed over every Hub of the run (one, or each
+/// replica), rounded to one decimal; `None` unless every one was sampled.
+fn all_hubs(report: &LoadReport, figure: fn(&HubProcessReport) -> f64) -> Option<f64> {
+    let sum: f64 = report
+        .hub_processes()
+        .into_iter()
+        .map(|p| p.map(figure))
+        .sum::<Option<f64>>()?;
+    Some((sum * 10.0).round() / 10.0)
 }
 
 /// The "Endpoint result" table: per endpoint of either run (matched by

@@ -1,15 +1,23 @@
 //! `load --csv DIR`: the per-endpoint figures of a run as CSV, one row per
 //! endpoint and an `all` row, named after the JSON report
-//! (`load-on.json` gives `DIR/load-on.csv`).
+//! (`load-on.json` gives `DIR/load-on.csv`); and beside it the figures per
+//! Hub, one row per `--hub` URL with its process's CPU and RSS
+//! (`DIR/load-on-hubs.csv`).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
+use crate::hub_process::HubProcessReport;
 use crate::report::{LatencySummary, LoadReport};
 
 /// The CSV header.
 pub const HEADER: &str = "endpoint,method,path,count,rps,expected_failures,unexpected_failures,abandoned,avg_ms,p50_ms,p75_ms,p90_ms,p95_ms,p99_ms,max_ms";
+
+/// The header of the per-Hub CSV. The process columns are empty when the
+/// process was not sampled, and `process_note` says why (or that it exited
+/// during the run).
+pub const HUBS_HEADER: &str = "hub,users,count,rps,expected_failures,unexpected_failures,abandoned,avg_ms,p50_ms,p75_ms,p90_ms,p95_ms,p99_ms,max_ms,pid,cpu_percent_avg,cpu_percent_max,rss_mib_start,rss_mib_max,rss_mib_end,process_note";
 
 /// Quotes a field when it holds a comma, a quote or a line break (RFC 4180).
 fn field(text: &str) -> String {
@@ -59,21 +67,95 @@ pub fn to_csv(report: &LoadReport) -> String {
     out
 }
 
-/// Where the CSV of the report written to `json` goes in `dir`.
-pub fn csv_path(dir: &Path, json: &Path) -> PathBuf {
-    let stem = json
-        .file_stem()
-        .map_or_else(|| "load".into(), |s| s.to_string_lossy().into_owned());
-    dir.join(format!("{stem}.csv"))
+fn process_fields(process: Option<&HubProcessReport>, missing: Option<&str>) -> String {
+    let note = match (process, missing) {
+        (Some(p), _) if p.exited_during_run => "exited during the run",
+        (_, Some(reason)) => reason,
+        _ => "",
+    };
+    let figures = process.map_or_else(
+        || ",,,,,".to_owned(),
+        |p| {
+            format!(
+                "{},{},{},{},{},{}",
+                p.pid,
+                p.cpu_percent_avg,
+                p.cpu_percent_max,
+                p.rss_mib_start,
+                p.rss_mib_max,
+                p.rss_mib_end
+            )
+        },
+    );
+    format!("{figures},{}", field(note))
 }
 
-/// Writes the CSV into `dir` (created when missing) and returns its path.
-pub fn write_csv(dir: &Path, json: &Path, report: &LoadReport) -> anyhow::Result<PathBuf> {
+/// The per-Hub CSV text: one row per replica, or one for the one Hub.
+pub fn hubs_csv(report: &LoadReport) -> String {
+    let mut out = format!("{HUBS_HEADER}\n");
+    if report.replicas.is_empty() {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{}\n",
+            field(&report.hub_base_url),
+            report.users_started,
+            report.overall.count,
+            report.rps,
+            report.expected_failures,
+            report.unexpected_failures,
+            report.abandoned_requests,
+            latency_fields(&report.overall),
+            process_fields(
+                report.hub_process.as_ref(),
+                report.hub_process_missing.as_deref()
+            )
+        ));
+    }
+    for r in &report.replicas {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{}\n",
+            field(&r.hub_base_url),
+            r.users_started,
+            r.latency.count,
+            r.rps,
+            r.expected_failures,
+            r.unexpected_failures,
+            r.abandoned_requests,
+            latency_fields(&r.latency),
+            process_fields(r.hub_process.as_ref(), r.hub_process_missing.as_deref())
+        ));
+    }
+    out
+}
+
+fn stem(json: &Path) -> String {
+    json.file_stem()
+        .map_or_else(|| "load".into(), |s| s.to_string_lossy().into_owned())
+}
+
+/// Where the per-endpoint CSV of the report written to `json` goes in `dir`.
+pub fn csv_path(dir: &Path, json: &Path) -> PathBuf {
+    dir.join(format!("{}.csv", stem(json)))
+}
+
+/// Where the per-Hub CSV of the report written to `json` goes in `dir`.
+pub fn hubs_csv_path(dir: &Path, json: &Path) -> PathBuf {
+    dir.join(format!("{}-hubs.csv", stem(json)))
+}
+
+/// Writes both CSV files into `dir` (created when missing) and returns
+/// their paths, per endpoint first.
+pub fn write_csv(dir: &Path, json: &Path, report: &LoadReport) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("--csv: create {}", dir.display()))?;
-    let path = csv_path(dir, json);
-    std::fs::write(&path, to_csv(report))
-        .with_context(|| format!("--csv: write {}", path.display()))?;
-    Ok(path)
+    let files = [
+        (csv_path(dir, json), to_csv(report)),
+        (hubs_csv_path(dir, json), hubs_csv(report)),
+    ];
+    let mut written = Vec::with_capacity(files.len());
+    for (path, text) in files {
+        std::fs::write(&path, text).with_context(|| format!("--csv: write {}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
 }
 
 #[cfg(test)]
@@ -92,6 +174,10 @@ mod tests {
         assert_eq!(
             csv_path(Path::new("out"), Path::new("/tmp/runs/load-on.json")),
             Path::new("out/load-on.csv")
+        );
+        assert_eq!(
+            hubs_csv_path(Path::new("out"), Path::new("/tmp/runs/load-on.json")),
+            Path::new("out/load-on-hubs.csv")
         );
     }
 }

@@ -264,9 +264,14 @@ pub struct LoadReport {
     pub overall: LatencySummary,
     /// Per endpoint, in mix order.
     pub endpoints: Vec<EndpointLoad>,
-    /// The Hub process's CPU and memory during the run, when it was found.
+    /// The Hub process's CPU and memory during a run against one Hub, when
+    /// it was found (over several replicas, each one's is in `replicas`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hub_process: Option<crate::hub_process::HubProcessReport>,
+    /// Why a run against one Hub has no `hubProcess` (a host that is not
+    /// loopback, a process that is not visible).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hub_process_missing: Option<String>,
     /// The Hub's response cache per route, read at the end of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<crate::hub_state::CacheTable>,
@@ -301,4 +306,26 @@ pub struct ReplicaLoad {
     pub abandoned_requests: u64,
     /// Latency over its completed requests.
     pub latency: LatencySummary,
+    /// Its process's CPU and memory during the run, when it was found
+    /// (absent from reports written before replicas were sampled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hub_process: Option<crate::hub_process::HubProcessReport>,
+    /// Why it has no `hubProcess`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hub_process_missing: Option<String>,
+}
+
+impl LoadReport {
+    /// Every Hub process of the run: the one Hub's, or each replica's in
+    /// `--hub` order (`None` where it was not sampled).
+    pub fn hub_processes(&self) -> Vec<Option<&crate::hub_process::HubProcessReport>> {
+        if self.replicas.is_empty() {
+            vec![self.hub_process.as_ref()]
+        } else {
+            self.replicas
+                .iter()
+                .map(|r| r.hub_process.as_ref())
+                .collect()
+        }
+    }
 }

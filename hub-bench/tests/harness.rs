@@ -912,3 +912,115 @@ async fn a_compare_file_that_is_not_a_report_fails_before_the_run() {
     };
     assert!(format!("{:#}", run_load(missing).await.unwrap_err()).contains("cannot read"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_over_replicas_samples_each_and_counts_a_dead_one_on_its_own() {
+    let first = MockHub::start(MockOptions::default()).await;
+    let second = MockHub::start(MockOptions::default()).await;
+    // A replica that is gone: its port no longer listens.
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let csv_dir = first.out("csv");
+    let args = LoadArgs {
+        hub: format!("{},{},{dead}", first.url(), second.url()),
+        csv: Some(csv_dir.clone()),
+        ..load_args(&first, 6, Duration::from_secs(2))
+    };
+    let report = run_load(args).await.unwrap();
+
+    assert_eq!(report.hub_process, None, "per replica instead");
+    assert_eq!(report.replicas.len(), 3);
+    for live in &report.replicas[..2] {
+        assert_eq!(live.unexpected_failures, 0, "{live:?}");
+        assert!(live.total_requests > 0);
+        let process = live.hub_process.as_ref().expect("found by its port");
+        assert_eq!(
+            (process.pid, process.found_by.as_str()),
+            (std::process::id(), "port")
+        );
+        assert!(process.samples >= 2 && !process.exited_during_run);
+        assert_eq!(live.hub_process_missing, None);
+    }
+    let gone = &report.replicas[2];
+    assert_eq!(gone.users_started, 2);
+    assert!(gone.unexpected_failures > 0);
+    assert_eq!(gone.unexpected_failures, gone.total_requests);
+    // Each of its users pauses after a refused connection: at most one
+    // attempt per pause and user, not a tight loop.
+    let bound = 2 * (2_000 / hub_bench::load::RETRY_PAUSE.as_millis() as u64 + 1);
+    assert!(
+        gone.total_requests <= bound,
+        "{} > {bound}",
+        gone.total_requests
+    );
+    assert_eq!(gone.hub_process, None);
+    let reason = gone.hub_process_missing.as_deref().unwrap();
+    assert!(reason.contains("nothing listens on port"), "{reason}");
+    assert_eq!(
+        report.unexpected_failures, gone.unexpected_failures,
+        "only the dead replica's users failed"
+    );
+
+    let table = hub_bench::load::replica_table(&report);
+    assert!(
+        table.contains("cpu avg %") && table.contains("rss max MiB"),
+        "{table}"
+    );
+    assert!(
+        table.contains(&format!("{dead}/: process not sampled")),
+        "{table}"
+    );
+
+    let json = read_report(&first.out("load.json"));
+    assert_eq!(json["replicas"][0]["hubProcess"]["pid"], std::process::id());
+    assert_eq!(json["replicas"][2]["hubProcessMissing"], json!(reason));
+    let csv = std::fs::read_to_string(csv_dir.join("load-hubs.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows[0].join(","), hub_bench::load_csv::HUBS_HEADER);
+    assert_eq!(rows.len(), 4);
+    let pid = rows[0].iter().position(|c| *c == "pid").unwrap();
+    assert_eq!(rows[1][pid], std::process::id().to_string());
+    assert_eq!(rows[3][pid], "");
+    assert!(rows[3].last().unwrap().contains("nothing listens"), "{csv}");
+
+    let one = LoadArgs {
+        hub_pid: Some(std::process::id()),
+        ..load_args(&first, 1, Duration::from_secs(1))
+    };
+    let several = LoadArgs {
+        hub: format!("{},{}", first.url(), second.url()),
+        ..one.clone()
+    };
+    let error = format!("{:#}", run_load(several).await.unwrap_err());
+    assert!(error.contains("--hub-pid names one process"), "{error}");
+}
+
+#[test]
+fn a_report_written_before_replicas_were_sampled_still_reads() {
+    let old = json!({
+        "generatedAt": "2026-01-01T00:00:00Z", "harnessCommit": "", "harnessCommitDirty": false,
+        "harnessCommitSource": "unknown", "hubBaseUrl": "http://a,http://b", "users": 2,
+        "usersStarted": 2, "spawnRate": 100, "requestedDurationSeconds": 1.0,
+        "durationSeconds": 1.0, "totalRequests": 0, "rps": 0.0, "expectedFailures": 0,
+        "unexpectedFailures": 0, "sentRequests": 0, "abandonedRequests": 0,
+        "requestCapReached": false, "overall": {"count": 0, "avgMs": null, "p50Ms": null,
+        "p90Ms": null, "p95Ms": null, "p99Ms": null, "maxMs": null}, "endpoints": [],
+        "hubProcess": {"pid": 7, "foundBy": "port", "samples": 2, "cpuPercentAvg": 1.0,
+        "cpuPercentMax": 2.0, "rssMibStart": 1.0, "rssMibMax": 2.0, "rssMibEnd": 2.0},
+        "machine": {"os": "linux", "arch": "x86_64", "numCpu": 2, "rustVersion": "",
+        "hostname": "", "notes": "", "loadAvgStart": [0, 0, 0], "loadAvgEnd": [0, 0, 0],
+        "uptimeSeconds": 0.0},
+        "replicas": [{"hubBaseUrl": "http://a/", "usersStarted": 1, "totalRequests": 0,
+        "rps": 0.0, "expectedFailures": 0, "unexpectedFailures": 0, "abandonedRequests": 0,
+        "latency": {"count": 0, "avgMs": null, "p50Ms": null, "p90Ms": null, "p95Ms": null,
+        "p99Ms": null, "maxMs": null}}]
+    });
+    let report: hub_bench::report::LoadReport = serde_json::from_value(old).unwrap();
+    let process = report.hub_process.as_ref().unwrap();
+    assert!(!process.exited_during_run);
+    assert_eq!(report.hub_process_missing, None);
+    assert_eq!(report.replicas[0].hub_process, None);
+    assert_eq!(report.hub_processes(), vec![None]);
+}
