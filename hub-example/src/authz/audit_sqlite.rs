@@ -118,15 +118,7 @@ pub fn query_events(conn: &Connection, query: &AuditQuery) -> rusqlite::Result<A
             },
         )?
         .collect::<Result<_, _>>()?;
-    let next = if events.len() > query.limit as usize {
-        events.truncate(query.limit as usize);
-        events.last().map(|row| AuditCursor {
-            at_ms: row.at_ms,
-            id: row.id,
-        })
-    } else {
-        None
-    };
+    let next = AuditCursor::after_page(&mut events, query.limit);
     let count = if query.approximate_count {
         approximate_count(conn, query.from_ms, query.to_ms)?
     } else {

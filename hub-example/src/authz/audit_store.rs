@@ -69,6 +69,22 @@ pub struct AuditCursor {
     pub id: i64,
 }
 
+impl AuditCursor {
+    /// Cuts a page read with one row more than `limit` back to `limit`
+    /// rows, and gives the cursor of its last row when that extra row showed
+    /// another page follows.
+    pub fn after_page(rows: &mut Vec<AuditEventRow>, limit: u32) -> Option<AuditCursor> {
+        if rows.len() <= limit as usize {
+            return None;
+        }
+        rows.truncate(limit as usize);
+        rows.last().map(|row| AuditCursor {
+            at_ms: row.at_ms,
+            id: row.id,
+        })
+    }
+}
+
 /// What to read: rows with `from_ms <= at_ms < to_ms`, newest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AuditQuery {

@@ -46,7 +46,11 @@ async fn decisions_are_persisted_and_read_back_newest_first_by_an_admin_only() {
     assert_eq!(health.status, StatusCode::OK);
     let audit = &health.json()["audit"];
     assert_eq!(health.json()["status"], "ok");
-    let backend = if hub.on_postgres() { "postgres" } else { "sqlite" };
+    let backend = if hub.on_postgres() {
+        "postgres"
+    } else {
+        "sqlite"
+    };
     assert_eq!(audit["backend"], backend);
     for key in [
         "accepted",
