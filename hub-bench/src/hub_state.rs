@@ -73,6 +73,48 @@ impl CacheTable {
     }
 }
 
+impl CacheTable {
+    /// The tables of several replicas as one: each route's answers added up
+    /// and its hit rate taken over the sum. Unavailable when any replica's
+    /// table is (a sum with a hole would read as a lower hit rate).
+    pub fn merged(tables: &[CacheTable]) -> CacheTable {
+        if let Some(missing) = tables.iter().find(|t| !t.available) {
+            return CacheTable::unavailable(format!(
+                "a replica's table is unavailable: {}",
+                missing
+                    .unavailable_reason
+                    .as_deref()
+                    .unwrap_or("no reason given")
+            ));
+        }
+        let mut routes: Vec<CacheRoute> = Vec::new();
+        for route in tables.iter().flat_map(|t| &t.routes) {
+            match routes.iter_mut().find(|r| r.route == route.route) {
+                Some(sum) => {
+                    sum.hits += route.hits;
+                    sum.misses += route.misses;
+                    sum.shared += route.shared;
+                }
+                None => routes.push(route.clone()),
+            }
+        }
+        for route in &mut routes {
+            let answers = route.hits + route.misses + route.shared;
+            route.hit_rate = if answers == 0 {
+                0.0
+            } else {
+                route.hits as f64 / answers as f64
+            };
+        }
+        CacheTable {
+            available: true,
+            unavailable_reason: None,
+            enabled: tables.iter().any(|t| t.enabled),
+            routes,
+        }
+    }
+}
+
 /// The audit figures of `/healthz`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -100,6 +142,37 @@ impl AuditHealth {
         let mut audit = value.get("audit")?.clone();
         audit["status"] = value.get("status")?.clone();
         serde_json::from_value(audit).ok()
+    }
+}
+
+impl AuditHealth {
+    /// The audit figures of several replicas added up: `degraded` when any
+    /// replica is, the backend named once when all share it.
+    pub fn merged(all: &[AuditHealth]) -> Option<AuditHealth> {
+        let first = all.first()?;
+        let mut sum = AuditHealth {
+            status: "ok".into(),
+            backend: first.backend.clone(),
+            accepted: 0,
+            flushed: 0,
+            rejected: 0,
+            failed_flushes: 0,
+            queue_size: 0,
+        };
+        for one in all {
+            if one.status != "ok" {
+                sum.status.clone_from(&one.status);
+            }
+            if one.backend != sum.backend {
+                sum.backend = "mixed".into();
+            }
+            sum.accepted += one.accepted;
+            sum.flushed += one.flushed;
+            sum.rejected += one.rejected;
+            sum.failed_flushes += one.failed_flushes;
+            sum.queue_size += one.queue_size;
+        }
+        Some(sum)
     }
 }
 
@@ -161,5 +234,51 @@ mod tests {
         assert_eq!(audit.status, "degraded");
         assert_eq!((audit.accepted, audit.flushed, audit.rejected), (10, 8, 2));
         assert_eq!(AuditHealth::from_healthz(r#"{"status":"ok"}"#), None);
+    }
+
+    #[test]
+    fn replicas_tables_add_up_per_route() {
+        let a = CacheTable::from_answer(
+            200,
+            r#"{"enabled":true,"routes":[{"route":"agents.project","ttlMs":5000,"hits":90,"misses":10,"shared":0,"hitRate":0.9}]}"#,
+        );
+        let b = CacheTable::from_answer(
+            200,
+            r#"{"enabled":true,"routes":[{"route":"agents.project","ttlMs":5000,"hits":50,"misses":40,"shared":10,"hitRate":0.5},{"route":"agents.read","ttlMs":2000,"hits":0,"misses":0,"shared":0,"hitRate":0.0}]}"#,
+        );
+        let sum = CacheTable::merged(&[a.clone(), b]);
+        assert!(sum.available && sum.enabled);
+        assert_eq!(sum.routes.len(), 2);
+        let project = &sum.routes[0];
+        assert_eq!(
+            (project.hits, project.misses, project.shared),
+            (140, 50, 10)
+        );
+        assert!((project.hit_rate - 0.7).abs() < 1e-9);
+        assert_eq!(sum.routes[1].hit_rate, 0.0);
+        let hole = CacheTable::merged(&[a, CacheTable::unavailable("no answer")]);
+        assert!(!hole.available);
+        assert!(hole.unavailable_reason.unwrap().contains("no answer"));
+    }
+
+    #[test]
+    fn replicas_audit_figures_add_up_and_any_degraded_shows() {
+        let ok = AuditHealth::from_healthz(
+            r#"{"status":"ok","audit":{"backend":"postgres","accepted":10,"flushed":10,"rejected":0,"failedFlushes":0,"queueSize":0}}"#,
+        )
+        .unwrap();
+        let degraded = AuditHealth::from_healthz(
+            r#"{"status":"degraded","audit":{"backend":"postgres","accepted":7,"flushed":5,"rejected":2,"failedFlushes":1,"queueSize":0}}"#,
+        )
+        .unwrap();
+        let sum = AuditHealth::merged(&[ok.clone(), degraded]).unwrap();
+        assert_eq!(sum.status, "degraded");
+        assert_eq!(sum.backend, "postgres");
+        assert_eq!(
+            (sum.accepted, sum.flushed, sum.rejected, sum.failed_flushes),
+            (17, 15, 2, 1)
+        );
+        assert_eq!(AuditHealth::merged(std::slice::from_ref(&ok)), Some(ok.clone()));
+        assert_eq!(AuditHealth::merged(&[]), None);
     }
 }

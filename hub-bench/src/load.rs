@@ -57,6 +57,7 @@ use reqwest::{Client, Method, Url};
 use crate::apibench::write_json;
 use crate::client::{self, endpoint_url, error_chain, path_and_query};
 use crate::hub_process::{HubProcessReport, Sampler};
+use crate::hub_state::{AuditHealth, CacheTable};
 use crate::report::{EndpointLoad, LatencySummary, LoadReport, ReplicaLoad};
 use crate::seed_file::LoadedSeed;
 use crate::stats::{latency_summary_us, round_ms};
@@ -599,6 +600,27 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
             )
         })
         .collect();
+    let mut replica_loads = replica_loads;
+    let (cache, audit) = if replica_loads.len() == 1 {
+        hub_state::read(&shared.client, &base, &seed.admin_token).await
+    } else {
+        // Each replica has its own cache and audit writer: read every one,
+        // and add them up for the run's own figures.
+        for (replica, base) in replica_loads.iter_mut().zip(&bases) {
+            let (cache, audit) = hub_state::read(&shared.client, base, &seed.admin_token).await;
+            replica.cache = Some(cache);
+            replica.audit = audit;
+        }
+        let tables: Vec<_> = replica_loads
+            .iter()
+            .filter_map(|r| r.cache.clone())
+            .collect();
+        let audits: Vec<_> = replica_loads
+            .iter()
+            .filter_map(|r| r.audit.clone())
+            .collect();
+        (CacheTable::merged(&tables), AuditHealth::merged(&audits))
+    };
     let (hub_process, hub_process_missing, replica_loads) =
         match <[ReplicaLoad; 1]>::try_from(replica_loads) {
             Ok([one]) => (one.hub_process, one.hub_process_missing, Vec::new()),
@@ -613,7 +635,6 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
     ticker.abort();
     bar.finish_and_clear();
     machine::finish(&mut machine_info);
-    let (cache, audit) = hub_state::read(&shared.client, &base, &seed.admin_token).await;
 
     let mut all: Vec<u32> = Vec::with_capacity(totals.iter().map(|t| t.latencies_us.len()).sum());
     let mut endpoints = Vec::with_capacity(totals.len());
@@ -721,6 +742,8 @@ fn replica_load(
         latency,
         hub_process,
         hub_process_missing,
+        cache: None,
+        audit: None,
     }
 }
 
@@ -912,6 +935,32 @@ pub fn hub_tables(report: &LoadReport) -> String {
         )),
         None if report.cache.is_some() => out.push_str("audit health unavailable\n"),
         None => {}
+    }
+    if report.replicas.len() > 1 {
+        out.push_str("(cache and audit above: every replica's added up)\n");
+    }
+    for (i, r) in report.replicas.iter().enumerate() {
+        let cache = match &r.cache {
+            Some(c) if c.available => {
+                let (hits, answers) = c.routes.iter().fold((0, 0), |(h, n), route| {
+                    (h + route.hits, n + route.hits + route.misses + route.shared)
+                });
+                format!("cache {hits} hits of {answers} answers")
+            }
+            Some(_) => "cache table unavailable".to_owned(),
+            None => continue,
+        };
+        let audit = r
+            .audit
+            .as_ref()
+            .map_or("audit health unavailable".to_owned(), |a| {
+                format!("audit {}, rejected {}", a.status, a.rejected)
+            });
+        out.push_str(&format!(
+            "replica {} ({}): {cache}; {audit}\n",
+            i + 1,
+            r.hub_base_url
+        ));
     }
     out
 }

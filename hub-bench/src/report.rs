@@ -313,6 +313,13 @@ pub struct ReplicaLoad {
     /// Why it has no `hubProcess`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hub_process_missing: Option<String>,
+    /// Its response cache per route at the end of the run (the report's
+    /// `cache` adds up every replica's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<crate::hub_state::CacheTable>,
+    /// Its audit health at the end of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::hub_state::AuditHealth>,
 }
 
 impl LoadReport {
