@@ -8,14 +8,16 @@
 //! backend terminated) the listener connects again and no subscriber is
 //! dropped; events sent while it was away are not replayed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::future::poll_fn;
 use std::sync::Arc;
 use std::time::Duration;
 
-use postgres::fallible_iterator::FallibleIterator;
 use tokio::sync::broadcast;
+use tokio_postgres::AsyncMessage;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::bus::HubEvent;
+use crate::db::postgres::runtime::off_runtime;
 use crate::db::postgres::PgManager;
 use crate::db::{Db, DbError};
 
@@ -25,18 +27,19 @@ pub trait EventRelay: Send + Sync + std::fmt::Debug {
     fn relay(&self, event: &HubEvent);
 }
 
+/// How long the listener waits before connecting again, at first.
+const MIN_BACKOFF: Duration = Duration::from_millis(50);
 /// How long the listener waits between reconnection attempts, at most.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
-/// How often the listener looks whether its Hub is gone.
-const POLL: Duration = Duration::from_millis(250);
 
-/// The relay over PostgreSQL's `NOTIFY`, and the thread that `LISTEN`s.
+/// The relay over PostgreSQL's `NOTIFY`, and the task that `LISTEN`s.
 #[derive(Debug)]
 pub struct PgEventRelay {
     db: Db,
     channel: String,
     origin: u64,
-    stop: Arc<AtomicBool>,
+    /// Stops the listening task when the relay is dropped.
+    _listener: DropGuard,
 }
 
 impl PgEventRelay {
@@ -47,16 +50,11 @@ impl PgEventRelay {
         let manager = db
             .pg_manager()
             .ok_or(DbError::WrongDialect(crate::db::Dialect::Sqlite))?;
-        let schema = std::thread::scope(|s| {
-            s.spawn(|| -> Result<String, DbError> {
-                let mut client = manager.open_client()?;
-                Ok(client
-                    .client()
-                    .query_one("SELECT current_schema()", &[])?
-                    .try_get(0)?)
-            })
-            .join()
-            .unwrap_or_else(|_| Err(DbError::Corrupt("listener check panicked".into())))
+        let schema = off_runtime(|| -> Result<String, DbError> {
+            Ok(db
+                .pg_conn()?
+                .query_one("SELECT current_schema()", &[])?
+                .try_get(0)?)
         })?;
         let channel = format!("hub_events:{schema}");
         // Tells this replica's notifications from the others': the process
@@ -66,30 +64,32 @@ impl PgEventRelay {
             .unwrap_or_default()
             .as_nanos() as u64;
         let origin = (u64::from(std::process::id()) << 32) ^ started;
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = CancellationToken::new();
+        let runtime = manager.runtime().clone();
         let listener = Listener {
             manager,
             channel: channel.clone(),
             origin,
             local,
-            stop: Arc::clone(&stop),
         };
-        std::thread::Builder::new()
-            .name("hub-event-listener".into())
-            .spawn(move || listener.run())
-            .map_err(|e| DbError::Corrupt(format!("cannot start the event listener: {e}")))?;
+        runtime.spawn(listener.run(stop.clone()));
         Ok(PgEventRelay {
             db,
             channel,
             origin,
-            stop,
+            _listener: stop.drop_guard(),
         })
     }
-}
 
-impl Drop for PgEventRelay {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+    /// Sends `payload` to every replica listening on the channel, this one
+    /// included (its listener skips what carries its own origin).
+    fn notify(&self, payload: &str) {
+        // The write the event reports has committed; a replica that cannot
+        // be told now (the server just went away) misses the event, as a
+        // subscriber connected after it would.
+        if let Ok(mut conn) = self.db.pg_conn() {
+            let _ = conn.execute("SELECT pg_notify($1, $2)", &[&self.channel, &payload]);
+        }
     }
 }
 
@@ -102,56 +102,69 @@ impl EventRelay for PgEventRelay {
             "data": event.data,
         })
         .to_string();
-        // The write the event reports has committed; a replica that cannot
-        // be told now (the server just went away) misses the event, as a
-        // subscriber connected after it would.
-        if let Ok(mut conn) = self.db.pg_conn() {
-            let _ = conn.execute("SELECT pg_notify($1, $2)", &[&self.channel, &payload]);
-        }
+        self.notify(&payload);
     }
 }
 
+/// The task that `LISTEN`s on a connection of its own, outside the pool.
 struct Listener {
     manager: PgManager,
     channel: String,
     origin: u64,
     local: broadcast::Sender<Arc<HubEvent>>,
-    stop: Arc<AtomicBool>,
 }
 
 impl Listener {
-    fn run(self) {
-        let mut backoff = Duration::from_millis(50);
-        while !self.stop.load(Ordering::Relaxed) {
-            if self.listen().is_ok() {
-                backoff = Duration::from_millis(50);
-            } else {
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+    /// Listens until `stop` is cancelled, connecting again with a growing
+    /// backoff whenever the connection is lost or cannot be made.
+    async fn run(self, stop: CancellationToken) {
+        let mut backoff = MIN_BACKOFF;
+        loop {
+            match stop.run_until_cancelled(self.listen_until_lost()).await {
+                None => return,
+                // It was listening: the next attempt starts the backoff over.
+                Some(true) => backoff = MIN_BACKOFF,
+                Some(false) => {}
+            }
+            if stop
+                .run_until_cancelled(tokio::time::sleep(backoff))
+                .await
+                .is_none()
+            {
+                return;
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// One connection's life: connect, `LISTEN`, and deliver every
+    /// notification until the connection ends. Returns whether it got as
+    /// far as listening.
+    async fn listen_until_lost(&self) -> bool {
+        let Ok((client, mut connection)) = self.manager.connect_polled().await else {
+            return false;
+        };
+        let listen = format!("LISTEN {}", quoted(&self.channel));
+        let mut listening = std::pin::pin!(client.batch_execute(&listen));
+        let mut listened = false;
+        loop {
+            // The connection does its I/O, the `LISTEN` included, only while
+            // it is polled for messages.
+            tokio::select! {
+                message = poll_fn(|cx| connection.poll_message(cx)) => match message {
+                    Some(Ok(AsyncMessage::Notification(note))) => self.deliver(note.payload()),
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => return listened,
+                },
+                result = &mut listening, if !listened => match result {
+                    Ok(()) => listened = true,
+                    Err(_) => return false,
+                },
             }
         }
     }
 
-    /// One connection's life: `LISTEN`, then deliver until it fails or the
-    /// Hub is gone.
-    fn listen(&self) -> Result<(), DbError> {
-        let mut conn = self.manager.open_client()?;
-        let client = conn.client();
-        client.batch_execute(&format!("LISTEN {}", quoted(&self.channel)))?;
-        while !self.stop.load(Ordering::Relaxed) {
-            let note = client.notifications().timeout_iter(POLL).next()?;
-            match note {
-                Some(note) => self.deliver(note.payload()),
-                // A timeout iterator also ends on a closed connection.
-                None if client.is_closed() => {
-                    return Err(DbError::Corrupt("the listening connection closed".into()))
-                }
-                None => {}
-            }
-        }
-        Ok(())
-    }
-
+    /// Re-publishes on this replica's bus an event another replica sent.
     fn deliver(&self, payload: &str) {
         let Ok(value) = serde_json::from_str::<serde_json::Value>(payload) else {
             return;
