@@ -272,12 +272,10 @@ impl Db {
             return Err(DbError::WrongDialect(Dialect::Sqlite));
         };
         let runtime = manager.runtime();
-        let conn = runtime
-            .block_on(pool.get_owned())
-            .map_err(|e| match e {
-                bb8::RunError::User(e) => e,
-                bb8::RunError::TimedOut => DbError::PoolTimeout,
-            })?;
+        let conn = runtime.block_on(pool.get_owned()).map_err(|e| match e {
+            bb8::RunError::User(e) => e,
+            bb8::RunError::TimedOut => DbError::PoolTimeout,
+        })?;
         Ok(PgConn {
             conn: Some(conn),
             runtime: runtime.clone(),
@@ -428,7 +426,10 @@ mod tests {
         };
         let held = db.pg_conn().unwrap();
         let figures = db.pool_figures();
-        assert_eq!((figures.wait_count, figures.in_use, figures.open), (0, 1, 1));
+        assert_eq!(
+            (figures.wait_count, figures.in_use, figures.open),
+            (0, 1, 1)
+        );
         assert_eq!(figures.wait_time, Duration::ZERO);
 
         // A second checkout waits until the first connection is given back.
@@ -446,7 +447,10 @@ mod tests {
         drop(held);
         assert_eq!(waiter.join().unwrap(), 1);
         let figures = db.pool_figures();
-        assert_eq!((figures.wait_count, figures.in_use, figures.open), (1, 0, 1));
+        assert_eq!(
+            (figures.wait_count, figures.in_use, figures.open),
+            (1, 0, 1)
+        );
         assert!(figures.wait_time >= Duration::from_millis(5), "{figures:?}");
 
         // A checkout that times out waited too, and is a 503.
@@ -460,10 +464,19 @@ mod tests {
         .unwrap();
         let held = short.pg_conn().unwrap();
         let err = short.pg_conn().unwrap_err();
-        assert!(matches!(err, DbError::PoolTimeout) && err.is_busy(), "{err}");
+        assert!(
+            matches!(err, DbError::PoolTimeout) && err.is_busy(),
+            "{err}"
+        );
         let figures = short.pool_figures();
-        assert_eq!((figures.wait_count, figures.in_use, figures.open), (1, 1, 1));
-        assert!(figures.wait_time >= Duration::from_millis(50), "{figures:?}");
+        assert_eq!(
+            (figures.wait_count, figures.in_use, figures.open),
+            (1, 1, 1)
+        );
+        assert!(
+            figures.wait_time >= Duration::from_millis(50),
+            "{figures:?}"
+        );
         drop(held);
     }
 }

@@ -7,6 +7,12 @@
 //! connection: when that connection is lost (the server restarted, the
 //! backend terminated) the listener connects again and no subscriber is
 //! dropped; events sent while it was away are not replayed.
+//!
+//! The listener is a task on the PostgreSQL driver's runtime, polling a
+//! connection of its own (outside the pool) for its notifications, each
+//! handed to `Listener::deliver`; it ends when the relay is dropped. Sending
+//! is one `pg_notify` through the pool (`PgEventRelay::notify`), made on the
+//! publishing request's blocking thread.
 
 use std::future::poll_fn;
 use std::sync::Arc;

@@ -246,7 +246,9 @@ mod tests {
         assert_eq!(seen.get::<_, i64>(0), 1);
         committed.commit().unwrap();
 
-        let rows = conn.query("SELECT x FROM tx_probe ORDER BY x", &[]).unwrap();
+        let rows = conn
+            .query("SELECT x FROM tx_probe ORDER BY x", &[])
+            .unwrap();
         let xs: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
         assert_eq!(xs, [2]);
     }
