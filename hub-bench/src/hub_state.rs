@@ -278,7 +278,10 @@ mod tests {
             (sum.accepted, sum.flushed, sum.rejected, sum.failed_flushes),
             (17, 15, 2, 1)
         );
-        assert_eq!(AuditHealth::merged(std::slice::from_ref(&ok)), Some(ok.clone()));
+        assert_eq!(
+            AuditHealth::merged(std::slice::from_ref(&ok)),
+            Some(ok.clone())
+        );
         assert_eq!(AuditHealth::merged(&[]), None);
     }
 }

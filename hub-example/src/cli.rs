@@ -276,7 +276,13 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
     if let Some(port) = args.metrics_port {
         exit_settings.metrics_port = Some(port);
     }
-    let db = open_for_serving(&args.db, !args.no_auto_migrate).map_err(CliError::from)?;
+    let rt = runtime()?;
+    // Opened in the runtime's context: a PostgreSQL pool drives its
+    // connections on the Hub's runtime.
+    let db = {
+        let _runtime = rt.enter();
+        open_for_serving(&args.db, !args.no_auto_migrate).map_err(CliError::from)?
+    };
     let addr = resolve(&args.host, args.port)?;
     let web_addr = match args.enable_web {
         true => Some(resolve(&args.host, args.web_port)?),
@@ -285,7 +291,6 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
     let web_options = crate::web::WebOptions {
         test_login: args.enable_test_login,
     };
-    let rt = runtime()?;
     rt.block_on(async move {
         perf_trace_core::warm_up();
         let exits = HubExits::start(&exit_settings).map_err(|e| CliError(e.to_string()))?;

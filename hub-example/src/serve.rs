@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::db::postgres::runtime::off_runtime;
 use crate::db::postgres::{migrate_postgres, pending_postgres_migrations, postgres_schema_version};
 use crate::db::{
     migrate, pending_migrations, postgres_url, schema_version, Db, DbError, OpenMode, PoolOptions,
@@ -35,24 +36,19 @@ pub fn open_for_serving(path: &Path, auto_migrate: bool) -> Result<Db, DbError> 
 
 fn open_postgres_for_serving(url: &str, auto_migrate: bool) -> Result<Db, DbError> {
     let db = Db::open_postgres(url, PoolOptions::default())?;
-    // The synchronous client may not run on an async runtime's thread, and
-    // this may be called from one (programs serving Hubs in-process).
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let mut conn = db.pg_conn()?;
-            let client = conn.client();
-            if auto_migrate {
-                migrate_postgres(client, crate::clock::now_ms())?;
-            } else if !pending_postgres_migrations(client)?.is_empty() {
-                return Err(DbError::SchemaOutdated {
-                    found: postgres_schema_version(client)?,
-                    expected: LATEST_VERSION,
-                });
-            }
-            Ok(())
-        })
-        .join()
-        .unwrap_or_else(|_| Err(DbError::Corrupt("migration thread panicked".into())))
+    // Blocks on the driver's runtime: not on an async worker (programs
+    // serving Hubs in-process may call this from one).
+    off_runtime(|| {
+        let mut conn = db.pg_conn()?;
+        if auto_migrate {
+            migrate_postgres(&mut conn, crate::clock::now_ms())?;
+        } else if !pending_postgres_migrations(&mut conn)?.is_empty() {
+            return Err(DbError::SchemaOutdated {
+                found: postgres_schema_version(&mut conn)?,
+                expected: LATEST_VERSION,
+            });
+        }
+        Ok(())
     })?;
     Ok(db)
 }

@@ -16,7 +16,7 @@
 //! so the statement text never depends on the batch's length, and the ids
 //! follow the batch's order.
 
-use postgres::Row;
+use tokio_postgres::Row;
 
 use super::audit::{AuditBackend, AuditRecord, AuditWriteError, WRITER_BUSY_TIMEOUT};
 use super::audit_store::{
@@ -80,7 +80,7 @@ fn write_all(conn: &mut PgClient, batch: &[AuditRecord]) -> Result<(), DbError> 
         resource_ids.push(resource_id);
         outcomes.push(outcome_name(record.outcome));
     }
-    let mut tx = conn.client().transaction()?;
+    let mut tx = conn.transaction()?;
     tx.batch_execute(&format!(
         "SET LOCAL lock_timeout = {}",
         WRITER_BUSY_TIMEOUT.as_millis()

@@ -63,7 +63,7 @@ pub enum DbError {
     Sql(#[from] rusqlite::Error),
     /// A PostgreSQL statement or connection failed.
     #[error("database error: {0}")]
-    Postgres(#[from] ::postgres::Error),
+    Postgres(#[from] tokio_postgres::Error),
     /// The PostgreSQL URL could not be read (the URL itself is not repeated:
     /// it may hold a password).
     #[error("invalid PostgreSQL URL: {0}")]

@@ -1,8 +1,9 @@
-//! A pool of connections (r2d2, to SQLite or to PostgreSQL) wrapped so it
+//! A pool of connections (r2d2 for SQLite, bb8 for PostgreSQL) that
 //! reports the figures of the `db_*` keys: checkouts that found no idle
 //! connection, the time spent in them, and the connections in use and open.
-//! Both dialects go through the same checkout, so the figures mean the same
-//! whichever database the Hub serves.
+//! SQLite's r2d2 pool is wrapped to count its waits; bb8 counts them itself
+//! (its statistics: waited and timed-out checkouts, their total wait), so
+//! the figures mean the same whichever database the Hub serves.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -10,18 +11,52 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use perf_trace_core::pool::{PoolFigures, PoolStats};
-use r2d2::{ManageConnection, PooledConnection};
+use r2d2::PooledConnection;
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags};
+use tokio::runtime::Handle;
 
-use super::postgres::PgManager;
+use super::postgres::runtime::{driver_runtime, off_runtime};
+use super::postgres::{PgClient, PgManager};
 use super::DbError;
 
 /// A pooled SQLite connection.
 pub type Conn = PooledConnection<SqliteConnectionManager>;
 
-/// A pooled PostgreSQL connection (with its prepared statements).
-pub type PgConn = PooledConnection<PgManager>;
+/// A pooled PostgreSQL connection (with its prepared statements), back in
+/// the pool when dropped.
+pub struct PgConn {
+    conn: Option<bb8::PooledConnection<'static, PgManager>>,
+    runtime: Handle,
+}
+
+impl std::ops::Deref for PgConn {
+    type Target = PgClient;
+    fn deref(&self) -> &PgClient {
+        self.conn.as_ref().expect("taken only when dropped")
+    }
+}
+
+impl std::ops::DerefMut for PgConn {
+    fn deref_mut(&mut self) -> &mut PgClient {
+        self.conn.as_mut().expect("taken only when dropped")
+    }
+}
+
+impl std::fmt::Debug for PgConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("PgConn").field(&**self).finish()
+    }
+}
+
+impl Drop for PgConn {
+    fn drop(&mut self) {
+        // Giving a broken connection back makes the pool start a new one,
+        // a task on the driver's runtime: this thread may belong to none.
+        let _runtime = self.runtime.enter();
+        drop(self.conn.take());
+    }
+}
 
 /// Which database a [`Db`] talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,12 +69,13 @@ pub enum Dialect {
 
 #[derive(Clone)]
 enum Pool {
-    Sqlite(r2d2::Pool<SqliteConnectionManager>),
-    /// The pool, and a copy of its manager (r2d2 does not lend its own).
-    Postgres(r2d2::Pool<PgManager>, Arc<PgManager>),
+    /// The pool, and the waits its checkouts counted.
+    Sqlite(r2d2::Pool<SqliteConnectionManager>, Arc<WaitCounters>),
+    /// The pool, and a copy of its manager (bb8 does not lend its own).
+    Postgres(bb8::Pool<PgManager>, Arc<PgManager>),
 }
 
-/// Prepared statements kept per connection.
+/// Prepared statements kept per SQLite connection.
 const STATEMENT_CACHE: usize = 64;
 
 /// Whether opening may create the file.
@@ -76,7 +112,8 @@ impl Default for PoolOptions {
     }
 }
 
-/// Cumulative wait counters, shared by every clone of a [`Db`].
+/// Cumulative wait counters of the SQLite pool, shared by every clone of a
+/// [`Db`].
 #[derive(Debug, Default)]
 struct WaitCounters {
     count: AtomicU64,
@@ -88,7 +125,6 @@ struct WaitCounters {
 #[derive(Clone)]
 pub struct Db {
     pool: Pool,
-    waits: Arc<WaitCounters>,
     path: Arc<PathBuf>,
 }
 
@@ -157,8 +193,7 @@ impl Db {
             .build(manager)
             .map_err(|e| DbError::Corrupt(format!("cannot build the connection pool: {e}")))?;
         Ok(Db {
-            pool: Pool::Sqlite(pool),
-            waits: Arc::default(),
+            pool: Pool::Sqlite(pool, Arc::default()),
             path: Arc::new(path.to_path_buf()),
         })
     }
@@ -166,21 +201,31 @@ impl Db {
     /// Connects to the PostgreSQL database at `url` (`postgres://...`) and
     /// builds the pool. Fails at once when the server does not answer or
     /// refuses the connection.
+    ///
+    /// The pool's connections run on the current tokio runtime when it is
+    /// multi-threaded (the Hub's: open it inside `Runtime::enter`), else on
+    /// a small runtime of the process's own; callable from anywhere,
+    /// async tasks included.
     pub fn open_postgres(url: &str, options: PoolOptions) -> Result<Db, DbError> {
-        let manager = PgManager::new(url, options)?;
-        // One plain connection first: it fails fast where the pool would retry.
-        manager.check()?;
+        let runtime = driver_runtime();
+        let manager = PgManager::new(url, options, runtime.clone())?;
         let spare = Arc::new(manager.clone());
-        let pool = r2d2::Pool::builder()
-            .max_size(options.max_size)
-            .min_idle(Some(options.min_idle.min(options.max_size)))
-            .connection_timeout(options.checkout_timeout)
-            .test_on_check_out(false)
-            .build(manager)
-            .map_err(|e| DbError::Corrupt(format!("cannot build the connection pool: {e}")))?;
+        let pool = off_runtime(|| {
+            runtime.block_on(async {
+                // One plain connection first: it fails fast where the pool
+                // would retry.
+                bb8::ManageConnection::connect(&manager).await?;
+                bb8::Pool::builder()
+                    .max_size(options.max_size)
+                    .min_idle(Some(options.min_idle.min(options.max_size)))
+                    .connection_timeout(options.checkout_timeout)
+                    .test_on_check_out(false)
+                    .build(manager)
+                    .await
+            })
+        })?;
         Ok(Db {
             pool: Pool::Postgres(pool, spare),
-            waits: Arc::default(),
             path: Arc::new(PathBuf::from(super::postgres::redacted(url))),
         })
     }
@@ -188,7 +233,7 @@ impl Db {
     /// Which database this is.
     pub fn dialect(&self) -> Dialect {
         match self.pool {
-            Pool::Sqlite(_) => Dialect::Sqlite,
+            Pool::Sqlite(..) => Dialect::Sqlite,
             Pool::Postgres(..) => Dialect::Postgres,
         }
     }
@@ -202,20 +247,39 @@ impl Db {
     /// PostgreSQL). A checkout that finds no idle connection counts as a
     /// wait, and its duration as wait time.
     pub fn conn(&self) -> Result<Conn, DbError> {
-        match &self.pool {
-            Pool::Sqlite(pool) => self.checkout(pool),
-            Pool::Postgres(..) => Err(DbError::WrongDialect(Dialect::Postgres)),
+        let Pool::Sqlite(pool, waits) = &self.pool else {
+            return Err(DbError::WrongDialect(Dialect::Postgres));
+        };
+        if let Some(conn) = pool.try_get() {
+            return Ok(conn);
         }
+        let start = Instant::now();
+        let result = pool.get();
+        waits.count.fetch_add(1, Relaxed);
+        waits
+            .nanos
+            .fetch_add(start.elapsed().as_nanos() as u64, Relaxed);
+        result.map_err(|_| DbError::PoolTimeout)
     }
 
     /// Checks out a PostgreSQL connection ([`DbError::WrongDialect`] on
-    /// SQLite), counted as [`Db::conn`] counts. Call it off the async
-    /// runtime's threads (the synchronous client runs its own).
+    /// SQLite), counted by the pool as [`Db::conn`] counts. It blocks on the
+    /// driver's runtime, as every call of the connection does: call it from
+    /// a blocking-pool thread (`spawn_blocking`) or a thread of no runtime,
+    /// never from an async task (it would panic).
     pub fn pg_conn(&self) -> Result<PgConn, DbError> {
-        match &self.pool {
-            Pool::Postgres(pool, _) => self.checkout(pool),
-            Pool::Sqlite(_) => Err(DbError::WrongDialect(Dialect::Sqlite)),
-        }
+        let Pool::Postgres(pool, manager) = &self.pool else {
+            return Err(DbError::WrongDialect(Dialect::Sqlite));
+        };
+        let runtime = manager.runtime();
+        let conn = runtime.block_on(pool.get_owned()).map_err(|e| match e {
+            bb8::RunError::User(e) => e,
+            bb8::RunError::TimedOut => DbError::PoolTimeout,
+        })?;
+        Ok(PgConn {
+            conn: Some(conn),
+            runtime: runtime.clone(),
+        })
     }
 
     /// A copy of the PostgreSQL pool's connection manager, to open a
@@ -223,24 +287,8 @@ impl Db {
     pub fn pg_manager(&self) -> Option<PgManager> {
         match &self.pool {
             Pool::Postgres(_, manager) => Some(PgManager::clone(manager)),
-            Pool::Sqlite(_) => None,
+            Pool::Sqlite(..) => None,
         }
-    }
-
-    fn checkout<M: ManageConnection>(
-        &self,
-        pool: &r2d2::Pool<M>,
-    ) -> Result<PooledConnection<M>, DbError> {
-        if let Some(conn) = pool.try_get() {
-            return Ok(conn);
-        }
-        let start = Instant::now();
-        let result = pool.get();
-        self.waits.count.fetch_add(1, Relaxed);
-        self.waits
-            .nanos
-            .fetch_add(start.elapsed().as_nanos() as u64, Relaxed);
-        result.map_err(|_| DbError::PoolTimeout)
     }
 
     /// The pool's figures as a shareable [`PoolStats`] for the tracing layer.
@@ -256,15 +304,27 @@ fn has_no_write_permission(path: &Path) -> bool {
 
 impl PoolStats for Db {
     fn pool_figures(&self) -> PoolFigures {
-        let state = match &self.pool {
-            Pool::Sqlite(pool) => pool.state(),
-            Pool::Postgres(pool, _) => pool.state(),
-        };
-        PoolFigures {
-            wait_count: self.waits.count.load(Relaxed),
-            wait_time: Duration::from_nanos(self.waits.nanos.load(Relaxed)),
-            in_use: u64::from(state.connections - state.idle_connections),
-            open: u64::from(state.connections),
+        match &self.pool {
+            Pool::Sqlite(pool, waits) => {
+                let state = pool.state();
+                PoolFigures {
+                    wait_count: waits.count.load(Relaxed),
+                    wait_time: Duration::from_nanos(waits.nanos.load(Relaxed)),
+                    in_use: u64::from(state.connections - state.idle_connections),
+                    open: u64::from(state.connections),
+                }
+            }
+            Pool::Postgres(pool, _) => {
+                let state = pool.state();
+                let stats = &state.statistics;
+                PoolFigures {
+                    // A checkout that timed out waited too, as on SQLite.
+                    wait_count: stats.get_waited + stats.get_timed_out,
+                    wait_time: stats.get_wait_time,
+                    in_use: u64::from(state.connections - state.idle_connections),
+                    open: u64::from(state.connections),
+                }
+            }
         }
     }
 }
@@ -347,5 +407,76 @@ mod tests {
         drop(held);
         assert_eq!(db.pool_figures().in_use, 0);
         assert_eq!(db.pool_figures().open, 1);
+    }
+
+    #[test]
+    fn postgres_waits_come_from_the_pool_statistics_with_the_same_meaning() {
+        let Some(server) = crate::db::postgres::test_server() else {
+            return;
+        };
+        let options = PoolOptions {
+            max_size: 1,
+            min_idle: 1,
+            checkout_timeout: Duration::from_secs(10),
+            ..PoolOptions::default()
+        };
+        let db = Db::open_postgres(&server, options).unwrap();
+        let Pool::Postgres(pool, _) = &db.pool else {
+            unreachable!("a PostgreSQL pool")
+        };
+        let held = db.pg_conn().unwrap();
+        let figures = db.pool_figures();
+        assert_eq!(
+            (figures.wait_count, figures.in_use, figures.open),
+            (0, 1, 1)
+        );
+        assert_eq!(figures.wait_time, Duration::ZERO);
+
+        // A second checkout waits until the first connection is given back.
+        let waiter = std::thread::spawn({
+            let db = db.clone();
+            move || {
+                let mut conn = db.pg_conn().unwrap();
+                conn.query_one("SELECT 1", &[]).unwrap().get::<_, i32>(0)
+            }
+        });
+        while pool.state().statistics.pending_gets() == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+        drop(held);
+        assert_eq!(waiter.join().unwrap(), 1);
+        let figures = db.pool_figures();
+        assert_eq!(
+            (figures.wait_count, figures.in_use, figures.open),
+            (1, 0, 1)
+        );
+        assert!(figures.wait_time >= Duration::from_millis(5), "{figures:?}");
+
+        // A checkout that times out waited too, and is a 503.
+        let short = Db::open_postgres(
+            &server,
+            PoolOptions {
+                checkout_timeout: Duration::from_millis(50),
+                ..options
+            },
+        )
+        .unwrap();
+        let held = short.pg_conn().unwrap();
+        let err = short.pg_conn().unwrap_err();
+        assert!(
+            matches!(err, DbError::PoolTimeout) && err.is_busy(),
+            "{err}"
+        );
+        let figures = short.pool_figures();
+        assert_eq!(
+            (figures.wait_count, figures.in_use, figures.open),
+            (1, 1, 1)
+        );
+        assert!(
+            figures.wait_time >= Duration::from_millis(50),
+            "{figures:?}"
+        );
+        drop(held);
     }
 }

@@ -10,22 +10,29 @@
 //! backend terminated) the listener connects again and no subscriber is
 //! dropped; events sent while it was away are not replayed.
 //!
-//! Publishing never waits on the database: an event is queued, in the order
-//! it was published, for a notifier thread that sends the `NOTIFY`s one by
-//! one. A write holding the bus's write order thus adds no round trip, and
-//! `publish` may be called from async code (where the synchronous client
-//! may not block). When the queue is full the other replicas miss the
+//! The listener is a task on the PostgreSQL driver's runtime, polling a
+//! connection of its own (outside the pool) for its notifications, each
+//! handed to `Listener::deliver`; it ends when the relay is dropped.
+//!
+//! Publishing never waits on the database: a message is queued, in the
+//! order it was published, for a notifier thread that sends the `NOTIFY`s
+//! one by one through the pool (`notify_in_order`). A write holding the
+//! bus's write order thus adds no round trip, and `publish` may be called
+//! from async code. When the queue is full the other replicas miss the
 //! events that do not fit, as a subscriber that lags does, and are then
-//! told to drop every cached entry, since nobody can say which writes
-//! they missed.
+//! told to drop every cached entry, since nobody can say which writes they
+//! missed.
 
+use std::future::poll_fn;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
 
-use postgres::fallible_iterator::FallibleIterator;
+use tokio_postgres::AsyncMessage;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::db::postgres::runtime::off_runtime;
 use crate::db::postgres::PgManager;
 use crate::db::{Db, DbError};
 use crate::replicas::{Invalidation, Origin, ReplicaInbox, ReplicaMessage};
@@ -37,16 +44,16 @@ pub trait EventRelay: Send + Sync + std::fmt::Debug {
     fn relay(&self, message: &ReplicaMessage);
 }
 
+/// How long the listener waits before connecting again, at first.
+const MIN_BACKOFF: Duration = Duration::from_millis(50);
 /// How long the listener waits between reconnection attempts, at most.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
-/// How often the listener looks whether its Hub is gone.
-const POLL: Duration = Duration::from_millis(250);
-/// Events waiting for the notifier, at most (as many as the bus keeps for
-/// a slow subscriber).
+/// Messages waiting for the notifier, at most (as many as the bus keeps
+/// for a slow subscriber).
 const OUTBOX: usize = super::bus::BUS_CAPACITY;
 
-/// The relay over PostgreSQL's `NOTIFY`, and the threads that send them and
-/// that `LISTEN`.
+/// The relay over PostgreSQL's `NOTIFY`: the queue its notifier thread
+/// sends from, and the task that `LISTEN`s.
 #[derive(Debug)]
 pub struct PgEventRelay {
     outbox: SyncSender<String>,
@@ -55,7 +62,8 @@ pub struct PgEventRelay {
     /// they missed.
     overflowed: Arc<AtomicBool>,
     origin: Origin,
-    stop: Arc<AtomicBool>,
+    /// Stops the listening task when the relay is dropped.
+    _listener: DropGuard,
 }
 
 impl PgEventRelay {
@@ -66,30 +74,22 @@ impl PgEventRelay {
         let manager = db
             .pg_manager()
             .ok_or(DbError::WrongDialect(crate::db::Dialect::Sqlite))?;
-        let schema = std::thread::scope(|s| {
-            s.spawn(|| -> Result<String, DbError> {
-                let mut client = manager.open_client()?;
-                Ok(client
-                    .client()
-                    .query_one("SELECT current_schema()", &[])?
-                    .try_get(0)?)
-            })
-            .join()
-            .unwrap_or_else(|_| Err(DbError::Corrupt("listener check panicked".into())))
+        let schema = off_runtime(|| -> Result<String, DbError> {
+            Ok(db
+                .pg_conn()?
+                .query_one("SELECT current_schema()", &[])?
+                .try_get(0)?)
         })?;
         let channel = format!("hub_events:{schema}");
         let origin = inbox.origin();
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = CancellationToken::new();
+        let runtime = manager.runtime().clone();
         let listener = Listener {
             manager,
             channel: channel.clone(),
             inbox,
-            stop: Arc::clone(&stop),
         };
-        std::thread::Builder::new()
-            .name("hub-event-listener".into())
-            .spawn(move || listener.run())
-            .map_err(|e| DbError::Corrupt(format!("cannot start the event listener: {e}")))?;
+        runtime.spawn(listener.run(stop.clone()));
         let (outbox, queued) = sync_channel(OUTBOX);
         let overflowed = Arc::new(AtomicBool::new(false));
         std::thread::Builder::new()
@@ -103,14 +103,8 @@ impl PgEventRelay {
             outbox,
             overflowed,
             origin,
-            stop,
+            _listener: stop.drop_guard(),
         })
-    }
-}
-
-impl Drop for PgEventRelay {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -149,47 +143,67 @@ fn notify_in_order(
     }
 }
 
+/// The task that `LISTEN`s on a connection of its own, outside the pool.
 struct Listener {
     manager: PgManager,
     channel: String,
     inbox: ReplicaInbox,
-    stop: Arc<AtomicBool>,
 }
 
 impl Listener {
-    fn run(self) {
-        let mut backoff = Duration::from_millis(50);
-        while !self.stop.load(Ordering::Relaxed) {
-            if self.listen().is_ok() {
-                backoff = Duration::from_millis(50);
-            } else {
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+    /// Listens until `stop` is cancelled, connecting again with a growing
+    /// backoff whenever the connection is lost or cannot be made.
+    async fn run(self, stop: CancellationToken) {
+        let mut backoff = MIN_BACKOFF;
+        loop {
+            match stop.run_until_cancelled(self.listen_until_lost()).await {
+                None => return,
+                // It was listening: the next attempt starts the backoff over.
+                Some(true) => backoff = MIN_BACKOFF,
+                Some(false) => {}
+            }
+            if stop
+                .run_until_cancelled(tokio::time::sleep(backoff))
+                .await
+                .is_none()
+            {
+                return;
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// One connection's life: connect, `LISTEN`, and deliver every
+    /// notification until the connection ends. Returns whether it got as
+    /// far as listening. While it listens the replica's cache serves (the
+    /// guard of [`ReplicaInbox::listening`]); once the connection is lost
+    /// it is suspended, since writes may then go unseen.
+    async fn listen_until_lost(&self) -> bool {
+        let Ok((client, mut connection)) = self.manager.connect_polled().await else {
+            return false;
+        };
+        let listen = format!("LISTEN {}", quoted(&self.channel));
+        let mut listening = std::pin::pin!(client.batch_execute(&listen));
+        let mut guard = None;
+        loop {
+            // The connection does its I/O, the `LISTEN` included, only while
+            // it is polled for messages.
+            tokio::select! {
+                message = poll_fn(|cx| connection.poll_message(cx)) => match message {
+                    Some(Ok(AsyncMessage::Notification(note))) => self.deliver(note.payload()),
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => return guard.is_some(),
+                },
+                result = &mut listening, if guard.is_none() => match result {
+                    Ok(()) => guard = Some(self.inbox.listening()),
+                    Err(_) => return false,
+                },
             }
         }
     }
 
-    /// One connection's life: `LISTEN`, then deliver until it fails or the
-    /// Hub is gone.
-    fn listen(&self) -> Result<(), DbError> {
-        let mut conn = self.manager.open_client()?;
-        let client = conn.client();
-        client.batch_execute(&format!("LISTEN {}", quoted(&self.channel)))?;
-        let _listening = self.inbox.listening();
-        while !self.stop.load(Ordering::Relaxed) {
-            let note = client.notifications().timeout_iter(POLL).next()?;
-            match note {
-                Some(note) => self.deliver(note.payload()),
-                // A timeout iterator also ends on a closed connection.
-                None if client.is_closed() => {
-                    return Err(DbError::Corrupt("the listening connection closed".into()))
-                }
-                None => {}
-            }
-        }
-        Ok(())
-    }
-
+    /// Hands on what another replica sent: an event to this replica's bus,
+    /// an invalidation to its cache.
     fn deliver(&self, payload: &str) {
         self.inbox.deliver(payload);
     }

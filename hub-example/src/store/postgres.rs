@@ -5,8 +5,8 @@
 //! The agent rows and the writes are here too, in the same shapes as their
 //! SQLite versions in [`super::agent_rows`] and [`super::writes`].
 
-use postgres::types::ToSql;
-use postgres::Row;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
 
 use super::agent_rows::{RowPage, RowQuery, RowScope};
 use super::{AuthzStore, StoreResult};
@@ -468,13 +468,13 @@ pub(crate) fn put_hub_settings(
     now_ms: i64,
 ) -> Result<(), DbError> {
     let mut conn = db.pg_conn()?;
-    let mut tx = conn.client().transaction()?;
-    let stmt = tx.prepare(
-        "INSERT INTO hub_settings (key, value, updated_at) VALUES ($1, $2, $3)
-         ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-    )?;
+    let mut tx = conn.transaction()?;
     for (key, value) in settings {
-        tx.execute(&stmt, &[key, value, &now_ms])?;
+        tx.execute(
+            "INSERT INTO hub_settings (key, value, updated_at) VALUES ($1, $2, $3)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            &[key, value, &now_ms],
+        )?;
     }
     tx.commit()?;
     Ok(())

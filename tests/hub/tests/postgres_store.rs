@@ -174,7 +174,7 @@ fn migrations_apply_once_and_an_outdated_schema_is_refused_without_them() {
     let db = open_for_serving(&url, false).unwrap();
     let version = std::thread::spawn(move || {
         let mut conn = db.pg_conn().unwrap();
-        postgres_schema_version(conn.client()).unwrap()
+        postgres_schema_version(&mut conn).unwrap()
     })
     .join()
     .unwrap();

@@ -3,11 +3,11 @@
 //! draws. Values are converted by the type of the PostgreSQL column they go
 //! to (an SQLite integer becomes a `BIGINT`, an `INTEGER` or a `BOOLEAN`).
 
-use postgres::types::{ToSql, Type};
-use postgres::Transaction;
 use rusqlite::types::Value;
+use tokio_postgres::types::{ToSql, Type};
 
-use super::{migrate_postgres, PgManager};
+use super::runtime::{driver_runtime, off_runtime};
+use super::{migrate_postgres, PgManager, PgTransaction};
 use crate::db::{DbError, PoolOptions};
 
 /// The tables the seeder fills, parents before children.
@@ -37,10 +37,10 @@ struct TableRows {
 /// Whether the PostgreSQL database at `url` already holds a table in its
 /// current schema (a database to seed must hold none).
 pub fn holds_tables(url: &str) -> Result<bool, DbError> {
-    let manager = PgManager::new(url, PoolOptions::default())?;
-    on_own_thread(|| {
+    let manager = PgManager::new(url, PoolOptions::default(), driver_runtime())?;
+    off_runtime(|| {
         let mut conn = manager.open_client()?;
-        let row = conn.client().query_one(
+        let row = conn.query_one(
             "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema()",
             &[],
         )?;
@@ -56,25 +56,17 @@ pub fn copy_seeded(from: &rusqlite::Connection, url: &str, now_ms: i64) -> Resul
         .iter()
         .map(|table| read_table(from, table))
         .collect::<Result<Vec<_>, _>>()?;
-    let manager = PgManager::new(url, PoolOptions::default())?;
-    on_own_thread(|| {
+    let manager = PgManager::new(url, PoolOptions::default(), driver_runtime())?;
+    off_runtime(|| {
         let mut conn = manager.open_client()?;
-        let client = conn.client();
-        migrate_postgres(client, now_ms)?;
-        let mut tx = client.transaction()?;
+        migrate_postgres(&mut conn, now_ms)?;
+        let mut tx = conn.transaction()?;
         for table in &tables {
             write_table(&mut tx, table)?;
         }
         tx.commit()?;
         Ok(())
     })
-}
-
-/// Runs `work` on a thread of its own: the synchronous client may not run
-/// on an async runtime's thread, and the seeder may be called from one.
-fn on_own_thread<T: Send>(work: impl FnOnce() -> Result<T, DbError> + Send) -> Result<T, DbError> {
-    std::thread::scope(|s| s.spawn(work).join())
-        .unwrap_or_else(|_| Err(DbError::Corrupt("database thread panicked".into())))
 }
 
 fn read_table(from: &rusqlite::Connection, table: &'static str) -> Result<TableRows, DbError> {
@@ -91,22 +83,24 @@ fn read_table(from: &rusqlite::Connection, table: &'static str) -> Result<TableR
     })
 }
 
-fn write_table(tx: &mut Transaction<'_>, table: &TableRows) -> Result<(), DbError> {
+fn write_table(tx: &mut PgTransaction<'_>, table: &TableRows) -> Result<(), DbError> {
     let placeholders: Vec<String> = (1..=table.columns.len()).map(|i| format!("${i}")).collect();
-    let stmt = tx.prepare(&format!(
+    let insert = format!(
         "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING",
         table.table,
         table.columns.join(", "),
         placeholders.join(", ")
-    ))?;
+    );
+    // The column types the values are converted to.
+    let types = tx.prepare_cached(&insert)?.params().to_vec();
     for row in &table.rows {
         let values = row
             .iter()
-            .zip(stmt.params())
+            .zip(&types)
             .map(|(value, ty)| converted(value, ty))
             .collect::<Result<Vec<_>, _>>()?;
         let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v.as_ref()).collect();
-        tx.execute(&stmt, &refs)?;
+        tx.execute(&insert, &refs)?;
     }
     Ok(())
 }

@@ -7,7 +7,7 @@
 //! Replicas starting together on one database take an advisory lock, so
 //! each migration is applied once.
 
-use postgres::Client;
+use super::PgClient;
 
 use super::super::migrations::{Migration, MIGRATIONS};
 use super::super::{DbError, LATEST_VERSION};
@@ -197,7 +197,7 @@ const MIGRATION_LOCK: i64 = 0x5C10_0001;
 
 /// The schema version recorded in the database's current schema (0 when
 /// never migrated).
-pub fn postgres_schema_version(client: &mut Client) -> Result<u32, DbError> {
+pub fn postgres_schema_version(client: &mut PgClient) -> Result<u32, DbError> {
     let has_table = client
         .query_one("SELECT to_regclass('schema_migrations') IS NOT NULL", &[])?
         .try_get::<_, bool>(0)?;
@@ -212,7 +212,7 @@ pub fn postgres_schema_version(client: &mut Client) -> Result<u32, DbError> {
 
 /// The versions not yet applied; an error when the database is newer than
 /// this build, or when a version has no PostgreSQL port.
-pub fn pending_postgres_migrations(client: &mut Client) -> Result<Vec<u32>, DbError> {
+pub fn pending_postgres_migrations(client: &mut PgClient) -> Result<Vec<u32>, DbError> {
     check_ported()?;
     let current = postgres_schema_version(client)?;
     if current > LATEST_VERSION {
@@ -229,7 +229,7 @@ pub fn pending_postgres_migrations(client: &mut Client) -> Result<Vec<u32>, DbEr
 
 /// Applies every pending migration, each in its own transaction, under an
 /// advisory lock, and returns the versions applied. `applied_at` is `now_ms`.
-pub fn migrate_postgres(client: &mut Client, now_ms: i64) -> Result<Vec<u32>, DbError> {
+pub fn migrate_postgres(client: &mut PgClient, now_ms: i64) -> Result<Vec<u32>, DbError> {
     client.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])?;
     let result = apply_pending(client, now_ms);
     let unlocked = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]);
@@ -238,7 +238,7 @@ pub fn migrate_postgres(client: &mut Client, now_ms: i64) -> Result<Vec<u32>, Db
     Ok(applied)
 }
 
-fn apply_pending(client: &mut Client, now_ms: i64) -> Result<Vec<u32>, DbError> {
+fn apply_pending(client: &mut PgClient, now_ms: i64) -> Result<Vec<u32>, DbError> {
     client.batch_execute(BOOKKEEPING)?;
     let pending = pending_postgres_migrations(client)?;
     for migration in ported().filter(|m| pending.contains(&m.version)) {

@@ -1,202 +1,29 @@
-//! PostgreSQL: the r2d2 connection manager (each connection keeps its
-//! prepared statements, as rusqlite's statement cache does for SQLite), the
-//! failures that mean "unavailable for now", and the migrations' port.
+//! PostgreSQL: the async driver (`tokio-postgres`) in a `bb8` pool, seen by
+//! the synchronous store through blocking facades; the failures that mean
+//! "unavailable for now"; the migrations' port and the seeder's copy.
 //!
-//! The client is the synchronous `postgres` crate: the store's methods are
-//! synchronous and run inside one `spawn_blocking` per request, exactly as
-//! on SQLite, so both dialects share the pool wrapper that measures the
-//! `db_*` figures and make the same calls in the same places.
+//! The store's methods are synchronous and run inside one `spawn_blocking`
+//! per request, exactly as on SQLite, so both dialects make the same calls
+//! in the same places. A [`PgClient`]'s calls block on the runtime that
+//! drives its connection (see [`runtime`] for which one and where blocking
+//! is allowed); each connection keeps its prepared statements, as
+//! rusqlite's statement cache does for SQLite.
 
+mod client;
 mod copy;
+mod manager;
 mod migrations;
+pub(crate) mod runtime;
 
+pub use client::{PgClient, PgTransaction};
 pub use copy::{copy_seeded, holds_tables};
+pub use manager::PgManager;
 pub use migrations::{migrate_postgres, pending_postgres_migrations, postgres_schema_version};
-
-use std::collections::HashMap;
-use std::time::Duration;
-
-use postgres::types::ToSql;
-use postgres::{Client, NoTls, Row, Statement};
-
-use super::{DbError, PoolOptions};
-
-/// Prepared statements kept per connection (as many shapes as the Hub has,
-/// with room to spare; past it the cache starts again).
-const STATEMENT_CACHE: usize = 128;
-
-/// The connection manager of the PostgreSQL pool.
-#[derive(Debug, Clone)]
-pub struct PgManager {
-    config: postgres::Config,
-    url: String,
-    lock_timeout: Duration,
-}
-
-impl PgManager {
-    /// A manager for `url`, whose connections wait at most the pool's
-    /// checkout timeout to connect and its busy timeout for a lock.
-    pub(crate) fn new(url: &str, options: PoolOptions) -> Result<PgManager, DbError> {
-        let mut config: postgres::Config = url
-            .parse()
-            .map_err(|e: postgres::Error| DbError::BadUrl(e.to_string()))?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(options.checkout_timeout);
-        }
-        if config.get_application_name().is_none() {
-            config.application_name("hub-example");
-        }
-        Ok(PgManager {
-            config,
-            url: redacted(url),
-            lock_timeout: options.busy_timeout,
-        })
-    }
-
-    /// Connects once, on a thread of its own (the synchronous client may not
-    /// run on an async runtime's thread), and reports why it could not.
-    pub(crate) fn check(&self) -> Result<(), DbError> {
-        std::thread::scope(|s| s.spawn(|| self.open_client().map(drop)).join())
-            .unwrap_or_else(|_| Err(DbError::Corrupt("connection check panicked".into())))
-    }
-
-    /// A new connection outside the pool (the event listener's own).
-    pub(crate) fn open_client(&self) -> Result<PgClient, DbError> {
-        let mut client = self.config.connect(NoTls).map_err(|e| DbError::Connect {
-            url: self.url.clone(),
-            reason: one_line(&e),
-        })?;
-        client.batch_execute(&format!(
-            "SET lock_timeout = {}",
-            self.lock_timeout.as_millis().max(1)
-        ))?;
-        Ok(PgClient {
-            client: Closing(Some(client)),
-            statements: HashMap::new(),
-        })
-    }
-}
-
-impl r2d2::ManageConnection for PgManager {
-    type Connection = PgClient;
-    type Error = DbError;
-
-    fn connect(&self) -> Result<PgClient, DbError> {
-        self.open_client()
-    }
-
-    fn is_valid(&self, conn: &mut PgClient) -> Result<(), DbError> {
-        Ok(conn.client.simple_query("").map(drop)?)
-    }
-
-    fn has_broken(&self, conn: &mut PgClient) -> bool {
-        conn.client.is_closed()
-    }
-}
-
-/// A PostgreSQL connection and the statements prepared on it.
-pub struct PgClient {
-    client: Closing,
-    statements: HashMap<String, Statement>,
-}
-
-/// A client that closes itself on a thread of its own when dropped on an
-/// async runtime's thread (closing blocks on the client's own runtime,
-/// which may not start there): the last clone of a pool is often dropped
-/// by async code, such as a Hub at the end of `serve`.
-struct Closing(Option<Client>);
-
-impl std::ops::Deref for Closing {
-    type Target = Client;
-    fn deref(&self) -> &Client {
-        self.0
-            .as_ref()
-            .expect("the client is taken only when dropped")
-    }
-}
-
-impl std::ops::DerefMut for Closing {
-    fn deref_mut(&mut self) -> &mut Client {
-        self.0
-            .as_mut()
-            .expect("the client is taken only when dropped")
-    }
-}
-
-impl Drop for Closing {
-    fn drop(&mut self) {
-        if let Some(client) = self.0.take() {
-            if tokio::runtime::Handle::try_current().is_ok() {
-                let _ = std::thread::Builder::new()
-                    .name("pg-close".into())
-                    .spawn(move || drop(client));
-            }
-        }
-    }
-}
-
-impl std::fmt::Debug for PgClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgClient")
-            .field("statements", &self.statements.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl PgClient {
-    /// The statement for `sql`, prepared on this connection the first time.
-    pub fn prepare_cached(&mut self, sql: &str) -> Result<Statement, postgres::Error> {
-        if let Some(statement) = self.statements.get(sql) {
-            return Ok(statement.clone());
-        }
-        let statement = self.client.prepare(sql)?;
-        if self.statements.len() >= STATEMENT_CACHE {
-            self.statements.clear();
-        }
-        self.statements.insert(sql.to_owned(), statement.clone());
-        Ok(statement)
-    }
-
-    /// Every row of `sql`, through its cached statement.
-    pub fn query(
-        &mut self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<Row>, postgres::Error> {
-        let statement = self.prepare_cached(sql)?;
-        self.client.query(&statement, params)
-    }
-
-    /// The row of `sql`, if there is one (an error when there are several).
-    pub fn query_opt(
-        &mut self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<Row>, postgres::Error> {
-        let statement = self.prepare_cached(sql)?;
-        self.client.query_opt(&statement, params)
-    }
-
-    /// The number of rows `sql` changed.
-    pub fn execute(
-        &mut self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64, postgres::Error> {
-        let statement = self.prepare_cached(sql)?;
-        self.client.execute(&statement, params)
-    }
-
-    /// The client itself, for transactions and batches.
-    pub fn client(&mut self) -> &mut Client {
-        &mut self.client
-    }
-}
 
 /// Whether a PostgreSQL failure means the server is unavailable for now
 /// (down, restarting, the connection terminated, out of connections, a lock
 /// not granted in time) rather than a fault of the statement.
-pub fn is_unavailable(e: &postgres::Error) -> bool {
+pub fn is_unavailable(e: &tokio_postgres::Error) -> bool {
     if e.is_closed() {
         return true;
     }
@@ -233,7 +60,7 @@ pub fn redacted(url: &str) -> String {
 
 /// The error and its causes on one line (the client's own text stops at
 /// "error connecting to server").
-fn one_line(e: &postgres::Error) -> String {
+fn one_line(e: &tokio_postgres::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {
@@ -247,9 +74,28 @@ fn one_line(e: &postgres::Error) -> String {
     text.lines().collect::<Vec<_>>().join(" ")
 }
 
+/// The server of the PostgreSQL unit tests, from `PERF_TRACE_PG_URL`; `None`
+/// (the test is skipped, and says so) when it is not set, a panic when it is
+/// not set under `CI=true`.
+#[cfg(test)]
+pub(crate) fn test_server() -> Option<String> {
+    match std::env::var("PERF_TRACE_PG_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_owned()),
+        _ => {
+            assert!(
+                std::env::var("CI").map_or(true, |v| v != "true"),
+                "PERF_TRACE_PG_URL is not set and CI=true: CI runs the PostgreSQL tests"
+            );
+            eprintln!("PostgreSQL test skipped: PERF_TRACE_PG_URL is not set");
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::{DbError, PoolOptions};
 
     #[test]
     fn a_password_never_leaves_the_url() {
@@ -269,8 +115,12 @@ mod tests {
 
     #[test]
     fn a_malformed_url_is_refused_without_repeating_it() {
-        let err =
-            PgManager::new("postgres://u:pw@h:notaport/d", PoolOptions::default()).unwrap_err();
+        let err = PgManager::new(
+            "postgres://u:pw@h:notaport/d",
+            PoolOptions::default(),
+            runtime::driver_runtime(),
+        )
+        .unwrap_err();
         assert!(matches!(err, DbError::BadUrl(_)), "{err}");
         assert!(!err.to_string().contains("pw"), "{err}");
     }

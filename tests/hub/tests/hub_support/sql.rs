@@ -82,7 +82,6 @@ pub fn execute(db: &Db, sql: &str, params: &[&str]) -> u64 {
                 params.iter().map(|p| p as _).collect();
             db.pg_conn()
                 .unwrap()
-                .client()
                 .execute(&postgres_placeholders(sql), &params)
                 .unwrap_or_else(|e| panic!("{sql}: {e}"))
         }
@@ -110,7 +109,6 @@ pub fn query(db: &Db, sql: &str, params: &[&str]) -> Vec<Vec<Cell>> {
             let rows = db
                 .pg_conn()
                 .unwrap()
-                .client()
                 .query(&postgres_placeholders(sql), &params)
                 .unwrap_or_else(|e| panic!("{sql}: {e}"));
             rows.iter()
