@@ -26,7 +26,7 @@
 use std::future::poll_fn;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use tokio_postgres::AsyncMessage;
@@ -48,6 +48,11 @@ pub trait EventRelay: Send + Sync + std::fmt::Debug {
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
 /// How long the listener waits between reconnection attempts, at most.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// How long starting the relay waits for its first `LISTEN`: until then
+/// the replica's cache is suspended, so a Hub that starts serving at once
+/// would compute every answer. Past it the Hub starts anyway (and its cache
+/// serves once the listener gets through).
+const FIRST_LISTEN: Duration = Duration::from_secs(5);
 /// Messages waiting for the notifier, at most (as many as the bus keeps
 /// for a slow subscriber).
 const OUTBOX: usize = super::bus::BUS_CAPACITY;
@@ -84,12 +89,20 @@ impl PgEventRelay {
         let origin = inbox.origin();
         let stop = CancellationToken::new();
         let runtime = manager.runtime().clone();
+        let listened = Arc::new((Mutex::new(false), Condvar::new()));
         let listener = Listener {
             manager,
             channel: channel.clone(),
             inbox,
+            listened: Arc::clone(&listened),
         };
         runtime.spawn(listener.run(stop.clone()));
+        // The listener runs on the driver's runtime: another worker of a
+        // multi-threaded one, or the process's own (`db::postgres::runtime`).
+        // Only a one-worker runtime whose worker is this thread could hold
+        // it up, and then the wait just runs out.
+        let (lock, first) = &*listened;
+        let _ = first.wait_timeout_while(lock.lock().unwrap(), FIRST_LISTEN, |l| !*l);
         let (outbox, queued) = sync_channel(OUTBOX);
         let overflowed = Arc::new(AtomicBool::new(false));
         std::thread::Builder::new()
@@ -148,6 +161,8 @@ struct Listener {
     manager: PgManager,
     channel: String,
     inbox: ReplicaInbox,
+    /// Set (and signalled) once the first `LISTEN` has gone through.
+    listened: Arc<(Mutex<bool>, Condvar)>,
 }
 
 impl Listener {
@@ -195,7 +210,12 @@ impl Listener {
                     Some(Err(_)) | None => return guard.is_some(),
                 },
                 result = &mut listening, if guard.is_none() => match result {
-                    Ok(()) => guard = Some(self.inbox.listening()),
+                    Ok(()) => {
+                        guard = Some(self.inbox.listening());
+                        let (lock, first) = &*self.listened;
+                        *lock.lock().unwrap() = true;
+                        first.notify_all();
+                    }
                     Err(_) => return false,
                 },
             }

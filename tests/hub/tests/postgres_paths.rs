@@ -30,6 +30,7 @@ use hub_example::settings::Settings;
 use hub_example::web::{self, WebOptions};
 use hub_example::{Hub, HubOptions};
 use hub_support::postgres::{pg_url, PgDatabase};
+use hub_support::sql::off_runtime;
 use hub_support::{counts, Seeded, TestHub, SECRET};
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -45,15 +46,9 @@ fn traced() -> Settings {
 /// The same seed on SQLite and in a schema of the PostgreSQL server.
 fn both_stores(server: &str) -> (TestHub, TestHub) {
     (
-        TestHub::over(Seeded::new(4), traced()),
+        TestHub::over(Seeded::on_sqlite(4), traced()),
         TestHub::over(Seeded::on_postgres(4, server), traced()),
     )
-}
-
-/// Runs `f` on a thread of its own: the synchronous PostgreSQL client may
-/// not run on the test's async runtime.
-fn off_runtime<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    std::thread::spawn(f).join().unwrap()
 }
 
 /// Start of the fixed records' window: 2026-01-01T00:00:00Z.

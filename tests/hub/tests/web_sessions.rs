@@ -236,7 +236,7 @@ async fn cookie_writes_need_the_client_header_and_the_hubs_origin() {
     ] {
         assert_eq!(send(&web, put(headers)).await.status, StatusCode::FORBIDDEN);
     }
-    assert!(!hub_example::api::profiling::readiness_marks(hub.hub.db()).unwrap());
+    assert!(!hub.with_db(|db| hub_example::api::profiling::readiness_marks(db).unwrap()));
     let ok = send(
         &web,
         put(&[
@@ -249,7 +249,7 @@ async fn cookie_writes_need_the_client_header_and_the_hubs_origin() {
         (ok.status, ok.body),
         (StatusCode::OK, json!({"readiness_marks": true}))
     );
-    assert!(hub_example::api::profiling::readiness_marks(hub.hub.db()).unwrap());
+    assert!(hub.with_db(|db| hub_example::api::profiling::readiness_marks(db).unwrap()));
 }
 
 #[tokio::test]
@@ -327,7 +327,7 @@ async fn the_shell_names_the_marks_only_for_a_signed_in_user_while_on() {
     let off = initial(web.clone(), shell(Some(&cookie))).await;
     assert_eq!(off["signedIn"], true);
     assert!(off.get("readinessMarks").is_none());
-    hub_example::api::profiling::set_readiness_marks(hub.hub.db(), true, 1).unwrap();
+    hub.with_db(|db| hub_example::api::profiling::set_readiness_marks(db, true, 1).unwrap());
     let on = initial(web.clone(), shell(Some(&cookie))).await;
     assert_eq!(on["readinessMarks"], true);
     let anonymous = initial(web.clone(), shell(None)).await;
