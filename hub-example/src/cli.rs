@@ -258,8 +258,17 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
 }
 
+/// Blocking passes (a request's authorization and store calls) running at
+/// once. The rest wait in the runtime's queue, first come first served,
+/// before they start: a pass makes a dozen checkouts from a pool of 8, and
+/// with hundreds of passes in flight each checkout would queue behind all
+/// of them, so a request's wait grew with the load a dozen times over (and
+/// past the checkout timeout under 1,000 users).
+const BLOCKING_PASSES: usize = 32;
+
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
+        .max_blocking_threads(BLOCKING_PASSES)
         .enable_all()
         .build()
         .map_err(CliError::from)
