@@ -1,7 +1,13 @@
 //! A response body that encodes its JSON value when it is first polled, not
 //! when the handler returns, so the tracing layer's `serialize` phase (from
 //! response start to the end of the body) covers the real encoding.
+//!
+//! The buffer starts at the size of the last body this thread encoded
+//! (bounded): an agent list of a few hundred kilobytes is then written
+//! without the dozen reallocations (and copies) of a buffer grown from
+//! empty.
 
+use std::cell::Cell;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -12,6 +18,15 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body::Frame;
 use serde::Serialize;
+
+/// The smallest and largest buffer a body starts with.
+const MIN_CAPACITY: usize = 128;
+const MAX_CAPACITY: usize = 1 << 20;
+
+thread_local! {
+    /// The length of the last body encoded on this thread.
+    static LAST_LEN: Cell<usize> = const { Cell::new(MIN_CAPACITY) };
+}
 
 /// A JSON body encoded on first poll.
 #[derive(Debug)]
@@ -37,11 +52,13 @@ impl<T: Serialize + Unpin> http_body::Body for LazyJson<T> {
         let Some(value) = self.get_mut().value.take() else {
             return Poll::Ready(None);
         };
-        let bytes = serde_json::to_vec(&value).unwrap_or_else(|_| {
+        let mut bytes = Vec::with_capacity(LAST_LEN.get());
+        if serde_json::to_writer(&mut bytes, &value).is_err() {
             // Only a non-string map key or a failing Serialize impl gets here;
             // the Hub's views have neither.
-            br#"{"error":"internal error"}"#.to_vec()
-        });
+            bytes = br#"{"error":"internal error"}"#.to_vec();
+        }
+        LAST_LEN.set(bytes.len().clamp(MIN_CAPACITY, MAX_CAPACITY));
         Poll::Ready(Some(Ok(Frame::data(Bytes::from(bytes)))))
     }
 

@@ -18,6 +18,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 use std::time::SystemTime;
 
+use perf_trace_core::{DecisionBatch, Outcome};
+
 use super::audit::{AuditEmitter, AuditOutcome, AuditRecord, Resource};
 use super::{Action, AuthzMemo, Permissions, Principal};
 use crate::keys::AuthzBatch;
@@ -106,13 +108,39 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
     }
 
     fn emit(&self, action: Action, resource: Resource, outcome: AuditOutcome) {
-        self.audit.emit(AuditRecord {
+        self.audit.emit(self.record(action, resource, outcome));
+    }
+
+    fn record(&self, action: Action, resource: Resource, outcome: AuditOutcome) -> AuditRecord {
+        AuditRecord {
             at: SystemTime::now(),
             principal: self.me.clone(),
             action,
             resource,
             outcome,
+        }
+    }
+
+    /// Emits one record per agent and action of a batch, agent by agent in
+    /// `actions`' order, as one batch: `outcome` gives each record's outcome.
+    fn emit_agents_batch(
+        &self,
+        agents: &[Agent],
+        actions: &[Action],
+        outcomes: DecisionBatch,
+        outcome: impl Fn(usize, Action) -> AuditOutcome,
+    ) {
+        let outcome = &outcome;
+        let mut records = agents.iter().enumerate().flat_map(|(i, agent)| {
+            actions.iter().map(move |&action| {
+                self.record(
+                    action,
+                    Resource::Agent(agent.id.clone()),
+                    outcome(i, action),
+                )
+            })
         });
+        self.audit.emit_batch(outcomes, &mut records);
     }
 
     /// Records a decision made outside the permission model (such as a
@@ -302,8 +330,9 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
     /// batch, as a batch check does: each input (the caller's scope, the
     /// creator role, the constraints) is read once per project of the
     /// batch, then every decision is made from them. Still one audit record
-    /// per decision, agent by agent in `actions`' order. Returns, per agent,
-    /// the actions allowed.
+    /// per decision, agent by agent in `actions`' order, emitted together
+    /// once every decision is made (so a traced request times the batch's
+    /// emission once). Returns, per agent, the actions allowed.
     ///
     /// When an input cannot be read, every decision of the batch is
     /// recorded as an error and the error is returned.
@@ -328,41 +357,41 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
         let inputs = match inputs {
             Ok(inputs) => inputs,
             Err(error) => {
-                for agent in agents {
-                    for &action in actions {
-                        self.emit(
-                            action,
-                            Resource::Agent(agent.id.clone()),
-                            AuditOutcome::Error,
-                        );
-                    }
-                }
+                let outcomes = DecisionBatch {
+                    other: (agents.len() * actions.len()) as u64,
+                    ..DecisionBatch::default()
+                };
+                self.emit_agents_batch(agents, actions, outcomes, |_, _| AuditOutcome::Error);
                 return Err(error);
             }
         };
-        Ok(agents
+        let mut outcomes = DecisionBatch::default();
+        let allowed: Vec<Permissions> = agents
             .iter()
             .map(|agent| {
+                let inputs = inputs
+                    .get(&agent.project_id)
+                    .filter(|_| self.reaches(agent));
                 let mut allowed = Permissions::NONE;
                 for &action in actions {
-                    let decision = inputs
-                        .get(&agent.project_id)
-                        .filter(|_| self.reaches(agent))
-                        .is_some_and(|inputs| self.agent_decision(action, agent, inputs));
-                    let resource = Resource::Agent(agent.id.clone());
-                    let outcome = if decision {
-                        AuditOutcome::Allow
-                    } else {
-                        AuditOutcome::Deny
-                    };
-                    self.emit(action, resource, outcome);
-                    if decision {
+                    if inputs.is_some_and(|inputs| self.agent_decision(action, agent, inputs)) {
                         allowed.insert(action);
+                        outcomes.add(Outcome::Allow);
+                    } else {
+                        outcomes.add(Outcome::Deny);
                     }
                 }
                 allowed
             })
-            .collect())
+            .collect();
+        self.emit_agents_batch(agents, actions, outcomes, |i, action| {
+            if allowed[i].contains(action) {
+                AuditOutcome::Allow
+            } else {
+                AuditOutcome::Deny
+            }
+        });
+        Ok(allowed)
     }
 
     /// Decides `action` on an agent.
