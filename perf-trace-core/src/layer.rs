@@ -18,7 +18,7 @@ use crate::contract::suffix;
 use crate::export::RequestFacts;
 use crate::headers::render_headers;
 use crate::keys::{KeySet, Schema};
-use crate::pool::PoolStats;
+use crate::pool::{PoolBaseline, PoolStats};
 use crate::recorder::{Recorder, Table};
 use crate::scope::{current, Instrumented};
 use crate::sink::Emitter;
@@ -210,6 +210,9 @@ where
                 .request_id(uuid::Uuid::new_v4().to_string());
             if let Some(pool) = &shared.pool {
                 builder = builder.pool(Arc::clone(pool));
+                if let Some(PoolBaseline(start)) = request.extensions().get() {
+                    builder = builder.pool_since(*start);
+                }
             }
             builder.build::<S>()
         });

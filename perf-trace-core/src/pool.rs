@@ -25,6 +25,21 @@ pub trait PoolStats: Send + Sync + 'static {
     fn pool_figures(&self) -> PoolFigures;
 }
 
+/// The pool's figures read by a middleware in front of the layer when the
+/// request arrived. Put in the request's extensions, it is where the
+/// layer's wait deltas start, so a checkout made before the layer (while
+/// authenticating the caller, say) shows in the request's line.
+///
+/// ```
+/// use perf_trace_core::pool::{PoolBaseline, PoolFigures};
+///
+/// let mut request = http::Request::new(());
+/// request.extensions_mut().insert(PoolBaseline(PoolFigures::default()));
+/// assert!(request.extensions().get::<PoolBaseline>().is_some());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolBaseline(pub PoolFigures);
+
 /// The pool figures of one request: pool-wide wait deltas over the request and
 /// the gauges read at its end.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -238,6 +238,7 @@ pub struct RecorderBuilder {
     method: &'static str,
     request_id: String,
     pool: Option<Arc<dyn PoolStats>>,
+    pool_start: Option<PoolFigures>,
 }
 
 impl fmt::Debug for RecorderBuilder {
@@ -269,11 +270,20 @@ impl RecorderBuilder {
         self
     }
 
+    /// Counts the pool's waits from `start`, figures read earlier in the
+    /// request (see [`PoolBaseline`](crate::pool::PoolBaseline)), instead of
+    /// from when the recorder is built.
+    pub fn pool_since(mut self, start: PoolFigures) -> Self {
+        self.pool_start = Some(start);
+        self
+    }
+
     /// Makes the recorder for schema `S`; its clock starts now.
     pub fn build<S: Schema>(self) -> Recorder {
         let schema = SchemaInfo::of::<S>();
+        let pool_start = self.pool_start;
         let pool = self.pool.map(|p| {
-            let start = p.pool_figures();
+            let start = pool_start.unwrap_or_else(|| p.pool_figures());
             (p, start)
         });
         let (counter_offsets, counter_slots) = layout(schema.counters.iter().map(|s| s.0));

@@ -125,6 +125,28 @@ async fn one_line_per_request_with_request_id_header() {
 }
 
 #[tokio::test]
+async fn a_baseline_from_a_middleware_in_front_counts_its_waits_too() {
+    let captured = Captured::default();
+    let svc = traced(&captured);
+    // The fake pool gains 5 waits per read: the layer reads it at the
+    // request's start (0) and end (5).
+    let response = svc.clone().oneshot(get("/things")).await.unwrap();
+    response.into_body().collect().await.unwrap();
+    // A middleware in front read 0 waits; the layer then reads only the end
+    // (10): its own start (10) would have said 5.
+    let mut request = get("/things");
+    request
+        .extensions_mut()
+        .insert(perf_trace_core::pool::PoolBaseline(PoolFigures::default()));
+    let response = svc.oneshot(request).await.unwrap();
+    response.into_body().collect().await.unwrap();
+    let lines = captured.json_lines();
+    assert_eq!(lines[0]["db_wait_count"], 5);
+    assert_eq!(lines[1]["db_wait_count"], 10);
+    assert_eq!(lines[1]["db_wait_us"], 100);
+}
+
+#[tokio::test]
 async fn headers_need_the_exact_trigger_and_an_allowed_caller() {
     let captured = Captured::default();
     let svc = traced(&captured);

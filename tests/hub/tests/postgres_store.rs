@@ -358,6 +358,15 @@ async fn an_exhausted_pool_is_a_503_with_retry_after_until_a_connection_frees_up
         reply.json(),
         serde_json::json!({"error": "database busy or locked, try again later"})
     );
+    // Its line shows why: a checkout (made while authenticating, before
+    // the layer's own clock) that waited out the pool's 300 ms timeout,
+    // with the one connection open and in use.
+    let id = reply.headers["x-request-id"].to_str().unwrap().to_owned();
+    let line = hub.line_of(&id);
+    assert!(line["db_wait_count"].as_u64().unwrap() >= 1, "{line}");
+    assert!(line["db_wait_us"].as_u64().unwrap() >= 250_000, "{line}");
+    assert_eq!(line["db_in_use"], 1, "{line}");
+    assert_eq!(line["db_open"], 1, "{line}");
 
     release_tx.send(()).unwrap();
     holder.join().unwrap();
