@@ -127,15 +127,27 @@ pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
     .layer(axum::middleware::from_fn(
         auth::answer_authentication_failure,
     ));
+    let traced = trace.is_some();
     let routes = match trace {
         Some(layer) => routes.layer(layer),
         None => routes,
     };
-    routes
-        .layer(axum::middleware::from_fn_with_state(
-            state,
-            auth::authenticate::<S, A>,
+    let db = state.db().clone();
+    let routes = routes.layer(axum::middleware::from_fn_with_state(
+        state,
+        auth::authenticate::<S, A>,
+    ));
+    // Authenticating reads the database before the tracing layer starts:
+    // its pool waits belong to the request's line too.
+    let routes = if traced {
+        routes.layer(axum::middleware::from_fn_with_state(
+            db,
+            crate::perf::note_pool_baseline,
         ))
+    } else {
+        routes
+    };
+    routes
         .layer(axum::middleware::from_fn(limit_request_size))
         .layer(CatchPanicLayer::custom(panic_response))
 }

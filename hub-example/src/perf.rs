@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use http::Request;
-use perf_trace_core::pool::PoolStats;
+use perf_trace_core::pool::{PoolBaseline, PoolStats};
 use perf_trace_core::{Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy};
 
 use crate::authz::Principal;
+use crate::db::Db;
 use crate::exits::HubExits;
 use crate::keys::{classify, EndpointClass, HubSchema};
 use crate::log::{Logger, COMPONENT};
@@ -51,4 +52,19 @@ pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) 
     let format = LineFormat::new(COMPONENT).gcp(logger.gcp());
     let emitter = exits.apply(Emitter::new(format, sink));
     PerfTraceLayer::new(HubPolicy, emitter).with_pool(pool)
+}
+
+/// Reads the pool's figures as a traced request arrives, before
+/// authentication reads the database, so the tracing layer counts those
+/// waits in the request's line too (a 503 answered while authenticating
+/// for an exhausted pool then shows the wait that ran out).
+pub async fn note_pool_baseline(
+    axum::extract::State(db): axum::extract::State<Db>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    request
+        .extensions_mut()
+        .insert(PoolBaseline(db.pool_figures()));
+    next.run(request).await
 }

@@ -20,7 +20,6 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use perf_trace_core::pool::{PoolBaseline, PoolStats};
 
 use super::failed_logins::FailedLogins;
 use super::ApiError;
@@ -182,12 +181,6 @@ pub async fn authenticate<S: AuthzStore, A: AuditEmitter>(
     if PUBLIC_PATHS.contains(&request.uri().path()) {
         return next.run(request).await;
     }
-    // Authenticating reads the database before the tracing layer starts:
-    // its pool waits belong to the request's line too (a 503 answered here
-    // for an exhausted pool then shows the wait that ran out).
-    request
-        .extensions_mut()
-        .insert(PoolBaseline(state.db().pool_figures()));
     if let Some(session) = crate::web::cookie_session(&request) {
         let resolved = match session {
             Ok(id) => crate::web::resolve_cookie_session(&state, id).await,
