@@ -142,6 +142,7 @@ async fn stream_end<S: AuthzStore, A: AuditEmitter>(
             None => std::future::pending().await,
         }
     };
+    let expires_at_ms = expiry.map(|CredentialExpiry(at_ms)| at_ms);
     let expired = async move {
         match expiry {
             Some(CredentialExpiry(at_ms)) => {
@@ -175,7 +176,12 @@ async fn stream_end<S: AuthzStore, A: AuditEmitter>(
     tokio::select! {
         _ = shutdown => StreamEnd::Shutdown,
         _ = expired => StreamEnd::CredentialExpired,
-        _ = revoked => StreamEnd::AccessRevoked,
+        // A re-check that runs just as the credential expires finds it
+        // refused: that is its expiry, not a revocation.
+        _ = revoked => match expires_at_ms {
+            Some(at_ms) if crate::clock::now_ms() >= at_ms => StreamEnd::CredentialExpired,
+            _ => StreamEnd::AccessRevoked,
+        },
     }
 }
 
