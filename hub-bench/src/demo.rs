@@ -245,23 +245,35 @@ fn rows_of(report: &Report, agents: u32, ratios: &[(String, Option<f64>)]) -> Ve
 }
 
 /// Serves the seeded database at `db_path` in this process, on a free
-/// loopback port, as `hub-example serve` would (migrations applied), with
-/// tracing on or off and every log line written to a new file at
-/// `log_path`. Stop it with [`RunningHub::stop`].
+/// loopback port, as `hub-example serve` would (see [`seeded_hub`]). Stop
+/// it with [`RunningHub::stop`].
 pub async fn start_hub(
     db_path: &Path,
     session_secret: &str,
     perf_trace: bool,
     log_path: &Path,
 ) -> anyhow::Result<RunningHub> {
+    let hub = seeded_hub(db_path, session_secret, perf_trace, log_path)?;
+    Ok(hub.spawn(([127, 0, 0, 1], 0).into()).await?)
+}
+
+/// A Hub over the seeded database at `db_path`, opened as `hub-example
+/// serve` opens it (migrations applied), with tracing on or off, without
+/// the response cache (the benchmarks measure each request's own work),
+/// and every log line written to a new file at `log_path`.
+pub fn seeded_hub(
+    db_path: &Path,
+    session_secret: &str,
+    perf_trace: bool,
+    log_path: &Path,
+) -> anyhow::Result<Hub> {
     let db = open_for_serving(db_path, true)?;
     let log = File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;
     let writer: SharedWriter = Arc::new(Mutex::new(Box::new(log)));
-    let hub = Hub::new(
+    Ok(Hub::new(
         db,
         HubOptions {
             session_secret: session_secret.into(),
-            // The demo measures each request's own work: no response cache.
             settings: Settings {
                 perf_trace,
                 gcp_logs: false,
@@ -269,8 +281,7 @@ pub async fn start_hub(
             },
             log: writer,
         },
-    );
-    Ok(hub.spawn(([127, 0, 0, 1], 0).into()).await?)
+    ))
 }
 
 /// The same requests against the traced and the untraced Hub, interleaved

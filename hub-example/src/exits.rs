@@ -343,16 +343,7 @@ pub fn metrics_addr(port: u16) -> SocketAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn file(text: &str) -> tempfile::NamedTempFile {
-        let f = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(f.path(), text).unwrap();
-        f
-    }
-
-    fn no_env(_: &str) -> Option<String> {
-        None
-    }
+    use crate::settings::test_files::{file, no_env};
 
     #[test]
     fn everything_is_off_by_default() {

@@ -187,12 +187,7 @@ impl ServerLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn file(text: &str) -> tempfile::NamedTempFile {
-        let f = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(f.path(), text).unwrap();
-        f
-    }
+    use crate::settings::test_files::file;
 
     #[test]
     fn defaults_hold_without_settings() {

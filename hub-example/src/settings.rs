@@ -165,19 +165,25 @@ impl Settings {
     }
 }
 
+/// What the settings modules' tests share: a settings file with given text,
+/// and an empty process environment.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn file(text: &str) -> tempfile::NamedTempFile {
+pub(crate) mod test_files {
+    pub(crate) fn file(text: &str) -> tempfile::NamedTempFile {
         let f = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(f.path(), text).unwrap();
         f
     }
 
-    fn no_env(_: &str) -> Option<String> {
+    pub(crate) fn no_env(_: &str) -> Option<String> {
         None
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_files::{file, no_env};
+    use super::*;
 
     #[test]
     fn off_by_default() {

@@ -4,22 +4,15 @@
 //! each router. The router benchmark (`benches/router_on_off.rs`) and the
 //! instruction counter (`examples/on_off_instructions.rs`) share it.
 
-use std::fs::File;
 use std::path::Path;
-use std::sync::Arc;
 
-use anyhow::Context as _;
 use axum::body::Body;
 use axum::Router;
 use http_body_util::BodyExt;
-use parking_lot::Mutex;
 use tower::ServiceExt;
 
-use hub_example::app::{Hub, HubOptions};
-use hub_example::log::SharedWriter;
+use hub_example::app::Hub;
 use hub_example::seed::{seed_to_file, SeedDocument, SeedOptions};
-use hub_example::serve::open_for_serving;
-use hub_example::settings::Settings;
 
 const SESSION_SECRET: &str = "in-process-bench-secret";
 
@@ -52,22 +45,7 @@ pub fn seed(dir: &Path, agents: u32) -> anyhow::Result<SeedDocument> {
 /// (and, traced, its perf_trace lines) written to a new file at `log_path`,
 /// as the demo serves it.
 pub fn hub(db_path: &Path, perf_trace: bool, log_path: &Path) -> anyhow::Result<Hub> {
-    let db = open_for_serving(db_path, true)?;
-    let log = File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;
-    let writer: SharedWriter = Arc::new(Mutex::new(Box::new(log)));
-    Ok(Hub::new(
-        db,
-        HubOptions {
-            session_secret: SESSION_SECRET.into(),
-            settings: Settings {
-                perf_trace,
-                gcp_logs: false,
-                // Both sides do each request's whole work: no response cache.
-                cache: hub_example::cache::CacheSettings::disabled(),
-            },
-            log: writer,
-        },
-    ))
+    hub_bench::demo::seeded_hub(db_path, SESSION_SECRET, perf_trace, log_path)
 }
 
 /// The demo's scenarios for the seeded project.

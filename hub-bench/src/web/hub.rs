@@ -2,19 +2,11 @@
 //! port, as `hub-example serve --enable-web` serves it: the demo's browser
 //! table and the browser tests run against it.
 
-use std::fs::File;
 use std::path::Path;
-use std::sync::Arc;
 
-use parking_lot::Mutex;
-
-use anyhow::Context;
 use hub_example::api::profiling::set_readiness_marks;
-use hub_example::log::SharedWriter;
-use hub_example::serve::open_for_serving;
-use hub_example::settings::Settings;
 use hub_example::web::{router, WebOptions};
-use hub_example::{Hub, HubOptions};
+use hub_example::Hub;
 use tokio::sync::oneshot;
 
 /// A served Hub with its web client; stopped when dropped.
@@ -33,23 +25,7 @@ impl WebHub {
         perf_trace: bool,
         log_path: &Path,
     ) -> anyhow::Result<WebHub> {
-        let db = open_for_serving(db_path, true)?;
-        let log =
-            File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;
-        let writer: SharedWriter = Arc::new(Mutex::new(Box::new(log)));
-        let hub = Hub::new(
-            db,
-            HubOptions {
-                session_secret: session_secret.into(),
-                settings: Settings {
-                    perf_trace,
-                    gcp_logs: false,
-                    // Each page request does its own work, as in the API demo.
-                    cache: hub_example::cache::CacheSettings::disabled(),
-                },
-                log: writer,
-            },
-        );
+        let hub = crate::demo::seeded_hub(db_path, session_secret, perf_trace, log_path)?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         let (stop, stopped) = oneshot::channel::<()>();

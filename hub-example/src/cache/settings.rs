@@ -159,16 +159,7 @@ impl CacheSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn file(text: &str) -> tempfile::NamedTempFile {
-        let f = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(f.path(), text).unwrap();
-        f
-    }
-
-    fn no_env(_: &str) -> Option<String> {
-        None
-    }
+    use crate::settings::test_files::{file, no_env};
 
     #[test]
     fn names_follow_the_routes() {

@@ -22,12 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hub_example::cache::CacheSettings;
-use hub_example::db::{Db, PoolOptions};
-use hub_example::log::CaptureBuffer;
 use hub_example::settings::Settings;
-use hub_example::{Hub, HubOptions};
 use hub_support::postgres::pg_url;
-use hub_support::{Seeded, SECRET};
+use hub_support::{Seeded, TestHub};
 
 /// The variable holding the command that restarts the server.
 const RESTART_VAR: &str = "PERF_TRACE_PG_RESTART";
@@ -74,30 +71,17 @@ async fn a_restarted_server_is_503_with_retry_after_then_served_again_with_one_l
     let Some(restart) = restart_command() else {
         return;
     };
-    let seeded = Seeded::on_postgres(8, &server);
-    let db = Db::open_postgres(
-        seeded.pg.as_ref().unwrap().url(),
-        PoolOptions {
-            max_size: 8,
-            min_idle: 1,
-            checkout_timeout: Duration::from_millis(300),
-            busy_timeout: Duration::from_millis(300),
+    let TestHub {
+        seeded, hub, log, ..
+    } = TestHub::over_small_pool(
+        Seeded::on_postgres(8, &server),
+        Settings {
+            perf_trace: true,
+            gcp_logs: false,
+            // Every answer reads the database: none comes from a cache.
+            cache: CacheSettings::disabled(),
         },
-    )
-    .unwrap();
-    let log = CaptureBuffer::new();
-    let hub = Hub::new(
-        db,
-        HubOptions {
-            session_secret: SECRET.into(),
-            settings: Settings {
-                perf_trace: true,
-                gcp_logs: false,
-                // Every answer reads the database: none comes from a cache.
-                cache: CacheSettings::disabled(),
-            },
-            log: log.writer(),
-        },
+        8,
     );
     let served = served::Served::hub(&hub).await;
     let url = format!(

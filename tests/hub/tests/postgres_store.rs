@@ -235,33 +235,11 @@ fn an_unreachable_server_is_one_clear_error() {
 /// A Hub over a schema of `database`, with a short checkout timeout and
 /// `max_size` connections, its log captured.
 fn hub_over_database(database: &PgDatabase, agents: u32, max_size: u32) -> TestHub {
-    let seeded = Seeded::on_postgres(agents, database.url());
-    let db = Db::open_postgres(
-        seeded.pg.as_ref().unwrap().url(),
-        PoolOptions {
-            max_size,
-            min_idle: 1,
-            checkout_timeout: Duration::from_millis(300),
-            busy_timeout: Duration::from_millis(300),
-        },
+    TestHub::over_small_pool(
+        Seeded::on_postgres(agents, database.url()),
+        traced(),
+        max_size,
     )
-    .unwrap();
-    let log = CaptureBuffer::new();
-    let hub = Hub::new(
-        db,
-        HubOptions {
-            session_secret: SECRET.into(),
-            settings: traced(),
-            log: log.writer(),
-        },
-    );
-    let router = hub.router();
-    TestHub {
-        seeded,
-        hub,
-        router,
-        log,
-    }
 }
 
 #[tokio::test]

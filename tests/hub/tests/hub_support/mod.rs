@@ -160,9 +160,32 @@ impl TestHub {
     }
 
     pub fn over(seeded: Seeded, settings: Settings) -> TestHub {
+        let db = seeded.db();
+        Self::over_db(seeded, db, settings)
+    }
+
+    /// A Hub over a PostgreSQL fixture whose pool has `max_size`
+    /// connections and gives up on a checkout or a lock after 300 ms, so
+    /// the fault tests see an exhausted pool or a held lock quickly.
+    pub fn over_small_pool(seeded: Seeded, settings: Settings, max_size: u32) -> TestHub {
+        let url = seeded.pg.as_ref().expect("a PostgreSQL fixture").url();
+        let db = Db::open_postgres(
+            url,
+            PoolOptions {
+                max_size,
+                min_idle: 1,
+                checkout_timeout: std::time::Duration::from_millis(300),
+                busy_timeout: std::time::Duration::from_millis(300),
+            },
+        )
+        .unwrap();
+        Self::over_db(seeded, db, settings)
+    }
+
+    fn over_db(seeded: Seeded, db: Db, settings: Settings) -> TestHub {
         let log = CaptureBuffer::new();
         let hub = Hub::new(
-            seeded.db(),
+            db,
             HubOptions {
                 session_secret: SECRET.into(),
                 settings,
