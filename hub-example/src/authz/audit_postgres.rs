@@ -22,7 +22,7 @@ use super::audit::{AuditBackend, AuditRecord, AuditWriteError, WRITER_BUSY_TIMEO
 use super::audit_store::{
     millis, outcome_name, resource_parts, AuditCursor, AuditEventRow, AuditPage, AuditQuery,
 };
-use crate::db::postgres::{PgClient, PgManager};
+use crate::db::postgres::{PgClient, PgManager, PgTransaction};
 use crate::db::{Db, DbError, Dialect};
 
 /// Writes batches into `audit_events` on a connection of its own.
@@ -132,7 +132,10 @@ fn event_row(row: &Row) -> Result<AuditEventRow, DbError> {
 
 /// Reads one page of the window `query` names (the PostgreSQL statements of
 /// [`super::audit_store::query_events`]).
-pub fn query_events(conn: &mut PgClient, query: &AuditQuery) -> Result<AuditPage, DbError> {
+pub fn query_events(
+    conn: &mut PgTransaction<'_>,
+    query: &AuditQuery,
+) -> Result<AuditPage, DbError> {
     let (after_at, after_id) = query
         .after
         .map_or((i64::MAX, i64::MAX), |c| (c.at_ms, c.id));
@@ -189,7 +192,11 @@ pub fn query_events(conn: &mut PgClient, query: &AuditQuery) -> Result<AuditPage
 /// as on SQLite. Exact while ids follow time; replicas sharing the database
 /// each write their own batches, so there it is off by the records of the
 /// batches written out of time order.
-fn approximate_count(conn: &mut PgClient, from_ms: i64, to_ms: i64) -> Result<u64, DbError> {
+fn approximate_count(
+    conn: &mut PgTransaction<'_>,
+    from_ms: i64,
+    to_ms: i64,
+) -> Result<u64, DbError> {
     let mut id_at = |sql: &str| -> Result<Option<i64>, DbError> {
         let row = conn.query_opt(sql, &[&from_ms, &to_ms])?;
         Ok(row.map(|r| r.try_get(0)).transpose()?)

@@ -119,10 +119,21 @@ pub struct AuditPage {
 }
 
 /// Reads one page of the window `query` names, with the window's count and
-/// histogram, from whichever database `db` is.
+/// histogram, from whichever database `db` is. Its statements read one
+/// snapshot (a read transaction): the audit writer keeps committing while
+/// they run, and the count must be the histogram's sum.
 pub fn query_events(db: &Db, query: &AuditQuery) -> Result<AuditPage, DbError> {
     match db.dialect() {
-        Dialect::Sqlite => Ok(super::audit_sqlite::query_events(&*db.conn()?, query)?),
-        Dialect::Postgres => super::audit_postgres::query_events(&mut *db.pg_conn()?, query),
+        Dialect::Sqlite => {
+            let mut conn = db.conn()?;
+            let snapshot = conn.transaction()?;
+            Ok(super::audit_sqlite::query_events(&snapshot, query)?)
+        }
+        Dialect::Postgres => {
+            let mut conn = db.pg_conn()?;
+            let mut snapshot = conn.transaction()?;
+            snapshot.batch_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
+            super::audit_postgres::query_events(&mut snapshot, query)
+        }
     }
 }
