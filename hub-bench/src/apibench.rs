@@ -237,6 +237,10 @@ pub fn join_perf_log(
 /// writes a line as its response ends, so the last one can trail the client.
 const JOIN_SETTLE: Duration = Duration::from_secs(1);
 
+/// How long to wait for a traced Hub's first lines before concluding that
+/// the log holds none of the run's requests.
+const FIRST_LINES: Duration = Duration::from_millis(400);
+
 async fn join_with_settle(
     log: &Path,
     scenarios: &mut [ScenarioReport],
@@ -247,11 +251,15 @@ async fn join_with_settle(
         .filter(|a| !a.request_id.is_empty())
         .count();
     let settle_until = Instant::now() + JOIN_SETTLE;
+    let first_lines_until = Instant::now() + FIRST_LINES;
     loop {
         let index = perf_log::read_perf_log(log)?;
         let (joined, total) = join_perf_log(scenarios, &index);
-        // Zero joins means tracing is off or the log is another hub's: do not wait.
-        if joined == 0 || joined >= wanted || Instant::now() >= settle_until {
+        // Zero joins once a Hub has had time to write its lines (it may
+        // render and write them a flush interval after the requests end)
+        // means tracing is off or the log is another hub's: do not wait.
+        let none_yet = joined == 0 && Instant::now() < first_lines_until;
+        if (joined == 0 && !none_yet) || joined >= wanted || Instant::now() >= settle_until {
             return Ok((joined, total));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -15,6 +15,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use parking_lot::Mutex;
 
 use hub_example::app::{Hub, HubOptions, RunningHub};
+use hub_example::exits::HubExits;
 use hub_example::log::SharedWriter;
 use hub_example::seed::{seed_to_file, SeedDocument, SeedOptions};
 use hub_example::serve::open_for_serving;
@@ -260,7 +261,10 @@ pub async fn start_hub(
 /// A Hub over the seeded database at `db_path`, opened as `hub-example
 /// serve` opens it (migrations applied), with tracing on or off, without
 /// the response cache (the benchmarks measure each request's own work),
-/// and every log line written to a new file at `log_path`.
+/// and every log line written to a new file at `log_path`, buffered as
+/// `serve` buffers standard output, the perf_trace lines rendered in the
+/// background as `serve` renders them (they reach the file within
+/// [`hub_example::perf::LINE_FLUSH_INTERVAL`] or so).
 pub fn seeded_hub(
     db_path: &Path,
     session_secret: &str,
@@ -269,8 +273,9 @@ pub fn seeded_hub(
 ) -> anyhow::Result<Hub> {
     let db = open_for_serving(db_path, true)?;
     let log = File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;
+    let log = std::io::BufWriter::with_capacity(perf_trace_core::LineSink::BUFFER_BYTES, log);
     let writer: SharedWriter = Arc::new(Mutex::new(Box::new(log)));
-    Ok(Hub::new(
+    Ok(Hub::with_exits(
         db,
         HubOptions {
             session_secret: session_secret.into(),
@@ -280,6 +285,10 @@ pub fn seeded_hub(
                 cache: hub_example::cache::CacheSettings::disabled(),
             },
             log: writer,
+        },
+        HubExits {
+            background_lines: Some(hub_example::perf::LINE_FLUSH_INTERVAL),
+            ..HubExits::default()
         },
     ))
 }

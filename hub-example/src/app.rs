@@ -140,9 +140,8 @@ pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
     // Authenticating reads the database before the tracing layer starts:
     // its pool waits belong to the request's line too.
     let routes = if traced {
-        routes.layer(axum::middleware::from_fn_with_state(
-            db,
-            crate::perf::note_pool_baseline,
+        routes.layer(tower::util::MapRequestLayer::new(
+            crate::perf::note_pool_baseline(db),
         ))
     } else {
         routes

@@ -302,7 +302,10 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
     };
     rt.block_on(async move {
         perf_trace_core::warm_up();
-        let exits = HubExits::start(&exit_settings).map_err(|e| CliError(e.to_string()))?;
+        let exits = HubExits {
+            background_lines: Some(crate::perf::LINE_FLUSH_INTERVAL),
+            ..HubExits::start(&exit_settings).map_err(|e| CliError(e.to_string()))?
+        };
         let hub = Hub::with_exits(
             db,
             HubOptions {

@@ -221,7 +221,8 @@ impl ExitSettings {
     }
 }
 
-/// The exits a Hub is built with (none by default).
+/// The exits a Hub is built with (none by default), and where its
+/// perf_trace lines are rendered.
 #[derive(Clone, Default)]
 pub struct HubExits {
     /// The metrics, when on (the admin route or the metrics port).
@@ -232,6 +233,14 @@ pub struct HubExits {
     pub sampling: Option<TailSampling>,
     /// Serve the metrics on the admin route.
     pub metrics_route: bool,
+    /// Render the lines (and hand them to the exits) on a thread of the
+    /// emitter's own, taken every this often
+    /// ([`perf_trace_core::Emitter::in_background`]), instead of on each
+    /// request's thread as it ends. `hub-example serve` does
+    /// ([`crate::perf::LINE_FLUSH_INTERVAL`]); off by default, so that a
+    /// test reads a request's line as soon as the request ends. The Hub's
+    /// own log lines render the queue first, so they keep their order.
+    pub background_lines: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for HubExits {
@@ -241,6 +250,7 @@ impl std::fmt::Debug for HubExits {
             .field("otlp", &self.otlp)
             .field("sampling", &self.sampling)
             .field("metrics_route", &self.metrics_route)
+            .field("background_lines", &self.background_lines)
             .finish()
     }
 }
@@ -261,6 +271,7 @@ impl HubExits {
             otlp,
             sampling: settings.sampling(),
             metrics_route: settings.metrics,
+            background_lines: None,
         })
     }
 
@@ -279,6 +290,9 @@ impl HubExits {
         }
         if let Some(sampling) = &self.sampling {
             emitter = emitter.with_sampling(sampling.clone());
+        }
+        if let Some(interval) = self.background_lines {
+            emitter = emitter.in_background(interval);
         }
         emitter
     }

@@ -8,10 +8,11 @@
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use parking_lot::Mutex;
+use perf_trace_core::QueuedLines;
 use serde_json::Value;
 
 /// The `component` of every Hub log line.
@@ -20,9 +21,16 @@ pub const COMPONENT: &str = "scion-hub";
 /// A shared writer of whole lines.
 pub type SharedWriter = Arc<Mutex<Box<dyn Write + Send>>>;
 
-/// Makes a [`SharedWriter`] for standard output.
+/// Makes a [`SharedWriter`] for standard output, through a buffer: the
+/// Hub's own lines flush it as they are written, the perf_trace lines are
+/// written out with them or by the sink's flushing thread
+/// ([`crate::perf::LINE_FLUSH_INTERVAL`]), so a traced request makes no
+/// system call of its own for its line.
 pub fn stdout_writer() -> SharedWriter {
-    Arc::new(Mutex::new(Box::new(std::io::stdout())))
+    Arc::new(Mutex::new(Box::new(std::io::BufWriter::with_capacity(
+        perf_trace_core::LineSink::BUFFER_BYTES,
+        std::io::stdout(),
+    ))))
 }
 
 /// A severity.
@@ -56,6 +64,9 @@ pub struct Logger {
     writer: SharedWriter,
     gcp: bool,
     failure_reported: Arc<AtomicBool>,
+    /// The perf_trace lines rendered in the background, rendered before
+    /// each of the logger's own lines so that they keep their order.
+    queued_lines: Arc<OnceLock<QueuedLines>>,
 }
 
 impl std::fmt::Debug for Logger {
@@ -73,12 +84,19 @@ impl Logger {
             writer,
             gcp,
             failure_reported: Arc::default(),
+            queued_lines: Arc::default(),
         }
     }
 
     /// The writer lines go to.
     pub fn writer(&self) -> &SharedWriter {
         &self.writer
+    }
+
+    /// Writes the perf_trace lines `queued` holds before each of this
+    /// logger's own lines (set once, by the tracing layer, for all clones).
+    pub fn write_after(&self, queued: QueuedLines) {
+        let _ = self.queued_lines.set(queued);
     }
 
     /// Whether lines use the GCP message key.
@@ -116,6 +134,9 @@ impl Logger {
     /// Writes one line. A failure to write never reaches the caller; the
     /// first one is reported (see [`Logger::report_failure`]).
     pub fn log(&self, level: Level, msg: &str, fields: &[(&str, Value)]) {
+        if let Some(queued) = self.queued_lines.get() {
+            queued.render_now();
+        }
         let line = self.render(level, msg, fields);
         let result = {
             let mut writer = self.writer.lock();

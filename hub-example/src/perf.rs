@@ -2,6 +2,7 @@
 //! see the perf headers, and where the lines go.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::Request;
 use perf_trace_core::pool::{PoolBaseline, PoolStats};
@@ -39,32 +40,46 @@ impl TracePolicy<HubSchema> for HubPolicy {
 /// The tracing layer the Hub installs when tracing is on.
 pub type HubTraceLayer = PerfTraceLayer<HubSchema, HubPolicy>;
 
+/// How long a perf_trace line may wait in the log's buffer before it is
+/// written out (the Hub's own lines write it out at once), and, rendered in
+/// the background ([`crate::exits::HubExits::background_lines`]), before
+/// it is rendered.
+pub const LINE_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
+
 /// Builds the layer: lines in the logger's format and to its destination,
 /// pool figures from `pool`. A failing destination is reported once, on
 /// standard error, shared with the logger's own report (the destination is
 /// the same, so one report covers both). The sink takes the logger's own
-/// lock, once per line. `exits` (metrics, OTLP export, tail sampling) are
-/// put on the emitter; `HubExits::default()` adds none.
+/// lock, once per line, and flushes it every [`LINE_FLUSH_INTERVAL`]
+/// rather than after each line: where the logger buffers (standard output,
+/// [`crate::log::stdout_writer`]), a line is a copy, not a system call.
+/// `exits` (metrics, OTLP export, tail sampling, lines rendered in the
+/// background) are put on the emitter; `HubExits::default()` adds none.
 pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) -> HubTraceLayer {
     let report = logger.clone();
-    let sink =
-        LineSink::shared(logger.writer().clone()).on_failure(move |e| report.report_failure(e));
+    let sink = LineSink::shared(logger.writer().clone())
+        .on_failure(move |e| report.report_failure(e))
+        .flush_every(LINE_FLUSH_INTERVAL);
     let format = LineFormat::new(COMPONENT).gcp(logger.gcp());
     let emitter = exits.apply(Emitter::new(format, sink));
+    // The Hub's own lines stay after the lines of the requests before them.
+    logger.write_after(emitter.queued_lines());
     PerfTraceLayer::new(HubPolicy, emitter).with_pool(pool)
 }
 
 /// Reads the pool's figures as a traced request arrives, before
 /// authentication reads the database, so the tracing layer counts those
 /// waits in the request's line too (a 503 answered while authenticating
-/// for an exhausted pool then shows the wait that ran out).
-pub async fn note_pool_baseline(
-    axum::extract::State(db): axum::extract::State<Db>,
-    mut request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    request
-        .extensions_mut()
-        .insert(PoolBaseline(db.pool_figures()));
-    next.run(request).await
+/// for an exhausted pool then shows the wait that ran out). Mounted as a
+/// plain request map (`tower::util::MapRequestLayer`): no future of its
+/// own, nothing boxed or cloned per request.
+pub fn note_pool_baseline(
+    db: Db,
+) -> impl Fn(axum::extract::Request) -> axum::extract::Request + Clone + Send + Sync + 'static {
+    move |mut request| {
+        request
+            .extensions_mut()
+            .insert(PoolBaseline(db.pool_figures()));
+        request
+    }
 }

@@ -200,6 +200,9 @@ fn seed_then_serve_with_tracing_from_the_environment() {
         .to_owned();
 
     // SIGTERM-free stop: kill the child we started, then read what it logged.
+    // The line is rendered and written within a flush interval of the
+    // request's end; a process killed outright loses what is younger.
+    std::thread::sleep(hub_example::perf::LINE_FLUSH_INTERVAL * 10);
     child.kill().unwrap();
     let mut log = String::new();
     child

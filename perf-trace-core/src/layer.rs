@@ -205,9 +205,11 @@ where
         let shared = &self.shared;
         // A recorder already in scope (a test helper tracing one request) is reused.
         let recorder = current().unwrap_or_else(|| {
+            let mut id = [0; uuid::fmt::Hyphenated::LENGTH];
+            let id = uuid::Uuid::new_v4().hyphenated().encode_lower(&mut id);
             let mut builder = Recorder::builder()
                 .method(method_name(request.method()))
-                .request_id(uuid::Uuid::new_v4().to_string());
+                .request_id(&*id);
             if let Some(pool) = &shared.pool {
                 builder = builder.pool(Arc::clone(pool));
                 if let Some(PoolBaseline(start)) = request.extensions().get() {
@@ -231,7 +233,8 @@ where
             request.extensions_mut().insert(context);
             context
         });
-        request.extensions_mut().insert(recorder.clone());
+        // Handlers reach the recorder as the current one (`current()`), not
+        // through the request's extensions: no map insert per request.
         let inner = recorder.in_scope(|| self.inner.call(request));
         ResponseFuture {
             // Instrumented also keeps the recorder current while the handler
@@ -331,7 +334,7 @@ impl Drop for RequestTrace {
         }
         if !self.recorder.is_discarded() {
             self.emitter
-                .emit_request(&self.recorder.snapshot(), &self.facts);
+                .finish(&self.recorder, std::mem::take(&mut self.facts));
         }
     }
 }

@@ -93,6 +93,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+mod background;
 pub mod budget;
 mod clock;
 pub mod contract;
@@ -123,6 +124,7 @@ pub mod trace_context;
 #[cfg(feature = "tracing")]
 pub mod tracing_sink;
 
+pub use background::QueuedLines;
 pub use clock::warm_up;
 pub use headers::render_headers;
 pub use keys::{KeySet, Schema};

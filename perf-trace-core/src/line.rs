@@ -21,6 +21,9 @@ pub struct LineFormat {
     component: Cow<'static, str>,
     subsystem: Cow<'static, str>,
     gcp: bool,
+    /// What follows the time in every line, up to the endpoint: level,
+    /// message, component and subsystem, escaped once here.
+    head: String,
     header_prefix: Cow<'static, str>,
     request_id_header: Cow<'static, str>,
 }
@@ -58,7 +61,9 @@ impl LineFormat {
             gcp: false,
             header_prefix: Cow::Borrowed(contract::HEADER_PREFIX),
             request_id_header: Cow::Borrowed(contract::REQUEST_ID_HEADER),
+            head: String::new(),
         }
+        .with_head()
     }
 
     /// A service's own profile: its component and subsystem, headers
@@ -84,12 +89,27 @@ impl LineFormat {
             gcp: false,
             header_prefix: Cow::Borrowed("X-Perf-"),
             request_id_header: Cow::Borrowed(contract::REQUEST_ID_HEADER),
+            head: String::new(),
         }
+        .with_head()
     }
 
     /// Switches the message key to `message` (GCP format) when `gcp` is true.
     pub fn gcp(mut self, gcp: bool) -> Self {
         self.gcp = gcp;
+        self.with_head()
+    }
+
+    fn with_head(mut self) -> Self {
+        let mut head = String::from(if self.gcp {
+            "\",\"level\":\"INFO\",\"message\":\"perf_trace\",\"component\":"
+        } else {
+            "\",\"level\":\"INFO\",\"msg\":\"perf_trace\",\"component\":"
+        });
+        push_json_string(&mut head, &self.component);
+        head.push_str(",\"subsystem\":");
+        push_json_string(&mut head, &self.subsystem);
+        self.head = head;
         self
     }
 
@@ -181,14 +201,7 @@ impl LineFormat {
         out.reserve(1024);
         out.push_str("{\"time\":\"");
         crate::timestamp::push_rfc3339_nanos(out, time);
-        out.push_str(if self.gcp {
-            "\",\"level\":\"INFO\",\"message\":\"perf_trace\",\"component\":"
-        } else {
-            "\",\"level\":\"INFO\",\"msg\":\"perf_trace\",\"component\":"
-        });
-        push_json_string(out, &self.component);
-        out.push_str(",\"subsystem\":");
-        push_json_string(out, &self.subsystem);
+        out.push_str(&self.head);
         out.push_str(",\"endpoint\":");
         push_json_string(out, snapshot.endpoint);
         out.push_str(",\"elapsed_us\":");
@@ -309,6 +322,14 @@ pub(crate) fn micros(d: Duration) -> u64 {
 
 /// Appends `s` as a JSON string literal.
 pub(crate) fn push_json_string(out: &mut String, s: &str) {
+    // Names, classes and ids almost never need escaping: one scan, one copy.
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.reserve(s.len() + 2);
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     out.push('"');
     let mut start = 0;
     for (i, b) in s.bytes().enumerate() {

@@ -56,7 +56,7 @@ impl PendingTable {
     }
 
     /// Adds every touched key to `shared` and clears it.
-    fn flush(&self, shared: &[crate::recorder::Stat; MAX_KEYS]) {
+    fn flush(&self, shared: &[crate::recorder::Stat]) {
         let mut touched = self.touched.replace(0);
         while touched != 0 {
             let index = touched.trailing_zeros() as usize;

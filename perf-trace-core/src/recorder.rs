@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use crate::clock;
-use crate::keys::{EndpointKey, KeySetInfo, Schema, SchemaInfo, MAX_KEYS, MAX_SETS};
+use crate::keys::{EndpointKey, KeySetInfo, Schema, SchemaInfo, MAX_SETS};
 use crate::pool::{DbFigures, PoolFigures, PoolStats};
 use crate::snapshot::{CounterStat, Counters, Decisions, KeyStat, Snapshot, SseStage, Timers};
 
@@ -59,13 +59,18 @@ pub enum Outcome {
 
 pub(crate) struct Inner {
     pub(crate) schema: SchemaInfo,
-    phases: [Stat; MAX_KEYS],
-    stores: [Stat; MAX_KEYS],
+    /// Every timed key of the schema, one table after the other: the
+    /// phases, the store methods from `stores_at`, the timer sets from
+    /// `timers_at`. Sized to the schema, so a recorder is one small
+    /// allocation (the allocator's fast path) rather than tables of
+    /// [`MAX_KEYS`](crate::keys::MAX_KEYS) entries whatever the schema.
+    stats: Box<[Stat]>,
+    stores_at: usize,
+    timers_at: usize,
     /// The schema's counter sets, one after the other.
     counters: Box<[AtomicU64]>,
     counter_offsets: [u32; MAX_SETS],
-    /// The schema's timer sets, one after the other.
-    timers: Box<[Stat]>,
+    /// Where each timer set starts, from `timers_at`.
     timer_offsets: [u32; MAX_SETS],
     decisions: [AtomicU64; 3],
     decision_ticks: AtomicU64,
@@ -81,11 +86,15 @@ pub(crate) struct Inner {
 
 impl Inner {
     #[inline(always)]
-    pub(crate) fn table(&self, table: Table) -> &[Stat; MAX_KEYS] {
+    pub(crate) fn table(&self, table: Table) -> &[Stat] {
         match table {
-            Table::Phases => &self.phases,
-            Table::Stores => &self.stores,
+            Table::Phases => &self.stats[..self.stores_at],
+            Table::Stores => &self.stats[self.stores_at..self.timers_at],
         }
+    }
+
+    fn timers(&self) -> &[Stat] {
+        &self.stats[self.timers_at..]
     }
 
     #[inline(always)]
@@ -154,7 +163,7 @@ impl Inner {
     /// Adds one timed event to timer `slot`.
     #[inline(always)]
     pub(crate) fn add_timer(&self, slot: usize, ticks: u64) {
-        if let Some(stat) = self.timers.get(slot) {
+        if let Some(stat) = self.timers().get(slot) {
             stat.add(ticks);
         }
     }
@@ -288,13 +297,17 @@ impl RecorderBuilder {
         });
         let (counter_offsets, counter_slots) = layout(schema.counters.iter().map(|s| s.0));
         let (timer_offsets, timer_slots) = layout(schema.timers.iter().map(|s| s.0));
+        let stores_at = schema.phases.names.len();
+        let timers_at = stores_at + schema.stores.names.len();
         Recorder(Arc::new(Inner {
             schema,
-            phases: std::array::from_fn(|_| Stat::default()),
-            stores: std::array::from_fn(|_| Stat::default()),
+            stats: (0..timers_at + timer_slots)
+                .map(|_| Stat::default())
+                .collect(),
+            stores_at,
+            timers_at,
             counters: (0..counter_slots).map(|_| AtomicU64::new(0)).collect(),
             counter_offsets,
-            timers: (0..timer_slots).map(|_| Stat::default()).collect(),
             timer_offsets,
             decisions: Default::default(),
             decision_ticks: AtomicU64::new(0),
@@ -344,24 +357,44 @@ impl Recorder {
     /// Takes a snapshot of everything recorded so far, with the elapsed time
     /// measured up to now and pool gauges read now.
     pub fn snapshot(&self) -> Snapshot {
+        self.snapshot_at(self.end_now())
+    }
+
+    /// Ends the request now as far as its line is concerned: what this
+    /// thread has pending for it is added, and the clock and the pool's
+    /// figures are read. The line's snapshot can then be taken later, on
+    /// another thread ([`snapshot_at`](Self::snapshot_at)).
+    pub(crate) fn end_now(&self) -> RequestEnd {
         let inner = &*self.0;
         // What this thread recorded in the scope it is in now counts too.
         if std::ptr::eq(crate::scope::current_ptr(), inner) {
             crate::pending::flush(inner);
         }
-        let elapsed = clock::ticks_to_duration(clock::span(inner.start_ticks, clock::now()));
+        RequestEnd {
+            ticks: clock::now(),
+            pool: inner.pool.as_ref().map(|(pool, _)| pool.pool_figures()),
+        }
+    }
+
+    /// A snapshot of everything recorded, with the elapsed time and pool
+    /// figures of `end`.
+    pub(crate) fn snapshot_at(&self, end: RequestEnd) -> Snapshot {
+        let inner = &*self.0;
+        let elapsed = clock::ticks_to_duration(clock::span(inner.start_ticks, end.ticks));
+        let stores = inner.table(Table::Stores);
         let phases = collect(
-            &inner.phases,
+            inner.table(Table::Phases),
             inner.schema.phases.names,
             inner.schema.phases.sorted,
         );
         let store_calls = collect(
-            &inner.stores,
+            stores,
             inner.schema.stores.names,
             inner.schema.stores.sorted,
         );
-        let (authz_store_calls, store_ticks) = (0..inner.schema.stores.names.len())
-            .map(|i| inner.stores[i].read())
+        let (authz_store_calls, store_ticks) = stores
+            .iter()
+            .map(Stat::read)
             .fold((0, 0), |(c, t), (c1, t1)| (c + c1, t + t1));
         let [allow, deny, other] = [0, 1, 2].map(|i| inner.decisions[i].load(Relaxed));
         let decisions = Decisions {
@@ -384,7 +417,7 @@ impl Recorder {
             .iter()
             .zip(inner.timer_offsets)
             .map(|(set, offset)| {
-                let table = &inner.timers[offset as usize..];
+                let table = &inner.timers()[offset as usize..];
                 Timers {
                     set: set.0,
                     stats: collect(table, set.0.names, set.0.sorted),
@@ -404,7 +437,8 @@ impl Recorder {
             db: inner
                 .pool
                 .as_ref()
-                .map(|(pool, start)| DbFigures::between(*start, pool.pool_figures())),
+                .zip(end.pool)
+                .map(|((_, start), end)| DbFigures::between(*start, end)),
             sse_stage: inner.stream.load(Relaxed).then_some(SseStage::Close),
             method: inner.method,
             request_id: inner.request_id.clone(),
@@ -413,6 +447,13 @@ impl Recorder {
             groups: inner.schema.groups,
         }
     }
+}
+
+/// Where a request ended, for its line: the clock and the pool's figures.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RequestEnd {
+    ticks: u64,
+    pool: Option<PoolFigures>,
 }
 
 /// The start of each set in one table, and the table's size.
@@ -429,30 +470,42 @@ fn layout(sets: impl Iterator<Item = &'static KeySetInfo>) -> ([u32; MAX_SETS], 
 /// The non-zero counters of one set, sorted by rendered name (`by` key, `_`, key).
 fn collect_counters(set: &'static KeySetInfo, table: &[AtomicU64]) -> Counters {
     let width = set.names.len();
-    let mut values: Vec<CounterStat> = (0..set.slots())
-        .filter_map(|slot| {
-            let value = table[slot].load(Relaxed);
-            (value > 0).then(|| CounterStat {
+    let slots = &table[..set.slots()];
+    let used = slots.iter().filter(|v| v.load(Relaxed) > 0).count();
+    let mut values = Vec::with_capacity(used);
+    for (slot, value) in slots.iter().enumerate() {
+        let value = value.load(Relaxed);
+        if value > 0 {
+            values.push(CounterStat {
                 by: set.by.map(|by| by.names[slot / width]),
                 name: set.names[slot % width],
                 value,
-            })
-        })
-        .collect();
-    values.sort_by(|a, b| a.rendered_bytes().cmp(b.rendered_bytes()));
+            });
+        }
+    }
+    if values.len() > 1 {
+        values.sort_by(|a, b| a.rendered_bytes().cmp(b.rendered_bytes()));
+    }
     Counters { set, values }
 }
 
 fn collect(table: &[Stat], names: &'static [&'static str], sorted: &[u16]) -> Vec<KeyStat> {
-    sorted
+    // Sized first: growing from empty would copy the list twice or three
+    // times for a dozen keys.
+    let used = sorted
         .iter()
-        .filter_map(|&i| {
-            let (count, ticks) = table[i as usize].read();
-            (count > 0).then(|| KeyStat {
+        .filter(|&&i| table[i as usize].count.load(Relaxed) > 0)
+        .count();
+    let mut stats = Vec::with_capacity(used);
+    for &i in sorted {
+        let (count, ticks) = table[i as usize].read();
+        if count > 0 {
+            stats.push(KeyStat {
                 name: names[i as usize],
                 count,
                 duration: clock::ticks_to_duration(ticks),
-            })
-        })
-        .collect()
+            });
+        }
+    }
+    stats
 }

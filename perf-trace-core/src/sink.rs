@@ -1,17 +1,26 @@
 //! Where lines go: standard output by default, any writer in tests. A failing
 //! sink never fails the request; the failure is reported once.
+//!
+//! A sink writes each line at once by default: one `write` system call per
+//! request. A busy service can buffer instead ([`LineSink::buffered`],
+//! [`LineSink::flush_every`]): a line is then a copy into memory, and a
+//! thread of the sink's own writes the buffer out every interval (and the
+//! buffer writes itself out whenever it fills).
 
 use std::cell::RefCell;
 use std::fmt;
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
+use crate::background::{Background, Queued, QueuedLines};
 use crate::export::{FinishedRequest, RequestFacts, RequestSink};
 use crate::line::LineFormat;
+use crate::recorder::Recorder;
 use crate::sampling::TailSampling;
 use crate::snapshot::Snapshot;
 
@@ -20,12 +29,18 @@ use crate::snapshot::Snapshot;
 pub type SharedLineWriter = Arc<Mutex<Box<dyn Write + Send>>>;
 
 /// A destination for whole lines, shared by all requests. Each line is one
-/// `write_all` and one `flush` under one lock.
+/// `write_all` under one lock, followed by a `flush` unless the sink flushes
+/// on an interval ([`LineSink::flush_every`]).
 pub struct LineSink {
     writer: SharedLineWriter,
-    failed: AtomicBool,
+    failed: Arc<AtomicBool>,
     lost: AtomicU64,
-    on_failure: Box<dyn Fn(&io::Error) + Send + Sync>,
+    /// Lines handed to the writer since the sink last flushed it (counted
+    /// only when flushing on an interval).
+    unflushed: Arc<AtomicU64>,
+    on_failure: Arc<dyn Fn(&io::Error) + Send + Sync>,
+    /// Set by [`LineSink::flush_every`]: the thread that flushes.
+    flusher: Option<Flusher>,
 }
 
 impl fmt::Debug for LineSink {
@@ -33,11 +48,92 @@ impl fmt::Debug for LineSink {
         f.debug_struct("LineSink")
             .field("failed", &self.failed.load(Relaxed))
             .field("lost", &self.lost.load(Relaxed))
+            .field("flush_interval", &self.flusher.as_ref().map(|f| f.interval))
             .finish_non_exhaustive()
     }
 }
 
+/// The thread of a sink that flushes on an interval, and how to stop it.
+struct Flusher {
+    interval: Duration,
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Flusher {
+    fn start(
+        writer: SharedLineWriter,
+        interval: Duration,
+        unflushed: Arc<AtomicU64>,
+        failed: Arc<AtomicBool>,
+        on_failure: Arc<dyn Fn(&io::Error) + Send + Sync>,
+    ) -> io::Result<Flusher> {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let thread = std::thread::Builder::new()
+            .name("perf-trace-flush".into())
+            .spawn({
+                let stop = Arc::clone(&stop);
+                move || loop {
+                    {
+                        let (stopped, wake) = &*stop;
+                        let mut stopped = stopped.lock();
+                        if !*stopped {
+                            wake.wait_for(&mut stopped, interval);
+                        }
+                        if *stopped {
+                            return;
+                        }
+                    }
+                    // A failed flush keeps the bytes in the buffer, to be
+                    // tried again; it is reported once, like a failed write.
+                    let mut writer = writer.lock();
+                    match writer.flush() {
+                        Ok(()) => unflushed.store(0, Relaxed),
+                        Err(e) => {
+                            if !failed.swap(true, Relaxed) {
+                                on_failure(&e);
+                            }
+                        }
+                    }
+                }
+            })?;
+        Ok(Flusher {
+            interval,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        let (stopped, wake) = &*self.stop;
+        *stopped.lock() = true;
+        wake.notify_one();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for LineSink {
+    fn drop(&mut self) {
+        if self.flusher.take().is_some() {
+            // The lines still in the buffer, written out now; when that
+            // fails they are lost.
+            if let Err(e) = self.writer.lock().flush() {
+                let unflushed = self.unflushed.swap(0, Relaxed);
+                self.fail(&e, unflushed.max(1));
+            }
+        }
+    }
+}
+
 impl LineSink {
+    /// The size of [`LineSink::buffered`]'s buffer: about forty lines of
+    /// the contract's length, written out in one system call.
+    pub const BUFFER_BYTES: usize = 64 * 1024;
+
     /// Lines to standard output; a failure is reported once on standard error.
     pub fn stdout() -> Self {
         Self::new(io::stdout())
@@ -67,9 +163,11 @@ impl LineSink {
     pub fn shared(writer: SharedLineWriter) -> Self {
         LineSink {
             writer,
-            failed: AtomicBool::new(false),
+            failed: Arc::new(AtomicBool::new(false)),
             lost: AtomicU64::new(0),
-            on_failure: Box::new(|e| {
+            unflushed: Arc::default(),
+            flusher: None,
+            on_failure: Arc::new(|e| {
                 let _ = writeln!(
                     io::stderr(),
                     "{{\"level\":\"ERROR\",\"msg\":\"perf_trace lines cannot be written; further failures are not reported\",\"error\":{:?}}}",
@@ -82,8 +180,73 @@ impl LineSink {
     /// Replaces how the first failure is reported (a service can route it to
     /// its own logger).
     pub fn on_failure(mut self, report: impl Fn(&io::Error) + Send + Sync + 'static) -> Self {
-        self.on_failure = Box::new(report);
+        self.on_failure = Arc::new(report);
+        if let Some(interval) = self.flusher.as_ref().map(|f| f.interval) {
+            self.start_flusher(interval);
+        }
         self
+    }
+
+    /// Lines to `writer` through a buffer of [`BUFFER_BYTES`](Self::BUFFER_BYTES): a line
+    /// costs a copy, not a system call. The buffer is written out whenever
+    /// it fills, by a thread of the sink's own every `interval`, and when
+    /// the sink is dropped, so a line reaches `writer` at most `interval`
+    /// after its request ends (a process killed outright loses at most that
+    /// much).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use perf_trace_core::LineSink;
+    ///
+    /// let sink = LineSink::buffered(std::io::stdout(), Duration::from_millis(50));
+    /// sink.write_line("{\"msg\":\"perf_trace\"}");
+    /// drop(sink); // written out now
+    /// ```
+    pub fn buffered(writer: impl Write + Send + 'static, interval: Duration) -> Self {
+        Self::new(BufWriter::with_capacity(Self::BUFFER_BYTES, writer)).flush_every(interval)
+    }
+
+    /// Flushes the writer every `interval` (and when the sink is dropped)
+    /// instead of after every line. Meant for a shared writer that buffers
+    /// (a [`BufWriter`]); the service's own log lines, which flush the
+    /// writer themselves, then also write out the lines before them, in
+    /// order. A writer that does not buffer writes each line at once, as
+    /// before. Should the flushing thread fail to start, the sink keeps
+    /// flushing every line.
+    pub fn flush_every(mut self, interval: Duration) -> Self {
+        self.start_flusher(interval);
+        self
+    }
+
+    fn start_flusher(&mut self, interval: Duration) {
+        // A thread started earlier (with an earlier failure report) stops first.
+        drop(self.flusher.take());
+        self.flusher = Flusher::start(
+            Arc::clone(&self.writer),
+            interval,
+            Arc::clone(&self.unflushed),
+            Arc::clone(&self.failed),
+            Arc::clone(&self.on_failure),
+        )
+        .ok();
+    }
+
+    /// Writes out what the writer holds now (a failure is reported as a
+    /// failed write is; the bytes stay in the buffer, to be tried again).
+    pub fn flush(&self) {
+        let mut writer = self.writer.lock();
+        match writer.flush() {
+            Ok(()) => self.unflushed.store(0, Relaxed),
+            Err(e) => self.fail(&e, 0),
+        }
+    }
+
+    /// Counts `lines` lost lines and reports the first failure.
+    fn fail(&self, e: &io::Error, lines: u64) {
+        self.lost.fetch_add(lines, Relaxed);
+        if !self.failed.swap(true, Relaxed) {
+            (self.on_failure)(e);
+        }
     }
 
     /// Writes `line` and a newline in one write. Errors are counted, and the
@@ -100,17 +263,21 @@ impl LineSink {
     fn write_terminated(&self, line: &[u8]) {
         let result = {
             let mut writer = self.writer.lock();
-            writer.write_all(line).and_then(|()| writer.flush())
+            match self.flusher {
+                Some(_) => writer.write_all(line).map(|()| {
+                    self.unflushed.fetch_add(1, Relaxed);
+                }),
+                None => writer.write_all(line).and_then(|()| writer.flush()),
+            }
         };
         if let Err(e) = result {
-            self.lost.fetch_add(1, Relaxed);
-            if !self.failed.swap(true, Relaxed) {
-                (self.on_failure)(&e);
-            }
+            self.fail(&e, 1);
         }
     }
 
-    /// Lines that could not be written.
+    /// Lines that could not be written: each failed write counts one, and,
+    /// flushing on an interval, a failed last flush (as the sink is dropped)
+    /// counts the lines written since the sink's last flush.
     pub fn lost_lines(&self) -> u64 {
         self.lost.load(Relaxed)
     }
@@ -125,6 +292,8 @@ pub struct Emitter {
     sink: Arc<LineSink>,
     /// `None` for the line alone: the contract's path, untouched.
     exits: Option<Arc<Exits>>,
+    /// Set by [`in_background`](Emitter::in_background).
+    background: Option<Arc<Background>>,
 }
 
 /// The exits and the sampling policy beyond the line.
@@ -154,6 +323,81 @@ impl Emitter {
             format,
             sink: Arc::new(sink),
             exits: None,
+            background: None,
+        }
+    }
+
+    /// Renders the lines of finished requests on a thread of the emitter's
+    /// own, which takes them every `interval` (sooner when many are
+    /// waiting): a request's end then costs a push onto a queue instead of
+    /// its snapshot, line and write. The line is the same, its time and
+    /// elapsed time those of the request's end; it reaches the sink (and
+    /// the exits) up to `interval` later. Nothing is dropped: when the
+    /// queue is full a request renders its own line, and dropping the last
+    /// clone of the emitter renders what is still queued.
+    /// [`flush`](Self::flush) renders the queue at once.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use perf_trace_core::{Emitter, LineFormat, LineSink};
+    ///
+    /// let emitter = Emitter::new(LineFormat::new("svc"), LineSink::stdout())
+    ///     .in_background(Duration::from_millis(50));
+    /// # drop(emitter);
+    /// ```
+    pub fn in_background(mut self, interval: Duration) -> Self {
+        // The thread renders through a copy of this emitter without it.
+        self.background = None;
+        self.background = Background::start(self.clone(), interval).map(Arc::new);
+        self
+    }
+
+    /// Renders every line queued for the background thread now (waiting up
+    /// to 100 ms for a batch the thread is rendering), and flushes the
+    /// sink; with no background thread, flushes the sink.
+    pub fn flush(&self) {
+        match &self.background {
+            Some(background) => background.flush(),
+            None => self.sink.flush(),
+        }
+    }
+
+    /// A handle that renders the lines queued for the background thread on
+    /// demand, without keeping the emitter alive: a service's own logger
+    /// calls it before writing one of its lines, so that the lines of the
+    /// requests that ended before stay before it. Does nothing for an
+    /// emitter that renders each line as its request ends.
+    pub fn queued_lines(&self) -> QueuedLines {
+        self.background
+            .as_ref()
+            .map(QueuedLines::of)
+            .unwrap_or_default()
+    }
+
+    /// Ends `recorder`'s request: its line now, or queued for the
+    /// background thread.
+    pub(crate) fn finish(&self, recorder: &Recorder, facts: RequestFacts) {
+        let end = recorder.end_now();
+        let time = SystemTime::now();
+        match &self.background {
+            Some(background) => background.push(Queued {
+                recorder: recorder.clone(),
+                end,
+                time,
+                facts,
+            }),
+            None => self.emit_at(&recorder.snapshot_at(end), &facts, time),
+        }
+    }
+
+    /// The emitter as it was before `change`, with its background thread
+    /// (if any) started again so that the thread's copy sees the change.
+    fn changed(mut self, change: impl FnOnce(&mut Self)) -> Self {
+        let interval = self.background.take().map(|b| b.interval());
+        change(&mut self);
+        match interval {
+            Some(interval) => self.in_background(interval),
+            None => self,
         }
     }
 
@@ -173,17 +417,15 @@ impl Emitter {
     /// Adds an exit: every finished request is handed to `sink` (those tail
     /// sampling drops only when the sink [sees every
     /// request](RequestSink::sees_every_request)).
-    pub fn with_sink(mut self, sink: impl RequestSink) -> Self {
-        self.exits_mut().sinks.push(Arc::new(sink));
-        self
+    pub fn with_sink(self, sink: impl RequestSink) -> Self {
+        self.changed(|e| e.exits_mut().sinks.push(Arc::new(sink)))
     }
 
     /// Writes the line (and hands the request to the exits that want kept
     /// requests only) only for the requests `sampling` keeps. Without it,
     /// every request keeps its line.
-    pub fn with_sampling(mut self, sampling: TailSampling) -> Self {
-        self.exits_mut().sampling = Some(sampling);
-        self
+    pub fn with_sampling(self, sampling: TailSampling) -> Self {
+        self.changed(|e| e.exits_mut().sampling = Some(sampling))
     }
 
     /// The tail-sampling policy, if any (its count of sampled-out requests).
@@ -220,7 +462,11 @@ impl Emitter {
     /// Finishes one request: decides whether sampling keeps it, writes its
     /// line if so, and hands it to the exits.
     pub fn emit_request(&self, snapshot: &Snapshot, facts: &RequestFacts) {
-        let end_time = SystemTime::now();
+        self.emit_at(snapshot, facts, SystemTime::now());
+    }
+
+    /// [`emit_request`](Self::emit_request) for a request that ended at `end_time`.
+    pub(crate) fn emit_at(&self, snapshot: &Snapshot, facts: &RequestFacts, end_time: SystemTime) {
         let Some(exits) = &self.exits else {
             self.write(snapshot, end_time, |_| ());
             return;

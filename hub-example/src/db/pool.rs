@@ -69,8 +69,8 @@ pub enum Dialect {
 
 #[derive(Clone)]
 enum Pool {
-    /// The pool, and the waits its checkouts counted.
-    Sqlite(r2d2::Pool<SqliteConnectionManager>, Arc<WaitCounters>),
+    /// The pool, and the figures its checkouts and events counted.
+    Sqlite(r2d2::Pool<SqliteConnectionManager>, Arc<SqliteFigures>),
     /// The pool, and a copy of its manager (bb8 does not lend its own).
     Postgres(bb8::Pool<PgManager>, Arc<PgManager>),
 }
@@ -112,12 +112,37 @@ impl Default for PoolOptions {
     }
 }
 
-/// Cumulative wait counters of the SQLite pool, shared by every clone of a
-/// [`Db`].
+/// The SQLite pool's figures, shared by every clone of a [`Db`] and kept in
+/// atomics: a traced request reads them twice, and r2d2's `state()` would
+/// take the lock every checkout and checkin takes, from the async worker
+/// threads, against as many blocking threads as the runtime runs.
 #[derive(Debug, Default)]
-struct WaitCounters {
-    count: AtomicU64,
-    nanos: AtomicU64,
+struct SqliteFigures {
+    /// Checkouts that found no idle connection, and their total time.
+    waits: AtomicU64,
+    wait_nanos: AtomicU64,
+    /// Checked out by [`Db::conn`]; given back through r2d2's checkin event.
+    in_use: AtomicU64,
+    /// Opened minus closed, from r2d2's acquire and release events.
+    open: AtomicU64,
+}
+
+/// Keeps [`SqliteFigures`]' gauges from the pool's own events.
+#[derive(Debug)]
+struct SqliteEvents(Arc<SqliteFigures>);
+
+impl r2d2::HandleEvent for SqliteEvents {
+    fn handle_acquire(&self, _: r2d2::event::AcquireEvent) {
+        self.0.open.fetch_add(1, Relaxed);
+    }
+
+    fn handle_release(&self, _: r2d2::event::ReleaseEvent) {
+        self.0.open.fetch_sub(1, Relaxed);
+    }
+
+    fn handle_checkin(&self, _: r2d2::event::CheckinEvent) {
+        self.0.in_use.fetch_sub(1, Relaxed);
+    }
 }
 
 /// The database: a counted pool of connections to one SQLite file in WAL
@@ -185,7 +210,9 @@ impl Db {
         let manager = SqliteConnectionManager::file(path)
             .with_flags(flags)
             .with_init(move |conn| configure(conn, options.busy_timeout));
+        let figures = Arc::new(SqliteFigures::default());
         let pool = r2d2::Pool::builder()
+            .event_handler(Box::new(SqliteEvents(Arc::clone(&figures))))
             .max_size(options.max_size)
             .min_idle(Some(options.min_idle.min(options.max_size)))
             .connection_timeout(options.checkout_timeout)
@@ -193,7 +220,7 @@ impl Db {
             .build(manager)
             .map_err(|e| DbError::Corrupt(format!("cannot build the connection pool: {e}")))?;
         Ok(Db {
-            pool: Pool::Sqlite(pool, Arc::default()),
+            pool: Pool::Sqlite(pool, figures),
             path: Arc::new(path.to_path_buf()),
         })
     }
@@ -247,19 +274,24 @@ impl Db {
     /// PostgreSQL). A checkout that finds no idle connection counts as a
     /// wait, and its duration as wait time.
     pub fn conn(&self) -> Result<Conn, DbError> {
-        let Pool::Sqlite(pool, waits) = &self.pool else {
+        let Pool::Sqlite(pool, figures) = &self.pool else {
             return Err(DbError::WrongDialect(Dialect::Postgres));
         };
-        if let Some(conn) = pool.try_get() {
-            return Ok(conn);
-        }
-        let start = Instant::now();
-        let result = pool.get();
-        waits.count.fetch_add(1, Relaxed);
-        waits
-            .nanos
-            .fetch_add(start.elapsed().as_nanos() as u64, Relaxed);
-        result.map_err(|_| DbError::PoolTimeout)
+        let conn = match pool.try_get() {
+            Some(conn) => conn,
+            None => {
+                let start = Instant::now();
+                let result = pool.get();
+                figures.waits.fetch_add(1, Relaxed);
+                figures
+                    .wait_nanos
+                    .fetch_add(start.elapsed().as_nanos() as u64, Relaxed);
+                result.map_err(|_| DbError::PoolTimeout)?
+            }
+        };
+        // Before the connection can be given back (and counted out).
+        figures.in_use.fetch_add(1, Relaxed);
+        Ok(conn)
     }
 
     /// Checks out a PostgreSQL connection ([`DbError::WrongDialect`] on
@@ -305,15 +337,12 @@ fn has_no_write_permission(path: &Path) -> bool {
 impl PoolStats for Db {
     fn pool_figures(&self) -> PoolFigures {
         match &self.pool {
-            Pool::Sqlite(pool, waits) => {
-                let state = pool.state();
-                PoolFigures {
-                    wait_count: waits.count.load(Relaxed),
-                    wait_time: Duration::from_nanos(waits.nanos.load(Relaxed)),
-                    in_use: u64::from(state.connections - state.idle_connections),
-                    open: u64::from(state.connections),
-                }
-            }
+            Pool::Sqlite(_, figures) => PoolFigures {
+                wait_count: figures.waits.load(Relaxed),
+                wait_time: Duration::from_nanos(figures.wait_nanos.load(Relaxed)),
+                in_use: figures.in_use.load(Relaxed),
+                open: figures.open.load(Relaxed),
+            },
             Pool::Postgres(pool, _) => {
                 let state = pool.state();
                 let stats = &state.statistics;

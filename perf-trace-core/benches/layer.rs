@@ -1,0 +1,129 @@
+//! What the tower layer adds to one request, whatever the service does: a
+//! service that records two phases and a counter and answers
+//! a short body, called untraced and traced in one group, so the medians
+//! come from the same run. The traced cases differ only in where the line
+//! goes: a buffered sink (a copy per line, as the example Hub writes its
+//! standard output) and a sink that writes each line at once, one `write`
+//! system call to `/dev/null` per request.
+//!
+//! ```text
+//! cargo bench -p perf-trace-core --bench layer
+//! ```
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{Batch, Endpoint, Phase, TestSchema};
+use criterion::{criterion_group, criterion_main, Criterion};
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
+use perf_trace_core::{
+    count, traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy,
+};
+use tower::{service_fn, Layer, Service, ServiceExt};
+
+#[derive(Clone)]
+struct Policy;
+
+impl TracePolicy<TestSchema> for Policy {
+    fn classify<B>(&self, _: &Request<B>) -> Endpoint {
+        Endpoint::ThingsList
+    }
+
+    fn headers_allowed<B>(&self, _: &Request<B>) -> bool {
+        false
+    }
+}
+
+#[traced_phase(Phase::Load)]
+fn load() -> u64 {
+    std::hint::black_box(3)
+}
+
+#[traced_phase(Phase::Check)]
+fn check(n: u64) {
+    count(Batch::Count);
+    std::hint::black_box(n);
+}
+
+/// The service's own work: what a small handler records.
+async fn handler(_: Request<()>) -> Result<Response<Full<Bytes>>, Infallible> {
+    check(load());
+    Ok(Response::new(Full::new(Bytes::from_static(b"[1,2,3]"))))
+}
+
+/// Sends one request to `service` and reads its body to the end (the line
+/// is written as the body ends).
+async fn request<S>(service: &S)
+where
+    S: Service<Request<()>, Error = Infallible> + Clone,
+    S::Response: IntoBody,
+{
+    let response = service
+        .clone()
+        .oneshot(Request::get("/things").body(()).unwrap())
+        .await
+        .unwrap();
+    response.collect_body().await;
+}
+
+/// Reads a response's body whatever its body type.
+trait IntoBody {
+    async fn collect_body(self);
+}
+
+impl<B: http_body::Body> IntoBody for Response<B>
+where
+    B::Error: std::fmt::Debug,
+{
+    async fn collect_body(self) {
+        std::hint::black_box(self.into_body().collect().await.unwrap().to_bytes());
+    }
+}
+
+fn traced_with(
+    sink: LineSink,
+) -> impl Service<
+    Request<()>,
+    Response = Response<impl http_body::Body<Error = Infallible>>,
+    Error = Infallible,
+> + Clone {
+    let emitter = Emitter::new(LineFormat::new("bench-svc"), sink);
+    PerfTraceLayer::<TestSchema, _>::new(Policy, emitter).layer(service_fn(handler))
+}
+
+fn layer(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let untraced = service_fn(handler);
+    let buffered = traced_with(LineSink::buffered(
+        std::io::sink(),
+        Duration::from_millis(50),
+    ));
+    let dev_null = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .expect("/dev/null");
+    let each_line = traced_with(LineSink::new(dev_null));
+
+    let mut group = c.benchmark_group("request");
+    group.bench_function("untraced", |b| {
+        b.iter(|| runtime.block_on(request(&untraced)))
+    });
+    group.bench_function("traced, buffered sink", |b| {
+        b.iter(|| runtime.block_on(request(&buffered)))
+    });
+    group.bench_function("traced, a write per line", |b| {
+        b.iter(|| runtime.block_on(request(&each_line)))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, layer);
+criterion_main!(benches);

@@ -1,0 +1,152 @@
+//! Lines off the request's thread: a buffered sink writes lines out on its
+//! interval, when flushed and when dropped; an emitter rendering in the
+//! background writes the same lines as one rendering inline, loses none
+//! when flushed or dropped, and hands them to the exits.
+
+mod common;
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{Captured, Endpoint, Phase, TestSchema};
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
+use perf_trace_core::export::{FinishedRequest, RequestSink};
+use perf_trace_core::{traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy};
+use tower::{service_fn, Layer, ServiceExt};
+
+#[derive(Clone)]
+struct Policy;
+
+impl TracePolicy<TestSchema> for Policy {
+    fn classify<B>(&self, _: &Request<B>) -> Endpoint {
+        Endpoint::ThingsList
+    }
+
+    fn headers_allowed<B>(&self, _: &Request<B>) -> bool {
+        false
+    }
+}
+
+#[traced_phase(Phase::Load)]
+fn load() {}
+
+async fn handler(_: Request<()>) -> Result<Response<Full<Bytes>>, Infallible> {
+    load();
+    load();
+    Ok(Response::new(Full::new(Bytes::from_static(b"[]"))))
+}
+
+/// Sends `n` requests through a layer writing with `emitter`, reading each
+/// body to its end.
+async fn requests(emitter: &Emitter, n: usize) {
+    let service =
+        PerfTraceLayer::<TestSchema, _>::new(Policy, emitter.clone()).layer(service_fn(handler));
+    for _ in 0..n {
+        let response = service
+            .clone()
+            .oneshot(Request::get("/things").body(()).unwrap())
+            .await
+            .unwrap();
+        response.into_body().collect().await.unwrap();
+    }
+}
+
+/// Waits up to `limit` for `captured` to hold `n` lines.
+fn wait_for_lines(captured: &Captured, n: usize, limit: Duration) -> usize {
+    let start = Instant::now();
+    while captured.lines().len() < n && start.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    captured.lines().len()
+}
+
+/// Every line's fields but the ones that differ from request to request.
+fn stable_fields(line: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
+    line.as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "time" | "request_id") && !k.ends_with("_us"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+#[test]
+fn a_buffered_sink_writes_on_its_interval_on_flush_and_on_drop() {
+    let captured = Captured::default();
+    let sink = LineSink::buffered(captured.clone(), Duration::from_millis(20));
+    sink.write_line("{\"n\":1}");
+    // In the buffer, not yet in the writer.
+    assert!(captured.lines().is_empty());
+    assert_eq!(wait_for_lines(&captured, 1, Duration::from_secs(5)), 1);
+
+    let sink = LineSink::buffered(captured.clone(), Duration::from_secs(3600));
+    sink.write_line("{\"n\":2}");
+    sink.flush();
+    assert_eq!(captured.lines().len(), 2);
+    sink.write_line("{\"n\":3}");
+    drop(sink);
+    assert_eq!(captured.lines(), ["{\"n\":1}", "{\"n\":2}", "{\"n\":3}"]);
+}
+
+#[tokio::test]
+async fn background_lines_match_inline_lines_and_none_is_lost() {
+    let inline = Captured::default();
+    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(inline.clone()));
+    requests(&emitter, 3).await;
+
+    let background = Captured::default();
+    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(background.clone()))
+        .in_background(Duration::from_secs(3600));
+    requests(&emitter, 3).await;
+    // Queued for a thread that would wait an hour: flush renders them now.
+    emitter.flush();
+    let (inline, background) = (inline.json_lines(), background.json_lines());
+    assert_eq!(background.len(), 3);
+    for (a, b) in inline.iter().zip(&background) {
+        assert_eq!(stable_fields(a), stable_fields(b));
+        assert_eq!(b["phase_load_n"], 2);
+        assert_eq!(b["request_id"].as_str().map(str::len), Some(36));
+    }
+}
+
+#[tokio::test]
+async fn the_background_thread_renders_on_its_interval_and_the_last_emitter_renders_the_rest() {
+    let captured = Captured::default();
+    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+        .in_background(Duration::from_millis(20));
+    requests(&emitter, 2).await;
+    assert_eq!(wait_for_lines(&captured, 2, Duration::from_secs(5)), 2);
+
+    let captured = Captured::default();
+    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+        .in_background(Duration::from_secs(3600));
+    requests(&emitter, 4).await;
+    drop(emitter);
+    assert_eq!(captured.lines().len(), 4);
+}
+
+/// Counts the requests handed to it.
+#[derive(Default)]
+struct Counting(AtomicUsize);
+
+impl RequestSink for Counting {
+    fn record(&self, request: &FinishedRequest<'_>) {
+        assert!(request.line.is_some());
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[tokio::test]
+async fn exits_added_after_the_background_thread_started_see_every_request() {
+    let counting = Arc::new(Counting::default());
+    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(std::io::sink()))
+        .in_background(Duration::from_secs(3600))
+        .with_sink(Arc::clone(&counting));
+    requests(&emitter, 5).await;
+    emitter.flush();
+    assert_eq!(counting.0.load(Ordering::Relaxed), 5);
+}
