@@ -17,27 +17,12 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{Batch, Endpoint, Phase, TestSchema};
+use common::{Batch, ListPolicy, Phase, TestSchema};
 use criterion::{criterion_group, criterion_main, Criterion};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
-use perf_trace_core::{
-    count, traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy,
-};
+use perf_trace_core::{count, traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer};
 use tower::{service_fn, Layer, Service, ServiceExt};
-
-#[derive(Clone)]
-struct Policy;
-
-impl TracePolicy<TestSchema> for Policy {
-    fn classify<B>(&self, _: &Request<B>) -> Endpoint {
-        Endpoint::ThingsList
-    }
-
-    fn headers_allowed<B>(&self, _: &Request<B>) -> bool {
-        false
-    }
-}
 
 #[traced_phase(Phase::Load)]
 fn load() -> u64 {
@@ -93,7 +78,7 @@ fn traced_with(
     Error = Infallible,
 > + Clone {
     let emitter = Emitter::new(LineFormat::new("bench-svc"), sink);
-    PerfTraceLayer::<TestSchema, _>::new(Policy, emitter).layer(service_fn(handler))
+    PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter).layer(service_fn(handler))
 }
 
 fn layer(c: &mut Criterion) {

@@ -11,25 +11,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{Captured, Endpoint, Phase, TestSchema};
+use common::{Captured, ListPolicy, Phase, TestSchema};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use perf_trace_core::export::{FinishedRequest, RequestSink};
-use perf_trace_core::{traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy};
+use perf_trace_core::{traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer};
 use tower::{service_fn, Layer, ServiceExt};
-
-#[derive(Clone)]
-struct Policy;
-
-impl TracePolicy<TestSchema> for Policy {
-    fn classify<B>(&self, _: &Request<B>) -> Endpoint {
-        Endpoint::ThingsList
-    }
-
-    fn headers_allowed<B>(&self, _: &Request<B>) -> bool {
-        false
-    }
-}
 
 #[traced_phase(Phase::Load)]
 fn load() {}
@@ -43,8 +30,8 @@ async fn handler(_: Request<()>) -> Result<Response<Full<Bytes>>, Infallible> {
 /// Sends `n` requests through a layer writing with `emitter`, reading each
 /// body to its end.
 async fn requests(emitter: &Emitter, n: usize) {
-    let service =
-        PerfTraceLayer::<TestSchema, _>::new(Policy, emitter.clone()).layer(service_fn(handler));
+    let service = PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter.clone())
+        .layer(service_fn(handler));
     for _ in 0..n {
         let response = service
             .clone()

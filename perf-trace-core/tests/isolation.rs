@@ -7,26 +7,13 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{Batch, Cache, Captured, Endpoint, Method, Phase, Render, TestSchema};
+use common::{Batch, Cache, Captured, Endpoint, ListPolicy, Method, Phase, Render, TestSchema};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use perf_trace_core::{
     __private01::TimedGuard, traced_phase, Emitter, LineFormat, LineSink, Outcome, PerfTraceLayer,
-    TracePolicy,
 };
 use tower::{service_fn, Layer, ServiceExt};
-
-#[derive(Clone)]
-struct Policy;
-
-impl TracePolicy<TestSchema> for Policy {
-    fn classify<B>(&self, _: &Request<B>) -> Endpoint {
-        Endpoint::ThingsList
-    }
-    fn headers_allowed<B>(&self, _: &Request<B>) -> bool {
-        false
-    }
-}
 
 #[traced_phase(Phase::Load)]
 async fn load(n: u64) {
@@ -77,7 +64,7 @@ async fn handler(request: Request<()>) -> Result<Response<Full<Bytes>>, Infallib
 async fn concurrent_requests_keep_their_own_counts() {
     let captured = Captured::default();
     let emitter = Emitter::new(LineFormat::new("test-svc"), LineSink::new(captured.clone()));
-    let svc = PerfTraceLayer::<TestSchema, _>::new(Policy, emitter).layer(service_fn(handler));
+    let svc = PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter).layer(service_fn(handler));
     let mut tasks = Vec::new();
     for n in 1..=200u64 {
         let svc = svc.clone();

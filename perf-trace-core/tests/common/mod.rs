@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use perf_trace_core::keys::{CounterSet, TimerSet};
-use perf_trace_core::{KeySet, Schema};
+use perf_trace_core::{KeySet, Schema, TracePolicy};
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
 #[key_set(phases)]
@@ -109,5 +109,20 @@ impl Write for Captured {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// A policy that classifies every request as `things.list` and never sends
+/// the perf headers.
+#[derive(Clone)]
+pub struct ListPolicy;
+
+impl TracePolicy<TestSchema> for ListPolicy {
+    fn classify<B>(&self, _: &http::Request<B>) -> Endpoint {
+        Endpoint::ThingsList
+    }
+
+    fn headers_allowed<B>(&self, _: &http::Request<B>) -> bool {
+        false
     }
 }
