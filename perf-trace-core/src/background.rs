@@ -17,6 +17,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::export::RequestFacts;
 use crate::recorder::{Recorder, RequestEnd};
 use crate::sink::Emitter;
+use crate::snapshot::Snapshot;
 
 /// Requests queued before the thread is woken early, rather than at its
 /// interval.
@@ -38,7 +39,13 @@ pub(crate) struct Queued {
 
 impl Queued {
     fn emit(self, emitter: &Emitter) {
-        emitter.emit_at(&self.recorder.snapshot_at(self.end), &self.facts, self.time);
+        self.emit_with(emitter, &mut Snapshot::default());
+    }
+
+    /// Renders through `scratch`, a snapshot whose lists are reused.
+    fn emit_with(self, emitter: &Emitter, scratch: &mut Snapshot) {
+        self.recorder.snapshot_into(self.end, scratch);
+        emitter.emit_at(scratch, &self.facts, self.time);
     }
 }
 
@@ -53,27 +60,33 @@ struct Queue {
     state: Mutex<State>,
     wake: Condvar,
     /// Held while a batch is taken and rendered, so that a flush returns
-    /// only once every line queued before it is written.
-    rendering: Mutex<()>,
+    /// only once every line queued before it is written; it keeps the
+    /// snapshot every line is taken into.
+    rendering: Mutex<Snapshot>,
 }
 
 impl Queue {
     /// Takes what is queued and renders it with `emitter`, then flushes.
     fn render(&self, emitter: &Emitter) {
-        let _rendering = self.rendering.lock();
-        self.render_locked(emitter);
+        let mut scratch = self.rendering.lock();
+        self.render_locked(emitter, &mut scratch);
     }
 
     /// [`render`](Self::render), the rendering lock held.
-    fn render_locked(&self, emitter: &Emitter) {
-        let batch = std::mem::take(&mut self.state.lock().items);
+    fn render_locked(&self, emitter: &Emitter, scratch: &mut Snapshot) {
+        let mut batch = std::mem::take(&mut self.state.lock().items);
         if batch.is_empty() {
             return;
         }
-        for queued in batch {
-            queued.emit(emitter);
+        for queued in batch.drain(..) {
+            queued.emit_with(emitter, scratch);
         }
         emitter.sink().flush();
+        // The emptied list goes back, with what was queued meanwhile, so
+        // that the queue does not grow from nothing every batch.
+        let mut state = self.state.lock();
+        batch.append(&mut state.items);
+        state.items = batch;
     }
 }
 
@@ -148,8 +161,8 @@ impl Background {
     /// flush called from that very thread, by an exit, would otherwise wait
     /// for itself); past it, what is queued stays for the thread.
     pub(crate) fn flush(&self) {
-        if let Some(_rendering) = self.queue.rendering.try_lock_for(FLUSH_WAIT) {
-            self.queue.render_locked(&self.emitter);
+        if let Some(mut scratch) = self.queue.rendering.try_lock_for(FLUSH_WAIT) {
+            self.queue.render_locked(&self.emitter, &mut scratch);
         }
         self.emitter.sink().flush();
     }

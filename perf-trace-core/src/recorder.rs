@@ -379,15 +379,25 @@ impl Recorder {
     /// A snapshot of everything recorded, with the elapsed time and pool
     /// figures of `end`.
     pub(crate) fn snapshot_at(&self, end: RequestEnd) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        self.snapshot_into(end, &mut snapshot);
+        snapshot
+    }
+
+    /// [`snapshot_at`](Self::snapshot_at) into `out`, whose lists are
+    /// cleared and refilled: a thread that renders many lines keeps one
+    /// snapshot and allocates nothing once its lists have grown.
+    pub(crate) fn snapshot_into(&self, end: RequestEnd, out: &mut Snapshot) {
         let inner = &*self.0;
-        let elapsed = clock::ticks_to_duration(clock::span(inner.start_ticks, end.ticks));
         let stores = inner.table(Table::Stores);
-        let phases = collect(
+        collect_into(
+            &mut out.phases,
             inner.table(Table::Phases),
             inner.schema.phases.names,
             inner.schema.phases.sorted,
         );
-        let store_calls = collect(
+        collect_into(
+            &mut out.store_calls,
             stores,
             inner.schema.stores.names,
             inner.schema.stores.sorted,
@@ -397,55 +407,60 @@ impl Recorder {
             .map(Stat::read)
             .fold((0, 0), |(c, t), (c1, t1)| (c + c1, t + t1));
         let [allow, deny, other] = [0, 1, 2].map(|i| inner.decisions[i].load(Relaxed));
-        let decisions = Decisions {
+        let sets = inner.schema.counters.iter().zip(inner.counter_offsets);
+        out.counters.truncate(inner.schema.counters.len());
+        for (i, (set, offset)) in sets.enumerate() {
+            let table = &inner.counters[offset as usize..];
+            match out.counters.get_mut(i) {
+                Some(counters) if std::ptr::eq(counters.set, set.0) => {
+                    collect_counters_into(&mut counters.values, set.0, table)
+                }
+                _ => {
+                    out.counters.truncate(i);
+                    let mut values = Vec::new();
+                    collect_counters_into(&mut values, set.0, table);
+                    out.counters.push(Counters { set: set.0, values });
+                }
+            }
+        }
+        let sets = inner.schema.timers.iter().zip(inner.timer_offsets);
+        out.timers.truncate(inner.schema.timers.len());
+        for (i, (set, offset)) in sets.enumerate() {
+            let table = &inner.timers()[offset as usize..];
+            match out.timers.get_mut(i) {
+                Some(timers) if std::ptr::eq(timers.set, set.0) => {
+                    collect_into(&mut timers.stats, table, set.0.names, set.0.sorted)
+                }
+                _ => {
+                    out.timers.truncate(i);
+                    let mut stats = Vec::new();
+                    collect_into(&mut stats, table, set.0.names, set.0.sorted);
+                    out.timers.push(Timers { set: set.0, stats });
+                }
+            }
+        }
+        out.endpoint = inner.schema.endpoints.names[inner.endpoint.load(Relaxed) as usize];
+        out.elapsed = clock::ticks_to_duration(clock::span(inner.start_ticks, end.ticks));
+        out.authz_store_calls = authz_store_calls;
+        out.authz_store_time = clock::ticks_to_duration(store_ticks);
+        out.decisions = Decisions {
             records: allow + deny + other,
             allow,
             deny,
             other,
             emit_time: clock::ticks_to_duration(inner.decision_ticks.load(Relaxed)),
         };
-        let counters = inner
-            .schema
-            .counters
-            .iter()
-            .zip(inner.counter_offsets)
-            .map(|(set, offset)| collect_counters(set.0, &inner.counters[offset as usize..]))
-            .collect();
-        let timers = inner
-            .schema
-            .timers
-            .iter()
-            .zip(inner.timer_offsets)
-            .map(|(set, offset)| {
-                let table = &inner.timers()[offset as usize..];
-                Timers {
-                    set: set.0,
-                    stats: collect(table, set.0.names, set.0.sorted),
-                }
-            })
-            .collect();
-        let endpoint_index = inner.endpoint.load(Relaxed) as usize;
-        Snapshot {
-            endpoint: inner.schema.endpoints.names[endpoint_index],
-            elapsed,
-            phases,
-            store_calls,
-            authz_store_calls,
-            authz_store_time: clock::ticks_to_duration(store_ticks),
-            decisions,
-            sse_events: inner.sse_events.load(Relaxed),
-            db: inner
-                .pool
-                .as_ref()
-                .zip(end.pool)
-                .map(|((_, start), end)| DbFigures::between(*start, end)),
-            sse_stage: inner.stream.load(Relaxed).then_some(SseStage::Close),
-            method: inner.method,
-            request_id: inner.request_id.clone(),
-            counters,
-            timers,
-            groups: inner.schema.groups,
-        }
+        out.sse_events = inner.sse_events.load(Relaxed);
+        out.db = inner
+            .pool
+            .as_ref()
+            .zip(end.pool)
+            .map(|((_, start), end)| DbFigures::between(*start, end));
+        out.sse_stage = inner.stream.load(Relaxed).then_some(SseStage::Close);
+        out.method = inner.method;
+        out.request_id.clear();
+        out.request_id.push_str(&inner.request_id);
+        out.groups = inner.schema.groups;
     }
 }
 
@@ -467,13 +482,19 @@ fn layout(sets: impl Iterator<Item = &'static KeySetInfo>) -> ([u32; MAX_SETS], 
     (offsets, total)
 }
 
-/// The non-zero counters of one set, sorted by rendered name (`by` key, `_`, key).
-fn collect_counters(set: &'static KeySetInfo, table: &[AtomicU64]) -> Counters {
+/// The non-zero counters of one set into `values`, sorted by rendered name
+/// (`by` key, `_`, key).
+fn collect_counters_into(
+    values: &mut Vec<CounterStat>,
+    set: &'static KeySetInfo,
+    table: &[AtomicU64],
+) {
     let width = set.names.len();
-    let slots = &table[..set.slots()];
-    let used = slots.iter().filter(|v| v.load(Relaxed) > 0).count();
-    let mut values = Vec::with_capacity(used);
-    for (slot, value) in slots.iter().enumerate() {
+    let table = &table[..set.slots()];
+    values.clear();
+    // Sized first: growing from empty would copy the list more than once.
+    values.reserve(table.iter().filter(|v| v.load(Relaxed) > 0).count());
+    for (slot, value) in table.iter().enumerate() {
         let value = value.load(Relaxed);
         if value > 0 {
             values.push(CounterStat {
@@ -486,17 +507,22 @@ fn collect_counters(set: &'static KeySetInfo, table: &[AtomicU64]) -> Counters {
     if values.len() > 1 {
         values.sort_by(|a, b| a.rendered_bytes().cmp(b.rendered_bytes()));
     }
-    Counters { set, values }
 }
 
-fn collect(table: &[Stat], names: &'static [&'static str], sorted: &[u16]) -> Vec<KeyStat> {
-    // Sized first: growing from empty would copy the list twice or three
-    // times for a dozen keys.
-    let used = sorted
-        .iter()
-        .filter(|&&i| table[i as usize].count.load(Relaxed) > 0)
-        .count();
-    let mut stats = Vec::with_capacity(used);
+/// The keys of `table` entered at least once into `stats`, in name order.
+fn collect_into(
+    stats: &mut Vec<KeyStat>,
+    table: &[Stat],
+    names: &'static [&'static str],
+    sorted: &[u16],
+) {
+    stats.clear();
+    stats.reserve(
+        sorted
+            .iter()
+            .filter(|&&i| table[i as usize].count.load(Relaxed) > 0)
+            .count(),
+    );
     for &i in sorted {
         let (count, ticks) = table[i as usize].read();
         if count > 0 {
@@ -507,5 +533,4 @@ fn collect(table: &[Stat], names: &'static [&'static str], sorted: &[u16]) -> Ve
             });
         }
     }
-    stats
 }
