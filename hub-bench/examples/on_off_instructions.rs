@@ -68,6 +68,9 @@ struct Args {
     serve: Option<Vec<String>>,
 }
 
+/// Longer than any run: the lines are rendered by the explicit flushes.
+const LINES_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// How often each mark was entered. Each mark touches its own counter, so
 /// the linker cannot fold the two into one address (callgrind would then
 /// see one name for both and never zero).
@@ -111,7 +114,12 @@ fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
         .find(|s| s.name == scenario.as_str())
         .with_context(|| format!("--serve: no scenario {scenario:?}"))?;
     let log = std::env::temp_dir().join(format!("on-off-instructions-{}.log", std::process::id()));
-    let router = in_process::hub(Path::new(db), traced, &log)?.router();
+    // Lines rendered and written when this program says, not on a timer:
+    // under valgrind a request takes some fifty times longer, and a 50 ms
+    // timer would render and write each line on its own instead of in
+    // batches of hundreds, as it does at full speed.
+    let hub = in_process::hub_rendering_every(Path::new(db), traced, &log, LINES_INTERVAL)?;
+    let router = hub.router();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -120,10 +128,13 @@ fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
         for _ in 0..args.warmup {
             in_process::get(&router, &scenario, token).await?;
         }
+        hub.logger().flush();
         measure_start();
         for _ in 0..args.requests {
             in_process::get(&router, &scenario, token).await?;
         }
+        // The measured requests' lines, rendered and written in one batch.
+        hub.logger().flush();
         measure_end();
         anyhow::Ok(())
     });

@@ -271,6 +271,20 @@ pub fn seeded_hub(
     perf_trace: bool,
     log_path: &Path,
 ) -> anyhow::Result<Hub> {
+    let interval = hub_example::perf::LINE_FLUSH_INTERVAL;
+    seeded_hub_rendering_every(db_path, session_secret, perf_trace, log_path, interval)
+}
+
+/// [`seeded_hub`] with its lines rendered and written every `interval`
+/// (the instruction counter, under valgrind, renders them itself at the
+/// end of its window: see `Logger::flush`).
+pub fn seeded_hub_rendering_every(
+    db_path: &Path,
+    session_secret: &str,
+    perf_trace: bool,
+    log_path: &Path,
+    interval: Duration,
+) -> anyhow::Result<Hub> {
     let db = open_for_serving(db_path, true)?;
     let log = File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;
     let log = std::io::BufWriter::with_capacity(perf_trace_core::LineSink::BUFFER_BYTES, log);
@@ -287,7 +301,7 @@ pub fn seeded_hub(
             log: writer,
         },
         HubExits {
-            background_lines: Some(hub_example::perf::LINE_FLUSH_INTERVAL),
+            background_lines: Some(interval),
             ..HubExits::default()
         },
     ))

@@ -99,6 +99,17 @@ impl Logger {
         let _ = self.queued_lines.set(queued);
     }
 
+    /// Writes out the perf_trace lines queued for the background (if any)
+    /// and everything the destination buffers.
+    pub fn flush(&self) {
+        if let Some(queued) = self.queued_lines.get() {
+            queued.render_now();
+        }
+        if let Err(e) = self.writer.lock().flush() {
+            self.report_failure(&e);
+        }
+    }
+
     /// Whether lines use the GCP message key.
     pub fn gcp(&self) -> bool {
         self.gcp

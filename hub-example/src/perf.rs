@@ -50,8 +50,8 @@ pub const LINE_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
 /// pool figures from `pool`. A failing destination is reported once, on
 /// standard error, shared with the logger's own report (the destination is
 /// the same, so one report covers both). The sink takes the logger's own
-/// lock, once per line, and flushes it every [`LINE_FLUSH_INTERVAL`]
-/// rather than after each line: where the logger buffers (standard output,
+/// lock, once per line, and flushes it every [`LINE_FLUSH_INTERVAL`] (or
+/// the background rendering's interval) rather than after each line: where the logger buffers (standard output,
 /// [`crate::log::stdout_writer`]), a line is a copy, not a system call.
 /// `exits` (metrics, OTLP export, tail sampling, lines rendered in the
 /// background) are put on the emitter; `HubExits::default()` adds none.
@@ -59,7 +59,7 @@ pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) 
     let report = logger.clone();
     let sink = LineSink::shared(logger.writer().clone())
         .on_failure(move |e| report.report_failure(e))
-        .flush_every(LINE_FLUSH_INTERVAL);
+        .flush_every(exits.background_lines.unwrap_or(LINE_FLUSH_INTERVAL));
     let format = LineFormat::new(COMPONENT).gcp(logger.gcp());
     let emitter = exits.apply(Emitter::new(format, sink));
     // The Hub's own lines stay after the lines of the requests before them.

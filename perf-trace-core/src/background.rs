@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use parking_lot::{Condvar, Mutex};
 
 use crate::export::RequestFacts;
-use crate::recorder::{Recorder, RequestEnd};
+use crate::recorder::{Recorder, Recycled, RequestEnd};
 use crate::sink::Emitter;
 use crate::snapshot::Snapshot;
 
@@ -35,6 +35,8 @@ pub(crate) struct Queued {
     pub(crate) end: RequestEnd,
     pub(crate) time: SystemTime,
     pub(crate) facts: RequestFacts,
+    /// Where the recorder goes once its line is written, for reuse.
+    pub(crate) recycle: Option<std::sync::Arc<Recycled>>,
 }
 
 impl Queued {
@@ -46,6 +48,9 @@ impl Queued {
     fn emit_with(self, emitter: &Emitter, scratch: &mut Snapshot) {
         self.recorder.snapshot_into(self.end, scratch);
         emitter.emit_at(scratch, &self.facts, self.time);
+        if let Some(recycle) = self.recycle {
+            recycle.put(self.recorder);
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use crate::export::RequestFacts;
 use crate::headers::render_headers;
 use crate::keys::{KeySet, Schema};
 use crate::pool::{PoolBaseline, PoolStats};
-use crate::recorder::{Recorder, Table};
+use crate::recorder::{Recorder, Recycled, Table};
 use crate::scope::{current, Instrumented};
 use crate::sink::Emitter;
 use crate::snapshot::SseStage;
@@ -52,6 +52,8 @@ struct Shared<P> {
     /// An exit asked for W3C trace context: read `traceparent`, answer
     /// `traceresponse`.
     trace_context: bool,
+    /// Recorders of ended requests, reused by the next ones.
+    recycled: Arc<Recycled>,
 }
 
 impl<P> Shared<P> {
@@ -119,6 +121,7 @@ impl<S: Schema, P: TracePolicy<S>> PerfTraceLayer<S, P> {
                 trigger,
                 request_id,
                 names,
+                recycled: Arc::default(),
             }),
             _schema: PhantomData,
         }
@@ -216,7 +219,7 @@ where
                     builder = builder.pool_since(*start);
                 }
             }
-            builder.build::<S>()
+            builder.build_recycled::<S>(&shared.recycled)
         });
         recorder.set_endpoint(shared.policy.classify(&request));
         let want_headers = shared
@@ -261,6 +264,7 @@ where
 trait HeaderNames: Send + Sync {
     fn name(&self, suffix: &str) -> Option<&HeaderName>;
     fn request_id(&self) -> Option<&HeaderName>;
+    fn recycled(&self) -> &Arc<Recycled>;
 }
 
 impl<P: Send + Sync> HeaderNames for Shared<P> {
@@ -270,6 +274,10 @@ impl<P: Send + Sync> HeaderNames for Shared<P> {
 
     fn request_id(&self) -> Option<&HeaderName> {
         self.request_id.as_ref()
+    }
+
+    fn recycled(&self) -> &Arc<Recycled> {
+        &self.recycled
     }
 }
 
@@ -333,8 +341,11 @@ impl Drop for RequestTrace {
             self.recorder.0.table(Table::Phases)[index].add(ticks);
         }
         if !self.recorder.is_discarded() {
-            self.emitter
-                .finish(&self.recorder, std::mem::take(&mut self.facts));
+            self.emitter.finish(
+                &self.recorder,
+                std::mem::take(&mut self.facts),
+                self.header_names.recycled(),
+            );
         }
     }
 }

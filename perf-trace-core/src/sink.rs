@@ -20,7 +20,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::background::{Background, Queued, QueuedLines};
 use crate::export::{FinishedRequest, RequestFacts, RequestSink};
 use crate::line::LineFormat;
-use crate::recorder::Recorder;
+use crate::recorder::{Recorder, Recycled};
 use crate::sampling::TailSampling;
 use crate::snapshot::Snapshot;
 
@@ -376,7 +376,8 @@ impl Emitter {
 
     /// Ends `recorder`'s request: its line now, or queued for the
     /// background thread.
-    pub(crate) fn finish(&self, recorder: &Recorder, facts: RequestFacts) {
+    /// Rendered in the background, the recorder then goes to `recycle`.
+    pub(crate) fn finish(&self, recorder: &Recorder, facts: RequestFacts, recycle: &Arc<Recycled>) {
         let end = recorder.end_now();
         let time = SystemTime::now();
         match &self.background {
@@ -385,6 +386,7 @@ impl Emitter {
                 end,
                 time,
                 facts,
+                recycle: Some(Arc::clone(recycle)),
             }),
             None => self.emit_at(&recorder.snapshot_at(end), &facts, time),
         }

@@ -44,8 +44,26 @@ pub fn seed(dir: &Path, agents: u32) -> anyhow::Result<SeedDocument> {
 /// A Hub over the seeded database at `db_path`, tracing on or off, its log
 /// (and, traced, its perf_trace lines) written to a new file at `log_path`,
 /// as the demo serves it.
+#[allow(dead_code)] // the instruction counter calls `hub_rendering_every`
 pub fn hub(db_path: &Path, perf_trace: bool, log_path: &Path) -> anyhow::Result<Hub> {
     hub_bench::demo::seeded_hub(db_path, SESSION_SECRET, perf_trace, log_path)
+}
+
+/// [`hub`], its lines rendered and written every `interval`.
+#[allow(dead_code)] // the router benchmark calls `hub`
+pub fn hub_rendering_every(
+    db_path: &Path,
+    perf_trace: bool,
+    log_path: &Path,
+    interval: std::time::Duration,
+) -> anyhow::Result<Hub> {
+    hub_bench::demo::seeded_hub_rendering_every(
+        db_path,
+        SESSION_SECRET,
+        perf_trace,
+        log_path,
+        interval,
+    )
 }
 
 /// The demo's scenarios for the seeded project.
