@@ -132,20 +132,16 @@ pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
         Some(layer) => routes.layer(layer),
         None => routes,
     };
-    let db = state.db().clone();
+    // Authenticating reads the database before the tracing layer starts:
+    // its pool waits belong to the request's line too.
+    let state = match traced {
+        true => state.noting_pool_baseline(),
+        false => state,
+    };
     let routes = routes.layer(axum::middleware::from_fn_with_state(
         state,
         auth::authenticate::<S, A>,
     ));
-    // Authenticating reads the database before the tracing layer starts:
-    // its pool waits belong to the request's line too.
-    let routes = if traced {
-        routes.layer(tower::util::MapRequestLayer::new(
-            crate::perf::note_pool_baseline(db),
-        ))
-    } else {
-        routes
-    };
     routes
         .layer(axum::middleware::from_fn(limit_request_size))
         .layer(CatchPanicLayer::custom(panic_response))

@@ -67,19 +67,13 @@ pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) 
     PerfTraceLayer::new(HubPolicy, emitter).with_pool(pool)
 }
 
-/// Reads the pool's figures as a traced request arrives, before
-/// authentication reads the database, so the tracing layer counts those
-/// waits in the request's line too (a 503 answered while authenticating
-/// for an exhausted pool then shows the wait that ran out). Mounted as a
-/// plain request map (`tower::util::MapRequestLayer`): no future of its
-/// own, nothing boxed or cloned per request.
-pub fn note_pool_baseline(
-    db: Db,
-) -> impl Fn(axum::extract::Request) -> axum::extract::Request + Clone + Send + Sync + 'static {
-    move |mut request| {
-        request
-            .extensions_mut()
-            .insert(PoolBaseline(db.pool_figures()));
-        request
-    }
+/// The pool's figures as a traced request arrives, read by authentication
+/// before it reads the database (a traced Hub's state notes them:
+/// [`crate::state::AppState::noting_pool_baseline`]), so the tracing layer
+/// counts those waits in the request's line too (a 503 answered while
+/// authenticating for an exhausted pool then shows the wait that ran out).
+/// Read there rather than by a layer of its own: axum clones a route's
+/// layered service for every request, one boxed service per layer.
+pub fn pool_baseline(db: &Db) -> PoolBaseline {
+    PoolBaseline(db.pool_figures())
 }

@@ -25,6 +25,9 @@ struct Shared<S, A> {
 pub struct AppState<S, A> {
     shared: Arc<Shared<S, A>>,
     cache: ResponseCache,
+    /// Authentication puts the pool's figures in each request's extensions
+    /// first (a traced Hub: see [`crate::perf::pool_baseline`]).
+    pool_baseline: bool,
 }
 
 impl<S, A> Clone for AppState<S, A> {
@@ -32,6 +35,7 @@ impl<S, A> Clone for AppState<S, A> {
         AppState {
             shared: Arc::clone(&self.shared),
             cache: self.cache.clone(),
+            pool_baseline: self.pool_baseline,
         }
     }
 }
@@ -49,6 +53,7 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
                 signer,
             }),
             cache: ResponseCache::new(CacheSettings::disabled()),
+            pool_baseline: false,
         }
     }
 
@@ -56,6 +61,18 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
     pub fn with_cache(mut self, cache: ResponseCache) -> Self {
         self.cache = cache;
         self
+    }
+
+    /// Has authentication note the pool's figures as each request arrives,
+    /// for the tracing layer inside it.
+    pub fn noting_pool_baseline(mut self) -> Self {
+        self.pool_baseline = true;
+        self
+    }
+
+    /// Whether authentication notes the pool's figures.
+    pub fn notes_pool_baseline(&self) -> bool {
+        self.pool_baseline
     }
 
     /// The response cache.

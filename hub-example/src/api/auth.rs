@@ -178,6 +178,10 @@ pub async fn authenticate<S: AuthzStore, A: AuditEmitter>(
     mut request: Request,
     next: Next,
 ) -> Response {
+    if state.notes_pool_baseline() {
+        let baseline = crate::perf::pool_baseline(state.db());
+        request.extensions_mut().insert(baseline);
+    }
     if PUBLIC_PATHS.contains(&request.uri().path()) {
         return next.run(request).await;
     }
