@@ -9,7 +9,11 @@
 #   hub-bench/scripts/load-on-off.sh                       # 3 rounds x 10 s, 300 users
 #   ROUNDS=5 DURATION=30s hub-bench/scripts/load-on-off.sh
 #
-# Settings (environment): ROUNDS (3), DURATION (10s), USERS (300), AGENTS (100),
+# A warm-up run of each side (WARMUP, 5s; 0 for none) comes first and is not
+# counted: the first run after seeding otherwise meets a cold page cache and
+# database, and it is always the traced side's.
+#
+# Settings (environment): ROUNDS (3), DURATION (10s), WARMUP (5s), USERS (300), AGENTS (100),
 # PORT (19821), OUT_DIR (a new temporary folder, kept: databases, logs,
 # reports), and anything the Hub reads itself (SCION_CACHE_ENABLED=false runs
 # both sides without the response cache). The binaries are taken from
@@ -19,6 +23,7 @@ cd "$(dirname "$0")/../.."
 
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
+WARMUP=${WARMUP:-5s}
 USERS=${USERS:-300}
 AGENTS=${AGENTS:-100}
 PORT=${PORT:-19821}
@@ -48,9 +53,9 @@ stop_hub() {
 }
 trap stop_hub EXIT
 
-# One run: serve the Hub with tracing $1 (true/false), load it, stop it.
+# One run: serve the Hub with tracing $1 (true/false), load it for $3, stop it.
 run() {
-  local trace=$1 name=$2
+  local trace=$1 name=$2 duration=$3
   SCION_SERVER_HUB_PERFTRACE=$trace "$HUB_BIN" serve --db "$OUT/hub$AGENTS.db" \
     --session-secret "$SECRET" --port "$PORT" > "$OUT/$name.log" 2> "$OUT/$name.err" &
   HUB=$!
@@ -64,17 +69,22 @@ run() {
     sleep 0.1
   done
   "$LOAD_BIN" load --hub "http://127.0.0.1:$PORT" --seed "$OUT/seed-$AGENTS.json" \
-    --users "$USERS" --duration "$DURATION" --spawn-rate 100 \
+    --users "$USERS" --duration "$duration" --spawn-rate 100 \
     --out "$OUT/$name.json" > "$OUT/$name.txt"
   stop_hub
 }
+
+if [[ $WARMUP != 0 ]]; then
+  run true warmup-on "$WARMUP"
+  run false warmup-off "$WARMUP"
+fi
 
 printf '%-5s  %-7s  %9s  %8s  %7s  %7s  %7s  %10s\n' round tracing requests rps p50_ms p95_ms p99_ms unexpected
 for round in $(seq 1 "$ROUNDS"); do
   if ((round % 2 == 1)); then order=(on off); else order=(off on); fi
   for side in "${order[@]}"; do
     [[ $side == on ]] && trace=true || trace=false
-    run "$trace" "load-$round-$side"
+    run "$trace" "load-$round-$side" "$DURATION"
     jq -r --arg round "$round" --arg side "$side" \
       '[$round, $side, .totalRequests, .rps,
         .overall.p50Ms, .overall.p95Ms, .overall.p99Ms, .unexpectedFailures] | @tsv' \
