@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tracing's cost under load: rounds of `hub-bench load` against the Hub served
-# with tracing on and with tracing off, one Hub process at a time over the same
-# seeded database, the order flipped every round so that neither side always
+# with tracing on and with tracing off, one Hub process at a time, each on a
+# copy of the same seeded database, the order flipped every round so that neither side always
 # runs on a warmer machine. Prints one row per run and the on/off ratio of the
 # requests per second summed over the rounds.
 #
@@ -11,11 +11,14 @@
 #
 # A warm-up run of each side (WARMUP, 5s; 0 for none) comes first and is not
 # counted: the first run after seeding otherwise meets a cold page cache and
-# database, and it is always the traced side's.
+# database, and it is always the traced side's. Every run serves a fresh copy
+# of the seeded database: with the cache off each request writes its audit
+# records, and a database shared by the runs grows by gigabytes, so each run
+# would be slower than the one before it.
 #
 # Settings (environment): ROUNDS (3), DURATION (10s), WARMUP (5s), USERS (300), AGENTS (100),
 # PORT (19821), OUT_DIR (a new temporary folder, kept: databases, logs,
-# reports), and anything the Hub reads itself (SCION_CACHE_ENABLED=false runs
+# reports; each run's database copy is removed after it), and anything the Hub reads itself (SCION_CACHE_ENABLED=false runs
 # both sides without the response cache). The binaries are taken from
 # $CARGO_TARGET_DIR/release, or target/release.
 set -euo pipefail
@@ -56,7 +59,12 @@ trap stop_hub EXIT
 # One run: serve the Hub with tracing $1 (true/false), load it for $3, stop it.
 run() {
   local trace=$1 name=$2 duration=$3
-  SCION_SERVER_HUB_PERFTRACE=$trace "$HUB_BIN" serve --db "$OUT/hub$AGENTS.db" \
+  local ext
+  for ext in "" -wal -shm; do
+    rm -f "$OUT/run.db$ext"
+    if [[ -f "$OUT/hub$AGENTS.db$ext" ]]; then cp "$OUT/hub$AGENTS.db$ext" "$OUT/run.db$ext"; fi
+  done
+  SCION_SERVER_HUB_PERFTRACE=$trace "$HUB_BIN" serve --db "$OUT/run.db" \
     --session-secret "$SECRET" --port "$PORT" > "$OUT/$name.log" 2> "$OUT/$name.err" &
   HUB=$!
   local tries=0
@@ -72,6 +80,7 @@ run() {
     --users "$USERS" --duration "$duration" --spawn-rate 100 \
     --out "$OUT/$name.json" > "$OUT/$name.txt"
   stop_hub
+  rm -f "$OUT/run.db" "$OUT/run.db-wal" "$OUT/run.db-shm"
 }
 
 if [[ $WARMUP != 0 ]]; then
