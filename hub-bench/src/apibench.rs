@@ -258,8 +258,9 @@ async fn join_with_settle(
         // Zero joins once a Hub has had time to write its lines (it may
         // render and write them a flush interval after the requests end)
         // means tracing is off or the log is another hub's: do not wait.
-        let none_yet = joined == 0 && Instant::now() < first_lines_until;
-        if (joined == 0 && !none_yet) || joined >= wanted || Instant::now() >= settle_until {
+        let now = Instant::now();
+        let none_by_now = joined == 0 && now >= first_lines_until;
+        if none_by_now || joined >= wanted || now >= settle_until {
             return Ok((joined, total));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -99,12 +99,16 @@ impl Logger {
         let _ = self.queued_lines.set(queued);
     }
 
-    /// Writes out the perf_trace lines queued for the background (if any)
-    /// and everything the destination buffers.
-    pub fn flush(&self) {
+    fn render_queued_lines(&self) {
         if let Some(queued) = self.queued_lines.get() {
             queued.render_now();
         }
+    }
+
+    /// Writes out the perf_trace lines queued for the background (if any)
+    /// and everything the destination buffers.
+    pub fn flush(&self) {
+        self.render_queued_lines();
         if let Err(e) = self.writer.lock().flush() {
             self.report_failure(&e);
         }
@@ -145,9 +149,7 @@ impl Logger {
     /// Writes one line. A failure to write never reaches the caller; the
     /// first one is reported (see [`Logger::report_failure`]).
     pub fn log(&self, level: Level, msg: &str, fields: &[(&str, Value)]) {
-        if let Some(queued) = self.queued_lines.get() {
-            queued.render_now();
-        }
+        self.render_queued_lines();
         let line = self.render(level, msg, fields);
         let result = {
             let mut writer = self.writer.lock();

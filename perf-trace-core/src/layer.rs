@@ -252,7 +252,7 @@ where
                     perf_headers: want_headers,
                     trace,
                 },
-                header_names: Arc::clone(shared) as Arc<dyn HeaderNames>,
+                layer: Arc::clone(shared) as Arc<dyn LayerParts>,
                 serialize: S::SERIALIZE.map(|p| p.index()),
                 serialize_start: None,
                 connect_written: false,
@@ -261,13 +261,14 @@ where
     }
 }
 
-trait HeaderNames: Send + Sync {
+/// What a request's trace needs of its layer, the policy type erased.
+trait LayerParts: Send + Sync {
     fn name(&self, suffix: &str) -> Option<&HeaderName>;
     fn request_id(&self) -> Option<&HeaderName>;
     fn recycled(&self) -> &Arc<Recycled>;
 }
 
-impl<P: Send + Sync> HeaderNames for Shared<P> {
+impl<P: Send + Sync> LayerParts for Shared<P> {
     fn name(&self, suffix: &str) -> Option<&HeaderName> {
         self.header_name(suffix)
     }
@@ -289,7 +290,7 @@ struct RequestTrace {
     want_headers: bool,
     /// The status (set at response start) and trace, for the exits.
     facts: RequestFacts,
-    header_names: Arc<dyn HeaderNames>,
+    layer: Arc<dyn LayerParts>,
     serialize: Option<usize>,
     serialize_start: Option<u64>,
     connect_written: bool,
@@ -305,7 +306,7 @@ impl RequestTrace {
             }
         }
         let id = self.recorder.request_id();
-        if let (false, Some(name)) = (id.is_empty(), self.header_names.request_id()) {
+        if let (false, Some(name)) = (id.is_empty(), self.layer.request_id()) {
             if let Ok(id) = HeaderValue::from_str(id) {
                 headers.insert(name.clone(), id);
             }
@@ -313,7 +314,7 @@ impl RequestTrace {
         if self.want_headers {
             // Taken now, before the body: the headers never include serialize.
             for header in render_headers(&self.recorder.snapshot()) {
-                let name = self.header_names.name(header.suffix);
+                let name = self.layer.name(header.suffix);
                 if let (Some(name), Ok(value)) = (name, HeaderValue::from_str(&header.value)) {
                     headers.insert(name.clone(), value);
                 }
@@ -344,7 +345,7 @@ impl Drop for RequestTrace {
             self.emitter.finish(
                 &self.recorder,
                 std::mem::take(&mut self.facts),
-                self.header_names.recycled(),
+                self.layer.recycled(),
             );
         }
     }

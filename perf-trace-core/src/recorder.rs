@@ -287,12 +287,22 @@ impl RecorderBuilder {
         self
     }
 
+    /// The pool and the figures its waits count from: the baseline given,
+    /// or the pool's figures now.
+    fn pool_with_start(&mut self) -> Option<(Arc<dyn PoolStats>, PoolFigures)> {
+        let start = self.pool_start;
+        self.pool.take().map(|p| {
+            let start = start.unwrap_or_else(|| p.pool_figures());
+            (p, start)
+        })
+    }
+
     /// [`build`](Self::build), reusing a recorder from `recycled` when it
     /// holds one of this schema: its tables are zeroed in place instead of
     /// allocated (the tables of requests whose lines wait in a background
     /// queue would otherwise go through the allocator's slow paths, taken on
     /// one thread and given back on another).
-    pub(crate) fn build_recycled<S: Schema>(self, recycled: &Recycled) -> Recorder {
+    pub(crate) fn build_recycled<S: Schema>(mut self, recycled: &Recycled) -> Recorder {
         let schema = SchemaInfo::of::<S>();
         let Some(mut reused) = recycled.take(&schema) else {
             return self.build::<S>();
@@ -314,23 +324,16 @@ impl RecorderBuilder {
         inner.method = self.method;
         inner.request_id.clear();
         inner.request_id.push_str(&self.request_id);
-        inner.pool = self.pool.map(|p| {
-            let start = self.pool_start.unwrap_or_else(|| p.pool_figures());
-            (p, start)
-        });
+        inner.pool = self.pool_with_start();
         // Last, as in `build`: the clock starts when the recorder is ready.
         inner.start_ticks = clock::now();
         Recorder(reused)
     }
 
     /// Makes the recorder for schema `S`; its clock starts now.
-    pub fn build<S: Schema>(self) -> Recorder {
+    pub fn build<S: Schema>(mut self) -> Recorder {
         let schema = SchemaInfo::of::<S>();
-        let pool_start = self.pool_start;
-        let pool = self.pool.map(|p| {
-            let start = pool_start.unwrap_or_else(|| p.pool_figures());
-            (p, start)
-        });
+        let pool = self.pool_with_start();
         let (counter_offsets, counter_slots) = layout(schema.counters.iter().map(|s| s.0));
         let (timer_offsets, timer_slots) = layout(schema.timers.iter().map(|s| s.0));
         let stores_at = schema.phases.names.len();
