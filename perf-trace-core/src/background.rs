@@ -35,22 +35,15 @@ pub(crate) struct Queued {
     pub(crate) end: RequestEnd,
     pub(crate) time: SystemTime,
     pub(crate) facts: RequestFacts,
-    /// Where the recorder goes once its line is written, for reuse.
-    pub(crate) recycle: Option<std::sync::Arc<Recycled>>,
 }
 
 impl Queued {
-    fn emit(self, emitter: &Emitter) {
-        self.emit_with(emitter, &mut Snapshot::default());
-    }
-
-    /// Renders through `scratch`, a snapshot whose lists are reused.
-    fn emit_with(self, emitter: &Emitter, scratch: &mut Snapshot) {
+    /// Renders through `scratch`, a snapshot whose lists are reused, then
+    /// keeps the recorder in `recycled` for a next request.
+    fn emit_with(self, emitter: &Emitter, scratch: &mut Snapshot, recycled: &Recycled) {
         self.recorder.snapshot_into(self.end, scratch);
         emitter.emit_at(scratch, &self.facts, self.time);
-        if let Some(recycle) = self.recycle {
-            recycle.put(self.recorder);
-        }
+        recycled.put(self.recorder);
     }
 }
 
@@ -68,6 +61,8 @@ struct Queue {
     /// only once every line queued before it is written; it keeps the
     /// snapshot every line is taken into.
     rendering: Mutex<Snapshot>,
+    /// Recorders whose lines are written, for the next requests.
+    recycled: Recycled,
 }
 
 impl Queue {
@@ -84,7 +79,7 @@ impl Queue {
             return;
         }
         for queued in batch.drain(..) {
-            queued.emit_with(emitter, scratch);
+            queued.emit_with(emitter, scratch, &self.recycled);
         }
         emitter.sink().flush();
         // The emptied list goes back, with what was queued meanwhile, so
@@ -152,7 +147,11 @@ impl Background {
         let mut state = self.queue.state.lock();
         if state.items.len() >= CAPACITY {
             drop(state);
-            queued.emit(&self.emitter);
+            queued.emit_with(
+                &self.emitter,
+                &mut Snapshot::default(),
+                &self.queue.recycled,
+            );
             return;
         }
         state.items.push(queued);
@@ -174,6 +173,11 @@ impl Background {
 
     pub(crate) fn interval(&self) -> Duration {
         self.interval
+    }
+
+    /// Recorders of rendered lines, for the next requests.
+    pub(crate) fn recycled(&self) -> &Recycled {
+        &self.queue.recycled
     }
 }
 

@@ -19,7 +19,7 @@ use crate::export::RequestFacts;
 use crate::headers::render_headers;
 use crate::keys::{KeySet, Schema};
 use crate::pool::{PoolBaseline, PoolStats};
-use crate::recorder::{Recorder, Recycled, Table};
+use crate::recorder::{Recorder, RequestStart, Table};
 use crate::scope::{current, Instrumented};
 use crate::sink::Emitter;
 use crate::snapshot::SseStage;
@@ -52,8 +52,6 @@ struct Shared<P> {
     /// An exit asked for W3C trace context: read `traceparent`, answer
     /// `traceresponse`.
     trace_context: bool,
-    /// Recorders of ended requests, reused by the next ones.
-    recycled: Arc<Recycled>,
 }
 
 impl<P> Shared<P> {
@@ -121,7 +119,6 @@ impl<S: Schema, P: TracePolicy<S>> PerfTraceLayer<S, P> {
                 trigger,
                 request_id,
                 names,
-                recycled: Arc::default(),
             }),
             _schema: PhantomData,
         }
@@ -210,16 +207,16 @@ where
         let recorder = current().unwrap_or_else(|| {
             let mut id = [0; uuid::fmt::Hyphenated::LENGTH];
             let id = uuid::Uuid::new_v4().hyphenated().encode_lower(&mut id);
-            let mut builder = Recorder::builder()
-                .method(method_name(request.method()))
-                .request_id(&*id);
-            if let Some(pool) = &shared.pool {
-                builder = builder.pool(Arc::clone(pool));
-                if let Some(PoolBaseline(start)) = request.extensions().get() {
-                    builder = builder.pool_since(*start);
-                }
-            }
-            builder.build_recycled::<S>(&shared.recycled)
+            let pool = shared.pool.as_ref().map(|pool| {
+                let baseline = request.extensions().get::<PoolBaseline>();
+                (pool, baseline.map(|PoolBaseline(start)| *start))
+            });
+            let start = RequestStart {
+                method: method_name(request.method()),
+                request_id: id,
+                pool,
+            };
+            Recorder::for_request::<S>(start, shared.emitter.recycled())
         });
         recorder.set_endpoint(shared.policy.classify(&request));
         let want_headers = shared
@@ -245,7 +242,6 @@ where
             inner: recorder.instrument(inner),
             trace: Some(RequestTrace {
                 recorder,
-                emitter: shared.emitter.clone(),
                 want_headers,
                 facts: RequestFacts {
                     status: None,
@@ -265,7 +261,7 @@ where
 trait LayerParts: Send + Sync {
     fn name(&self, suffix: &str) -> Option<&HeaderName>;
     fn request_id(&self) -> Option<&HeaderName>;
-    fn recycled(&self) -> &Arc<Recycled>;
+    fn emitter(&self) -> &Emitter;
 }
 
 impl<P: Send + Sync> LayerParts for Shared<P> {
@@ -277,8 +273,8 @@ impl<P: Send + Sync> LayerParts for Shared<P> {
         self.request_id.as_ref()
     }
 
-    fn recycled(&self) -> &Arc<Recycled> {
-        &self.recycled
+    fn emitter(&self) -> &Emitter {
+        &self.emitter
     }
 }
 
@@ -286,7 +282,6 @@ impl<P: Send + Sync> LayerParts for Shared<P> {
 /// when dropped, so it is written exactly once however the request ends.
 struct RequestTrace {
     recorder: Recorder,
-    emitter: Emitter,
     want_headers: bool,
     /// The status (set at response start) and trace, for the exits.
     facts: RequestFacts,
@@ -327,7 +322,7 @@ impl RequestTrace {
             if success && !self.connect_written && !self.recorder.is_discarded() {
                 self.connect_written = true;
                 let snapshot = self.recorder.snapshot().with_stage(Some(SseStage::Connect));
-                self.emitter.emit_request(&snapshot, &self.facts);
+                self.layer.emitter().emit_request(&snapshot, &self.facts);
             }
         } else if self.serialize.is_some() && self.serialize_start.is_none() {
             self.serialize_start = Some(clock::now());
@@ -342,11 +337,8 @@ impl Drop for RequestTrace {
             self.recorder.0.table(Table::Phases)[index].add(ticks);
         }
         if !self.recorder.is_discarded() {
-            self.emitter.finish(
-                &self.recorder,
-                std::mem::take(&mut self.facts),
-                self.layer.recycled(),
-            );
+            let facts = std::mem::take(&mut self.facts);
+            self.layer.emitter().finish(&self.recorder, facts);
         }
     }
 }

@@ -297,39 +297,6 @@ impl RecorderBuilder {
         })
     }
 
-    /// [`build`](Self::build), reusing a recorder from `recycled` when it
-    /// holds one of this schema: its tables are zeroed in place instead of
-    /// allocated (the tables of requests whose lines wait in a background
-    /// queue would otherwise go through the allocator's slow paths, taken on
-    /// one thread and given back on another).
-    pub(crate) fn build_recycled<S: Schema>(mut self, recycled: &Recycled) -> Recorder {
-        let schema = SchemaInfo::of::<S>();
-        let Some(mut reused) = recycled.take(&schema) else {
-            return self.build::<S>();
-        };
-        let inner = Arc::get_mut(&mut reused).expect("a recycled recorder is unique");
-        for stat in inner.stats.iter_mut() {
-            *stat.count.get_mut() = 0;
-            *stat.ticks.get_mut() = 0;
-        }
-        for counter in inner.counters.iter_mut() {
-            *counter.get_mut() = 0;
-        }
-        inner.decisions = Default::default();
-        *inner.decision_ticks.get_mut() = 0;
-        *inner.sse_events.get_mut() = 0;
-        *inner.endpoint.get_mut() = schema.default_endpoint;
-        *inner.discarded.get_mut() = false;
-        *inner.stream.get_mut() = false;
-        inner.method = self.method;
-        inner.request_id.clear();
-        inner.request_id.push_str(&self.request_id);
-        inner.pool = self.pool_with_start();
-        // Last, as in `build`: the clock starts when the recorder is ready.
-        inner.start_ticks = clock::now();
-        Recorder(reused)
-    }
-
     /// Makes the recorder for schema `S`; its clock starts now.
     pub fn build<S: Schema>(mut self) -> Recorder {
         let schema = SchemaInfo::of::<S>();
@@ -371,6 +338,62 @@ impl Recorder {
     /// A builder for a recorder with a method, request id and pool.
     pub fn builder() -> RecorderBuilder {
         RecorderBuilder::default()
+    }
+
+    /// A request's recorder, reusing one from `recycled` when it holds one
+    /// of this schema: its tables are zeroed in place instead of allocated
+    /// (the tables of requests whose lines wait in a background queue would
+    /// otherwise go through the allocator's slow paths, taken on one thread
+    /// and given back on another), and it keeps its request id's buffer and,
+    /// when the pool is the same, its reference to the pool.
+    pub(crate) fn for_request<S: Schema>(
+        start: RequestStart<'_>,
+        recycled: Option<&Recycled>,
+    ) -> Recorder {
+        let schema = SchemaInfo::of::<S>();
+        let Some(mut reused) = recycled.and_then(|r| r.take(&schema)) else {
+            let mut builder = Recorder::builder()
+                .method(start.method)
+                .request_id(start.request_id);
+            if let Some((pool, since)) = start.pool {
+                builder = builder.pool(Arc::clone(pool));
+                if let Some(since) = since {
+                    builder = builder.pool_since(since);
+                }
+            }
+            return builder.build::<S>();
+        };
+        let inner = Arc::get_mut(&mut reused).expect("a recycled recorder is unique");
+        for stat in inner.stats.iter_mut() {
+            *stat.count.get_mut() = 0;
+            *stat.ticks.get_mut() = 0;
+        }
+        for counter in inner.counters.iter_mut() {
+            *counter.get_mut() = 0;
+        }
+        inner.decisions = Default::default();
+        *inner.decision_ticks.get_mut() = 0;
+        *inner.sse_events.get_mut() = 0;
+        *inner.endpoint.get_mut() = schema.default_endpoint;
+        *inner.discarded.get_mut() = false;
+        *inner.stream.get_mut() = false;
+        inner.method = start.method;
+        inner.request_id.clear();
+        inner.request_id.push_str(start.request_id);
+        inner.pool = match (inner.pool.take(), start.pool) {
+            (_, None) => None,
+            (Some((kept, _)), Some((pool, since))) if Arc::ptr_eq(&kept, pool) => {
+                let figures = since.unwrap_or_else(|| kept.pool_figures());
+                Some((kept, figures))
+            }
+            (_, Some((pool, since))) => Some((
+                Arc::clone(pool),
+                since.unwrap_or_else(|| pool.pool_figures()),
+            )),
+        };
+        // Last, as in `build`: the clock starts when the recorder is ready.
+        inner.start_ticks = clock::now();
+        Recorder(reused)
     }
 
     /// The request id given at creation.
@@ -503,29 +526,45 @@ impl Recorder {
     }
 }
 
+/// What a layer knows of a request as it starts, borrowed, for
+/// [`Recorder::for_request`].
+pub(crate) struct RequestStart<'a> {
+    pub(crate) method: &'static str,
+    pub(crate) request_id: &'a str,
+    /// The pool, and the figures its waits count from when read earlier
+    /// (else now).
+    pub(crate) pool: Option<(&'a Arc<dyn PoolStats>, Option<PoolFigures>)>,
+}
+
 /// Recorders whose requests have ended and whose lines are written, kept
-/// for the next requests of the same layer ([`RecorderBuilder::build_recycled`]).
-#[derive(Default)]
-pub(crate) struct Recycled(parking_lot::Mutex<Vec<Arc<Inner>>>);
+/// for the next requests ([`Recorder::for_request`]).
+/// A lock-free queue: the thread rendering lines puts recorders back while
+/// request threads take them, and a lock between the two made the requests
+/// park whenever the renderer was descheduled holding it.
+pub(crate) struct Recycled(crossbeam_queue::ArrayQueue<Arc<Inner>>);
 
 /// Recorders kept at most: a second or so of a busy service's requests.
 const RECYCLED_MAX: usize = 4096;
 
+impl Default for Recycled {
+    fn default() -> Self {
+        Recycled(crossbeam_queue::ArrayQueue::new(RECYCLED_MAX))
+    }
+}
+
 impl Recycled {
-    /// Keeps `recorder` when nothing else holds it.
+    /// Keeps `recorder` when nothing else holds it and there is room.
     pub(crate) fn put(&self, mut recorder: Recorder) {
         if Arc::get_mut(&mut recorder.0).is_none() {
             return;
         }
-        let mut kept = self.0.lock();
-        if kept.len() < RECYCLED_MAX {
-            kept.push(recorder.0);
-        }
+        // A full pool drops the recorder: it is freed like any other.
+        let _ = self.0.push(recorder.0);
     }
 
     /// A kept recorder of `schema`, if any.
     fn take(&self, schema: &SchemaInfo) -> Option<Arc<Inner>> {
-        let inner = self.0.lock().pop()?;
+        let inner = self.0.pop()?;
         let same = inner.schema.phases.type_id == schema.phases.type_id
             && inner.schema.stores.type_id == schema.stores.type_id
             && inner.schema.endpoints.type_id == schema.endpoints.type_id

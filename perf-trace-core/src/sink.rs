@@ -375,9 +375,9 @@ impl Emitter {
     }
 
     /// Ends `recorder`'s request: its line now, or queued for the
-    /// background thread.
-    /// Rendered in the background, the recorder then goes to `recycle`.
-    pub(crate) fn finish(&self, recorder: &Recorder, facts: RequestFacts, recycle: &Arc<Recycled>) {
+    /// background thread (which then keeps the recorder for reuse, see
+    /// [`recycled`](Self::recycled)).
+    pub(crate) fn finish(&self, recorder: &Recorder, facts: RequestFacts) {
         let end = recorder.end_now();
         let time = SystemTime::now();
         match &self.background {
@@ -386,10 +386,17 @@ impl Emitter {
                 end,
                 time,
                 facts,
-                recycle: Some(Arc::clone(recycle)),
             }),
             None => self.emit_at(&recorder.snapshot_at(end), &facts, time),
         }
+    }
+
+    /// Recorders whose lines the background thread has written, for the
+    /// next requests; `None` when each request renders its own line (its
+    /// recorder is then freed on the thread that took it, the allocator's
+    /// fast path).
+    pub(crate) fn recycled(&self) -> Option<&Recycled> {
+        self.background.as_deref().map(Background::recycled)
     }
 
     /// The emitter as it was before `change`, with its background thread

@@ -6,7 +6,7 @@
 mod common;
 
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,7 @@ use common::{Captured, ListPolicy, Phase, TestSchema};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use perf_trace_core::export::{FinishedRequest, RequestSink};
+use perf_trace_core::pool::{PoolFigures, PoolStats};
 use perf_trace_core::{traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer};
 use tower::{service_fn, Layer, ServiceExt};
 
@@ -136,4 +137,70 @@ async fn exits_added_after_the_background_thread_started_see_every_request() {
     requests(&emitter, 5).await;
     emitter.flush();
     assert_eq!(counting.0.load(Ordering::Relaxed), 5);
+}
+
+/// A pool whose waits grow by `step` each time its figures are read.
+struct SteppingPool {
+    waits: AtomicU64,
+    step: u64,
+}
+
+impl PoolStats for SteppingPool {
+    fn pool_figures(&self) -> PoolFigures {
+        let waits = self.waits.fetch_add(self.step, Ordering::Relaxed);
+        PoolFigures {
+            wait_count: waits,
+            wait_time: Duration::from_micros(waits * 10),
+            in_use: 1,
+            open: self.step,
+        }
+    }
+}
+
+#[tokio::test]
+async fn reused_recorders_start_clean_whichever_layer_and_pool_reuses_them() {
+    let captured = Captured::default();
+    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+        .in_background(Duration::from_secs(3600));
+    // Two layers over one emitter, each with a pool of its own: a recorder
+    // written for one is reused by either.
+    let layer = |step| {
+        PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter.clone())
+            .with_pool(Arc::new(SteppingPool {
+                waits: AtomicU64::new(0),
+                step,
+            }))
+            .layer(service_fn(handler))
+    };
+    let (five, seven) = (layer(5), layer(7));
+    let mut order = [(&five, 5), (&seven, 7), (&five, 5)];
+    let mut steps = Vec::new();
+    for round in 0..4 {
+        // Turned each round, so that a recorder goes from one pool's
+        // request to the other's.
+        order.rotate_left(1);
+        for (service, step) in order {
+            steps.push(step);
+            let response = service
+                .clone()
+                .oneshot(Request::get("/things").body(()).unwrap())
+                .await
+                .unwrap();
+            response.into_body().collect().await.unwrap();
+        }
+        // Written, their recorders go back for the next round.
+        emitter.flush();
+        assert_eq!(captured.lines().len(), 3 * (round + 1));
+    }
+    let lines = captured.json_lines();
+    let mut ids: Vec<_> = lines.iter().map(|l| l["request_id"].clone()).collect();
+    ids.sort_by_key(|id| id.to_string());
+    ids.dedup();
+    assert_eq!(ids.len(), 12, "every request has an id of its own");
+    for (i, (line, step)) in lines.iter().zip(steps).enumerate() {
+        assert_eq!(line["phase_load_n"], 2, "line {i}");
+        assert_eq!(line["db_wait_count"], step, "line {i}");
+        assert_eq!(line["db_wait_us"], step * 10, "line {i}");
+        assert_eq!(line["db_open"], step, "line {i}");
+    }
 }
