@@ -23,6 +23,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::api::{
@@ -123,28 +124,28 @@ pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
     let routes = match extra {
         Some(extra) => routes.merge(extra),
         None => routes,
-    }
-    .layer(axum::middleware::from_fn(
-        auth::answer_authentication_failure,
-    ));
-    let traced = trace.is_some();
-    let routes = match trace {
-        Some(layer) => routes.layer(layer),
-        None => routes,
     };
     // Authenticating reads the database before the tracing layer starts:
     // its pool waits belong to the request's line too.
-    let state = match traced {
+    let state = match trace.is_some() {
         true => state.noting_pool_baseline(),
         false => state,
     };
-    let routes = routes.layer(axum::middleware::from_fn_with_state(
-        state,
-        auth::authenticate::<S, A>,
-    ));
-    routes
-        .layer(axum::middleware::from_fn(limit_request_size))
+    // One stack, so one `Router::layer`: axum wraps every route once per
+    // `layer` call, and each wrap costs every request a boxed clone of the
+    // route and a boxed future.
+    let guards = ServiceBuilder::new()
         .layer(CatchPanicLayer::custom(panic_response))
+        .layer(axum::middleware::from_fn(limit_request_size))
+        .layer(axum::middleware::from_fn_with_state(
+            state,
+            auth::authenticate::<S, A>,
+        ));
+    let answer_failure = axum::middleware::from_fn(auth::answer_authentication_failure);
+    match trace {
+        Some(trace) => routes.layer(guards.layer(trace).layer(answer_failure)),
+        None => routes.layer(guards.layer(answer_failure)),
+    }
 }
 
 /// How to build a Hub.
@@ -385,15 +386,17 @@ impl Hub {
     /// the routes inside the request timeout, with the stream caps and the
     /// log of refused credentials.
     pub fn router(&self) -> Router {
-        self.router
-            .clone()
-            .layer(axum::Extension(self.streams.clone()))
-            .layer(axum::Extension(self.limits))
-            .layer(axum::Extension(self.failed_logins.clone()))
-            .layer(axum::middleware::from_fn_with_state(
-                self.limits.request_timeout,
-                enforce_request_timeout,
-            ))
+        // One `layer` call for the same reason as in `build_router_with`.
+        self.router.clone().layer(
+            ServiceBuilder::new()
+                .layer(axum::middleware::from_fn_with_state(
+                    self.limits.request_timeout,
+                    enforce_request_timeout,
+                ))
+                .layer(axum::Extension(self.failed_logins.clone()))
+                .layer(axum::Extension(self.limits))
+                .layer(axum::Extension(self.streams.clone())),
+        )
     }
 
     /// Whether request tracing is on.
