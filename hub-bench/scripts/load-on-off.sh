@@ -2,8 +2,9 @@
 # Tracing's cost under load: rounds of `hub-bench load` against the Hub served
 # with tracing on and with tracing off, one Hub process at a time, each on a
 # copy of the same seeded database, the order flipped every round so that neither side always
-# runs on a warmer machine. Prints one row per run and the on/off ratio of the
-# requests per second summed over the rounds.
+# runs on a warmer machine. Prints one row per run, the on/off ratio of the
+# requests per second summed over the rounds, and the median of the rounds'
+# own on/off ratios.
 #
 #   cargo build --release -p hub-example -p hub-bench
 #   hub-bench/scripts/load-on-off.sh                       # 3 rounds x 10 s, 300 users
@@ -107,4 +108,12 @@ on=$(sum_rps on)
 off=$(sum_rps off)
 awk -v on="$on" -v off="$off" -v r="$ROUNDS" \
   'BEGIN {printf "mean rps: on %.1f, off %.1f; on/off %.3f\n", on / r, off / r, on / off}'
+# Each round's two runs are neighbours in time: their ratio moves less with
+# the machine's drift than the sums do.
+for round in $(seq 1 "$ROUNDS"); do
+  jq -n --slurpfile on "$OUT/load-$round-on.json" --slurpfile off "$OUT/load-$round-off.json" \
+    '$on[0].rps / $off[0].rps'
+done | sort -g | awk '{r[NR] = $1} END {
+  m = (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+  printf "rounds on/off: median %.3f, lowest %.3f, highest %.3f\n", m, r[1], r[NR]}'
 echo "files: $OUT"
