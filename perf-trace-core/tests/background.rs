@@ -17,7 +17,7 @@ use http_body_util::{BodyExt, Full};
 use perf_trace_core::export::{FinishedRequest, RequestSink};
 use perf_trace_core::pool::{PoolFigures, PoolStats};
 use perf_trace_core::{traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer};
-use tower::{service_fn, Layer, ServiceExt};
+use tower::{service_fn, Layer, Service, ServiceExt};
 
 #[traced_phase(Phase::Load)]
 fn load() {}
@@ -34,13 +34,24 @@ async fn requests(emitter: &Emitter, n: usize) {
     let service = PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter.clone())
         .layer(service_fn(handler));
     for _ in 0..n {
-        let response = service
-            .clone()
-            .oneshot(Request::get("/things").body(()).unwrap())
-            .await
-            .unwrap();
-        response.into_body().collect().await.unwrap();
+        send(&service).await;
     }
+}
+
+/// Sends one request to `service` and reads its body to the end (the line
+/// is finished as the body ends).
+async fn send<S, B>(service: &S)
+where
+    S: Service<Request<()>, Response = Response<B>, Error = Infallible> + Clone,
+    B: http_body::Body,
+    B::Error: std::fmt::Debug,
+{
+    let response = service
+        .clone()
+        .oneshot(Request::get("/things").body(()).unwrap())
+        .await
+        .unwrap();
+    response.into_body().collect().await.unwrap();
 }
 
 /// Waits up to `limit` for `captured` to hold `n` lines.
@@ -181,12 +192,7 @@ async fn reused_recorders_start_clean_whichever_layer_and_pool_reuses_them() {
         order.rotate_left(1);
         for (service, step) in order {
             steps.push(step);
-            let response = service
-                .clone()
-                .oneshot(Request::get("/things").body(()).unwrap())
-                .await
-                .unwrap();
-            response.into_body().collect().await.unwrap();
+            send(service).await;
         }
         // Written, their recorders go back for the next round.
         emitter.flush();
