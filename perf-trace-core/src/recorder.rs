@@ -616,8 +616,11 @@ fn collect_counters_into(
     let width = set.names.len();
     let table = &table[..set.slots()];
     values.clear();
-    // Sized first: growing from empty would copy the list more than once.
-    values.reserve(table.iter().filter(|v| v.load(Relaxed) > 0).count());
+    // A new list is sized first (growing from empty would copy it more
+    // than once); a reused one (the background thread's) keeps its room.
+    if values.capacity() == 0 {
+        values.reserve(table.iter().filter(|v| v.load(Relaxed) > 0).count());
+    }
     for (slot, value) in table.iter().enumerate() {
         let value = value.load(Relaxed);
         if value > 0 {
@@ -641,12 +644,15 @@ fn collect_into(
     sorted: &[u16],
 ) {
     stats.clear();
-    stats.reserve(
-        sorted
-            .iter()
-            .filter(|&&i| table[i as usize].count.load(Relaxed) > 0)
-            .count(),
-    );
+    // As in `collect_counters_into`: a new list is sized first.
+    if stats.capacity() == 0 {
+        stats.reserve(
+            sorted
+                .iter()
+                .filter(|&&i| table[i as usize].count.load(Relaxed) > 0)
+                .count(),
+        );
+    }
     for &i in sorted {
         let (count, ticks) = table[i as usize].read();
         if count > 0 {

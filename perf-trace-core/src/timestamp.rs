@@ -3,6 +3,7 @@
 //! `fmt::Display` and costs a third of the whole line's budget; this is a few
 //! divisions.
 
+use std::cell::Cell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Appends `time` as `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ`. Times before 1970 are
@@ -10,9 +11,36 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub(crate) fn push_rfc3339_nanos(out: &mut String, time: SystemTime) {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
+    // Lines come many to a second: the date and time of day are written
+    // once per second and thread, then copied.
+    let second = LAST_SECOND.with(|last| {
+        let (cached, text) = last.get();
+        if cached == secs {
+            return text;
+        }
+        let text = second_text(secs);
+        last.set((secs, text));
+        text
+    });
+    let mut buf = [0u8; 30];
+    buf[..19].copy_from_slice(&second);
+    buf[19] = b'.';
+    write_digits(&mut buf[20..29], since.subsec_nanos() as u64);
+    buf[29] = b'Z';
+    // All bytes written above are ASCII digits and separators.
+    out.push_str(std::str::from_utf8(&buf).expect("ASCII"));
+}
+
+thread_local! {
+    /// The last second written on this thread, and its text.
+    static LAST_SECOND: Cell<(u64, [u8; 19])> = const { Cell::new((u64::MAX, [0; 19])) };
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` of `secs` since the epoch.
+fn second_text(secs: u64) -> [u8; 19] {
     let (year, month, day) = civil_from_days((secs / 86_400) as i64);
     let of_day = secs % 86_400;
-    let mut buf = [0u8; 30];
+    let mut buf = [0u8; 19];
     write_digits(&mut buf[0..4], year.clamp(0, 9999) as u64);
     buf[4] = b'-';
     write_digits(&mut buf[5..7], month as u64);
@@ -24,11 +52,7 @@ pub(crate) fn push_rfc3339_nanos(out: &mut String, time: SystemTime) {
     write_digits(&mut buf[14..16], of_day / 60 % 60);
     buf[16] = b':';
     write_digits(&mut buf[17..19], of_day % 60);
-    buf[19] = b'.';
-    write_digits(&mut buf[20..29], since.subsec_nanos() as u64);
-    buf[29] = b'Z';
-    // All bytes written above are ASCII digits and separators.
-    out.push_str(std::str::from_utf8(&buf).expect("ASCII"));
+    buf
 }
 
 fn write_digits(dst: &mut [u8], mut value: u64) {
@@ -80,6 +104,21 @@ mod tests {
         ] {
             let t: SystemTime = humantime::parse_rfc3339(day).unwrap();
             assert_eq!(render(t), day);
+        }
+    }
+
+    #[test]
+    fn the_second_kept_from_the_last_line_is_used_only_for_that_second() {
+        for text in [
+            "2026-11-30T23:59:59.000000001Z",
+            "2026-11-30T23:59:59.999999999Z",
+            "2026-12-01T00:00:00.000000000Z",
+            "2026-11-30T23:59:59.500000000Z",
+            "1970-01-01T00:00:00.000000000Z",
+            "2026-11-30T23:59:59.250000000Z",
+        ] {
+            let t: SystemTime = humantime::parse_rfc3339(text).unwrap();
+            assert_eq!(render(t), text);
         }
     }
 
