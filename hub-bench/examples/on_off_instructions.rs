@@ -8,6 +8,7 @@
 //! cargo build --release -p hub-bench --example on_off_instructions
 //! target/release/examples/on_off_instructions            # needs valgrind
 //! target/release/examples/on_off_instructions --sizes 25 --requests 20
+//! target/release/examples/on_off_instructions --cached --sizes 100   # cache hits
 //! ```
 //!
 //! The program seeds the databases, then runs itself `--repeats` times per
@@ -58,6 +59,11 @@ struct Args {
     /// temporary folder, removed at the end).
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
+    /// With the Hub's response cache on (its default settings): after the
+    /// warm-up every measured request is a cache hit, the request most of
+    /// a loaded Hub's are (`hub-bench load` with 300 users).
+    #[arg(long)]
+    cached: bool,
     /// The valgrind to run.
     #[arg(long, default_value = "valgrind")]
     valgrind: PathBuf,
@@ -118,7 +124,8 @@ fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
     // under valgrind a request takes some fifty times longer, and a 50 ms
     // timer would render and write each line on its own instead of in
     // batches of hundreds, as it does at full speed.
-    let hub = in_process::hub_rendering_every(Path::new(db), traced, &log, LINES_INTERVAL)?;
+    let hub =
+        in_process::hub_rendering_every(Path::new(db), traced, &log, LINES_INTERVAL, args.cached)?;
     let router = hub.router();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -254,6 +261,7 @@ fn instructions(
         .arg(me)
         .args(["--requests", &args.requests.to_string()])
         .args(["--warmup", &args.warmup.to_string()])
+        .args(args.cached.then_some("--cached"))
         .arg("--serve")
         .args([db.as_os_str(), seed.as_os_str()])
         .args([scenario, side])

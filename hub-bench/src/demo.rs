@@ -272,18 +272,28 @@ pub fn seeded_hub(
     log_path: &Path,
 ) -> anyhow::Result<Hub> {
     let interval = hub_example::perf::LINE_FLUSH_INTERVAL;
-    seeded_hub_rendering_every(db_path, session_secret, perf_trace, log_path, interval)
+    let cache = hub_example::cache::CacheSettings::disabled();
+    seeded_hub_rendering_every(
+        db_path,
+        session_secret,
+        perf_trace,
+        log_path,
+        interval,
+        cache,
+    )
 }
 
 /// [`seeded_hub`] with its lines rendered and written every `interval`
 /// (the instruction counter, under valgrind, renders them itself at the
-/// end of its window: see `Logger::flush`).
+/// end of its window: see `Logger::flush`) and the response cache as
+/// `cache` says (the instruction counter also measures cache hits).
 pub fn seeded_hub_rendering_every(
     db_path: &Path,
     session_secret: &str,
     perf_trace: bool,
     log_path: &Path,
     interval: Duration,
+    cache: hub_example::cache::CacheSettings,
 ) -> anyhow::Result<Hub> {
     let db = open_for_serving(db_path, true)?;
     let log = File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;
@@ -296,7 +306,7 @@ pub fn seeded_hub_rendering_every(
             settings: Settings {
                 perf_trace,
                 gcp_logs: false,
-                cache: hub_example::cache::CacheSettings::disabled(),
+                cache,
             },
             log: writer,
         },

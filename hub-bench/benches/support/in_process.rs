@@ -49,20 +49,27 @@ pub fn hub(db_path: &Path, perf_trace: bool, log_path: &Path) -> anyhow::Result<
     hub_bench::demo::seeded_hub(db_path, SESSION_SECRET, perf_trace, log_path)
 }
 
-/// [`hub`], its lines rendered and written every `interval`.
+/// [`hub`], its lines rendered and written every `interval`, with the
+/// response cache on (the Hub's default settings) when `cached`.
 #[allow(dead_code)] // the router benchmark calls `hub`
 pub fn hub_rendering_every(
     db_path: &Path,
     perf_trace: bool,
     log_path: &Path,
     interval: std::time::Duration,
+    cached: bool,
 ) -> anyhow::Result<Hub> {
+    let cache = match cached {
+        true => hub_example::cache::CacheSettings::default(),
+        false => hub_example::cache::CacheSettings::disabled(),
+    };
     hub_bench::demo::seeded_hub_rendering_every(
         db_path,
         SESSION_SECRET,
         perf_trace,
         log_path,
         interval,
+        cache,
     )
 }
 
