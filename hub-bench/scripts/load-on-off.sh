@@ -57,14 +57,22 @@ stop_hub() {
 }
 trap stop_hub EXIT
 
-# One run: serve the Hub with tracing $1 (true/false), load it for $3, stop it.
-run() {
-  local trace=$1 name=$2 duration=$3
+# The run's copy of the seeded database (with its -wal and -shm files):
+# `reset_run_db` deletes it, `reset_run_db copy` makes it afresh from the seed.
+reset_run_db() {
   local ext
   for ext in "" -wal -shm; do
     rm -f "$OUT/run.db$ext"
-    if [[ -f "$OUT/hub$AGENTS.db$ext" ]]; then cp "$OUT/hub$AGENTS.db$ext" "$OUT/run.db$ext"; fi
+    if [[ ${1:-} == copy && -f "$OUT/hub$AGENTS.db$ext" ]]; then
+      cp "$OUT/hub$AGENTS.db$ext" "$OUT/run.db$ext"
+    fi
   done
+}
+
+# One run: serve the Hub with tracing $1 (true/false), load it for $3, stop it.
+run() {
+  local trace=$1 name=$2 duration=$3
+  reset_run_db copy
   SCION_SERVER_HUB_PERFTRACE=$trace "$HUB_BIN" serve --db "$OUT/run.db" \
     --session-secret "$SECRET" --port "$PORT" > "$OUT/$name.log" 2> "$OUT/$name.err" &
   HUB=$!
@@ -81,7 +89,7 @@ run() {
     --users "$USERS" --duration "$duration" --spawn-rate 100 \
     --out "$OUT/$name.json" > "$OUT/$name.txt"
   stop_hub
-  rm -f "$OUT/run.db" "$OUT/run.db-wal" "$OUT/run.db-shm"
+  reset_run_db
 }
 
 if [[ $WARMUP != 0 ]]; then

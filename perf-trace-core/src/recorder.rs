@@ -380,17 +380,15 @@ impl Recorder {
         inner.method = start.method;
         inner.request_id.clear();
         inner.request_id.push_str(start.request_id);
-        inner.pool = match (inner.pool.take(), start.pool) {
-            (_, None) => None,
-            (Some((kept, _)), Some((pool, since))) if Arc::ptr_eq(&kept, pool) => {
-                let figures = since.unwrap_or_else(|| kept.pool_figures());
-                Some((kept, figures))
-            }
-            (_, Some((pool, since))) => Some((
-                Arc::clone(pool),
-                since.unwrap_or_else(|| pool.pool_figures()),
-            )),
-        };
+        let kept = inner.pool.take();
+        inner.pool = start.pool.map(|(pool, since)| {
+            let pool = match kept {
+                Some((kept, _)) if Arc::ptr_eq(&kept, pool) => kept,
+                _ => Arc::clone(pool),
+            };
+            let figures = since.unwrap_or_else(|| pool.pool_figures());
+            (pool, figures)
+        });
         // Last, as in `build`: the clock starts when the recorder is ready.
         inner.start_ticks = clock::now();
         Recorder(reused)
