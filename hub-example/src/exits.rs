@@ -233,13 +233,12 @@ pub struct HubExits {
     pub sampling: Option<TailSampling>,
     /// Serve the metrics on the admin route.
     pub metrics_route: bool,
-    /// Render the lines (and hand them to the exits) on a thread of the
-    /// emitter's own, taken every this often
-    /// ([`perf_trace_core::Emitter::in_background`]), instead of on each
-    /// request's thread as it ends. `hub-example serve` does
-    /// ([`crate::perf::LINE_FLUSH_INTERVAL`]); off by default, so that a
-    /// test reads a request's line as soon as the request ends. The Hub's
-    /// own log lines render the queue first, so they keep their order.
+    /// Buffer each thread's lines and write them out every this often
+    /// ([`perf_trace_core::Emitter::in_background`]), instead of writing
+    /// each under the log's lock as its request ends. `hub-example serve`
+    /// does ([`crate::perf::LINE_FLUSH_INTERVAL`]); off by default, so that
+    /// a test reads a request's line as soon as the request ends. The Hub's
+    /// own log lines write the buffers out first, so they keep their order.
     pub background_lines: Option<std::time::Duration>,
 }
 

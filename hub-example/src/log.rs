@@ -64,7 +64,7 @@ pub struct Logger {
     writer: SharedWriter,
     gcp: bool,
     failure_reported: Arc<AtomicBool>,
-    /// The perf_trace lines rendered in the background, rendered before
+    /// The perf_trace lines buffered by their threads, written out before
     /// each of the logger's own lines so that they keep their order.
     queued_lines: Arc<OnceLock<QueuedLines>>,
 }
@@ -105,7 +105,7 @@ impl Logger {
         }
     }
 
-    /// Writes out the perf_trace lines queued for the background (if any)
+    /// Writes out the perf_trace lines buffered by their threads (if any)
     /// and everything the destination buffers.
     pub fn flush(&self) {
         self.render_queued_lines();

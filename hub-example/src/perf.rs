@@ -41,9 +41,9 @@ impl TracePolicy<HubSchema> for HubPolicy {
 pub type HubTraceLayer = PerfTraceLayer<HubSchema, HubPolicy>;
 
 /// How long a perf_trace line may wait in the log's buffer before it is
-/// written out (the Hub's own lines write it out at once), and, rendered in
-/// the background ([`crate::exits::HubExits::background_lines`]), before
-/// it is rendered.
+/// written out (the Hub's own lines write it out at once), and, buffered by
+/// its thread ([`crate::exits::HubExits::background_lines`]), before it
+/// reaches the log.
 pub const LINE_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Builds the layer: lines in the logger's format and to its destination,

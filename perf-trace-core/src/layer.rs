@@ -5,6 +5,7 @@
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -241,7 +242,7 @@ where
             // future is dropped, so phases cut short by cancellation count.
             inner: recorder.instrument(inner),
             trace: Some(RequestTrace {
-                recorder,
+                recorder: ManuallyDrop::new(recorder),
                 want_headers,
                 facts: RequestFacts {
                     status: None,
@@ -281,7 +282,8 @@ impl<P: Send + Sync> LayerParts for Shared<P> {
 /// One request's trace from call to the end of its body; writes the line
 /// when dropped, so it is written exactly once however the request ends.
 struct RequestTrace {
-    recorder: Recorder,
+    /// Taken by `drop`, which hands it to the emitter.
+    recorder: ManuallyDrop<Recorder>,
     want_headers: bool,
     /// The status (set at response start) and trace, for the exits.
     facts: RequestFacts,
@@ -336,9 +338,11 @@ impl Drop for RequestTrace {
             let ticks = clock::span(start, clock::now());
             self.recorder.0.table(Table::Phases)[index].add(ticks);
         }
-        if !self.recorder.is_discarded() {
+        // SAFETY: taken once, here, as the trace is dropped; never used after.
+        let recorder = unsafe { ManuallyDrop::take(&mut self.recorder) };
+        if !recorder.is_discarded() {
             let facts = std::mem::take(&mut self.facts);
-            self.layer.emitter().finish(&self.recorder, facts);
+            self.layer.emitter().finish(recorder, facts);
         }
     }
 }

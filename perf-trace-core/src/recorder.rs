@@ -615,7 +615,7 @@ fn collect_counters_into(
     let table = &table[..set.slots()];
     values.clear();
     // A new list is sized first (growing from empty would copy it more
-    // than once); a reused one (the background thread's) keeps its room.
+    // than once); a reused one (a thread's own, for its lines) keeps its room.
     if values.capacity() == 0 {
         values.reserve(table.iter().filter(|v| v.load(Relaxed) > 0).count());
     }

@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::background::{Background, Queued, QueuedLines};
+use crate::background::{Background, QueuedLines};
 use crate::export::{FinishedRequest, RequestFacts, RequestSink};
 use crate::line::LineFormat;
 use crate::recorder::{Recorder, Recycled};
@@ -261,17 +261,23 @@ impl LineSink {
 
     /// Writes `line`, which already ends with its newline, in one write.
     fn write_terminated(&self, line: &[u8]) {
+        self.write_lines(line, 1);
+    }
+
+    /// Writes `count` whole lines, each ending with its newline, in one
+    /// write (a failed write loses them all).
+    pub(crate) fn write_lines(&self, lines: &[u8], count: u64) {
         let result = {
             let mut writer = self.writer.lock();
             match self.flusher {
-                Some(_) => writer.write_all(line).map(|()| {
-                    self.unflushed.fetch_add(1, Relaxed);
+                Some(_) => writer.write_all(lines).map(|()| {
+                    self.unflushed.fetch_add(count, Relaxed);
                 }),
-                None => writer.write_all(line).and_then(|()| writer.flush()),
+                None => writer.write_all(lines).and_then(|()| writer.flush()),
             }
         };
         if let Err(e) = result {
-            self.fail(&e, 1);
+            self.fail(&e, count);
         }
     }
 
@@ -314,6 +320,9 @@ impl fmt::Debug for Exits {
 
 thread_local! {
     static LINE: RefCell<String> = RefCell::new(String::with_capacity(2048));
+    /// The snapshot a request's line is taken into as it ends, its lists
+    /// kept from one request to the next.
+    static SNAPSHOT: RefCell<Snapshot> = RefCell::new(Snapshot::default());
 }
 
 impl Emitter {
@@ -327,15 +336,20 @@ impl Emitter {
         }
     }
 
-    /// Renders the lines of finished requests on a thread of the emitter's
-    /// own, which takes them every `interval` (sooner when many are
-    /// waiting): a request's end then costs a push onto a queue instead of
-    /// its snapshot, line and write. The line is the same, its time and
-    /// elapsed time those of the request's end; it reaches the sink (and
-    /// the exits) up to `interval` later. Nothing is dropped: when the
-    /// queue is full a request renders its own line, and dropping the last
-    /// clone of the emitter renders what is still queued.
-    /// [`flush`](Self::flush) renders the queue at once.
+    /// Writes the lines of finished requests in batches: each request
+    /// renders its line as it ends into a buffer its thread keeps, and a
+    /// thread of the emitter's own writes every buffer out every
+    /// `interval` (a thread whose buffer passes 32 KiB writes it out
+    /// itself). A request's end then costs its line and a copy, not a write
+    /// under the sink's lock, which the threads of a busy service contend
+    /// for; the recorders of written lines are reused by the next requests.
+    /// The line is the same; it reaches the sink up to `interval` later,
+    /// and the exits at once. Nothing is dropped: dropping the last clone
+    /// of the emitter writes out what is buffered, and
+    /// [`flush`](Self::flush) does so at once. Lines of requests that ended
+    /// on different threads within one interval may reach the sink in
+    /// either order; the other lines ([`emit`](Self::emit),
+    /// [`emit_request`](Self::emit_request)) are written at once.
     ///
     /// ```
     /// use std::time::Duration;
@@ -346,15 +360,13 @@ impl Emitter {
     /// # drop(emitter);
     /// ```
     pub fn in_background(mut self, interval: Duration) -> Self {
-        // The thread renders through a copy of this emitter without it.
-        self.background = None;
-        self.background = Background::start(self.clone(), interval).map(Arc::new);
+        self.background = Background::start(Arc::clone(&self.sink), interval).map(Arc::new);
         self
     }
 
-    /// Renders every line queued for the background thread now (waiting up
-    /// to 100 ms for a batch the thread is rendering), and flushes the
-    /// sink; with no background thread, flushes the sink.
+    /// Writes out every line buffered by [`in_background`](Self::in_background)
+    /// now (waiting up to 100 ms for a buffer another thread is adding to),
+    /// and flushes the sink.
     pub fn flush(&self) {
         match &self.background {
             Some(background) => background.flush(),
@@ -362,11 +374,12 @@ impl Emitter {
         }
     }
 
-    /// A handle that renders the lines queued for the background thread on
-    /// demand, without keeping the emitter alive: a service's own logger
-    /// calls it before writing one of its lines, so that the lines of the
-    /// requests that ended before stay before it. Does nothing for an
-    /// emitter that renders each line as its request ends.
+    /// A handle that writes out the lines buffered by
+    /// [`in_background`](Self::in_background) on demand, without keeping
+    /// the emitter alive: a service's own logger calls it before writing
+    /// one of its lines, so that the lines of the requests that ended
+    /// before stay before it. Does nothing for an emitter that writes each
+    /// line as its request ends.
     pub fn queued_lines(&self) -> QueuedLines {
         self.background
             .as_ref()
@@ -374,40 +387,31 @@ impl Emitter {
             .unwrap_or_default()
     }
 
-    /// Ends `recorder`'s request: its line now, or queued for the
-    /// background thread (which then keeps the recorder for reuse, see
+    /// Ends `recorder`'s request: takes its snapshot, renders and writes
+    /// (or buffers) its line and hands it to the exits, then keeps the
+    /// recorder for a next request when lines are buffered (see
     /// [`recycled`](Self::recycled)).
-    pub(crate) fn finish(&self, recorder: &Recorder, facts: RequestFacts) {
+    pub(crate) fn finish(&self, recorder: Recorder, facts: RequestFacts) {
         let end = recorder.end_now();
         let time = SystemTime::now();
-        match &self.background {
-            Some(background) => background.push(Queued {
-                recorder: recorder.clone(),
-                end,
-                time,
-                facts,
-            }),
-            None => self.emit_at(&recorder.snapshot_at(end), &facts, time),
+        SNAPSHOT.with(|snapshot| match snapshot.try_borrow_mut() {
+            Ok(mut snapshot) => {
+                recorder.snapshot_into(end, &mut snapshot);
+                self.emit_at(&snapshot, &facts, time, true);
+            }
+            // Re-entered from an exit that itself finishes a request.
+            Err(_) => self.emit_at(&recorder.snapshot_at(end), &facts, time, true),
+        });
+        if let Some(recycled) = self.recycled() {
+            recycled.put(recorder);
         }
     }
 
-    /// Recorders whose lines the background thread has written, for the
-    /// next requests; `None` when each request renders its own line (its
-    /// recorder is then freed on the thread that took it, the allocator's
-    /// fast path).
+    /// Recorders whose lines are written, for the next requests; `None`
+    /// when lines are not buffered (a recorder is then freed as its line
+    /// is written).
     pub(crate) fn recycled(&self) -> Option<&Recycled> {
         self.background.as_deref().map(Background::recycled)
-    }
-
-    /// The emitter as it was before `change`, with its background thread
-    /// (if any) started again so that the thread's copy sees the change.
-    fn changed(mut self, change: impl FnOnce(&mut Self)) -> Self {
-        let interval = self.background.take().map(|b| b.interval());
-        change(&mut self);
-        match interval {
-            Some(interval) => self.in_background(interval),
-            None => self,
-        }
     }
 
     fn exits_mut(&mut self) -> &mut Exits {
@@ -426,15 +430,17 @@ impl Emitter {
     /// Adds an exit: every finished request is handed to `sink` (those tail
     /// sampling drops only when the sink [sees every
     /// request](RequestSink::sees_every_request)).
-    pub fn with_sink(self, sink: impl RequestSink) -> Self {
-        self.changed(|e| e.exits_mut().sinks.push(Arc::new(sink)))
+    pub fn with_sink(mut self, sink: impl RequestSink) -> Self {
+        self.exits_mut().sinks.push(Arc::new(sink));
+        self
     }
 
     /// Writes the line (and hands the request to the exits that want kept
     /// requests only) only for the requests `sampling` keeps. Without it,
     /// every request keeps its line.
-    pub fn with_sampling(self, sampling: TailSampling) -> Self {
-        self.changed(|e| e.exits_mut().sampling = Some(sampling))
+    pub fn with_sampling(mut self, sampling: TailSampling) -> Self {
+        self.exits_mut().sampling = Some(sampling);
+        self
     }
 
     /// The tail-sampling policy, if any (its count of sampled-out requests).
@@ -463,7 +469,7 @@ impl Emitter {
     /// it to the exits, with no facts: see [`emit_request`](Self::emit_request)).
     pub fn emit(&self, snapshot: &Snapshot) {
         match &self.exits {
-            None => self.write(snapshot, SystemTime::now(), |_| ()),
+            None => self.write(snapshot, SystemTime::now(), false, |_| ()),
             Some(_) => self.emit_request(snapshot, &RequestFacts::default()),
         }
     }
@@ -471,13 +477,20 @@ impl Emitter {
     /// Finishes one request: decides whether sampling keeps it, writes its
     /// line if so, and hands it to the exits.
     pub fn emit_request(&self, snapshot: &Snapshot, facts: &RequestFacts) {
-        self.emit_at(snapshot, facts, SystemTime::now());
+        self.emit_at(snapshot, facts, SystemTime::now(), false);
     }
 
-    /// [`emit_request`](Self::emit_request) for a request that ended at `end_time`.
-    pub(crate) fn emit_at(&self, snapshot: &Snapshot, facts: &RequestFacts, end_time: SystemTime) {
+    /// [`emit_request`](Self::emit_request) for a request that ended at
+    /// `end_time`; its line `buffered` when lines are.
+    fn emit_at(
+        &self,
+        snapshot: &Snapshot,
+        facts: &RequestFacts,
+        end_time: SystemTime,
+        buffered: bool,
+    ) {
         let Some(exits) = &self.exits else {
-            self.write(snapshot, end_time, |_| ());
+            self.write(snapshot, end_time, buffered, |_| ());
             return;
         };
         let sampled = exits
@@ -499,27 +512,45 @@ impl Emitter {
             }
         };
         if sampled {
-            self.write(snapshot, end_time, |line| hand_over(Some(line)));
+            self.write(snapshot, end_time, buffered, |line| hand_over(Some(line)));
         } else {
             hand_over(None);
         }
     }
 
-    /// Renders the line stamped `time`, writes it, then gives it to `then`.
-    fn write(&self, snapshot: &Snapshot, time: SystemTime, then: impl FnOnce(&str)) {
+    /// Renders the line stamped `time`, writes it (into this thread's
+    /// buffer when `buffered` and lines are buffered), then gives it to
+    /// `then`.
+    fn write(
+        &self,
+        snapshot: &Snapshot,
+        time: SystemTime,
+        buffered: bool,
+        then: impl FnOnce(&str),
+    ) {
+        let background = self.background.as_deref().filter(|_| buffered);
         LINE.with(|line| match line.try_borrow_mut() {
             // The line and its newline in the thread's buffer: no allocation.
             Ok(mut line) => {
                 self.format.render(snapshot, time, &mut line);
-                line.push('\n');
-                self.sink.write_terminated(line.as_bytes());
-                then(&line[..line.len() - 1]);
+                match background {
+                    Some(background) => background.push(&line),
+                    None => {
+                        line.push('\n');
+                        self.sink.write_terminated(line.as_bytes());
+                        line.pop();
+                    }
+                }
+                then(&line);
             }
             // Re-entered from a sink that itself emits: use a fresh buffer.
             Err(_) => {
                 let mut line = String::new();
                 self.format.render(snapshot, time, &mut line);
-                self.sink.write_line(&line);
+                match background {
+                    Some(background) => background.push(&line),
+                    None => self.sink.write_line(&line),
+                }
                 then(&line);
             }
         });

@@ -1,7 +1,8 @@
-//! Lines off the request's thread: a buffered sink writes lines out on its
-//! interval, when flushed and when dropped; an emitter rendering in the
-//! background writes the same lines as one rendering inline, loses none
-//! when flushed or dropped, and hands them to the exits.
+//! Lines written in batches: a buffered sink writes lines out on its
+//! interval, when flushed and when dropped; an emitter buffering each
+//! thread's lines writes the same lines as one writing each at once, loses
+//! none when flushed or dropped (nor the lines of threads that are gone),
+//! keeps each thread's lines in order, and hands them to the exits.
 
 mod common;
 
@@ -101,7 +102,7 @@ async fn background_lines_match_inline_lines_and_none_is_lost() {
     let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(background.clone()))
         .in_background(Duration::from_secs(3600));
     requests(&emitter, 3).await;
-    // Queued for a thread that would wait an hour: flush renders them now.
+    // Buffered for a thread that would wait an hour: flush writes them now.
     emitter.flush();
     let (inline, background) = (inline.json_lines(), background.json_lines());
     assert_eq!(background.len(), 3);
@@ -113,7 +114,7 @@ async fn background_lines_match_inline_lines_and_none_is_lost() {
 }
 
 #[tokio::test]
-async fn the_background_thread_renders_on_its_interval_and_the_last_emitter_renders_the_rest() {
+async fn the_background_thread_writes_on_its_interval_and_the_last_emitter_writes_the_rest() {
     let captured = Captured::default();
     let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
         .in_background(Duration::from_millis(20));
@@ -209,4 +210,70 @@ async fn reused_recorders_start_clean_whichever_layer_and_pool_reuses_them() {
         assert_eq!(line["db_wait_us"], step * 10, "line {i}");
         assert_eq!(line["db_open"], step, "line {i}");
     }
+}
+
+/// Records `Phase::Load` as many times as the request's query says.
+async fn counted(request: Request<()>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let n: u32 = request.uri().query().unwrap().parse().unwrap();
+    for _ in 0..n {
+        load();
+    }
+    Ok(Response::new(Full::new(Bytes::from_static(b"[]"))))
+}
+
+#[test]
+fn every_thread_s_lines_are_written_once_in_order_also_after_the_thread_is_gone() {
+    const THREADS: u32 = 4;
+    // Past the 32 KiB a thread's buffer holds before its thread writes it
+    // out: each thread writes some of its lines itself.
+    const PER_THREAD: u32 = 150;
+    let captured = Captured::default();
+    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+        .in_background(Duration::from_secs(3600));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            let emitter = emitter.clone();
+            std::thread::spawn(move || {
+                let service = PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter)
+                    .layer(service_fn(counted));
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async {
+                    for i in 0..PER_THREAD {
+                        // At least one: a phase never entered has no field.
+                        let uri = format!("/things?{}", thread * 1000 + i + 1);
+                        let request = Request::get(uri).body(()).unwrap();
+                        let response = service.clone().oneshot(request).await.unwrap();
+                        response.into_body().collect().await.unwrap();
+                    }
+                });
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let written_by_threads = captured.lines().len();
+    assert!(
+        written_by_threads >= 4 * 60,
+        "each thread wrote its full buffer: {written_by_threads}"
+    );
+    assert!(written_by_threads < (THREADS * PER_THREAD) as usize);
+    // The threads are gone; their buffers still hold the rest.
+    emitter.flush();
+    let lines = captured.json_lines();
+    assert_eq!(lines.len(), (THREADS * PER_THREAD) as usize);
+    let mut next = vec![0; THREADS as usize];
+    for line in &lines {
+        let n = line["phase_load_n"].as_u64().unwrap() as u32;
+        let (thread, i) = ((n / 1000) as usize, n % 1000 - 1);
+        assert_eq!(i, next[thread], "thread {thread}'s lines in order");
+        next[thread] += 1;
+    }
+    assert_eq!(next, vec![PER_THREAD; THREADS as usize]);
+    // Nothing is left to write twice.
+    emitter.flush();
+    drop(emitter);
+    assert_eq!(captured.lines().len(), (THREADS * PER_THREAD) as usize);
 }
