@@ -139,11 +139,7 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Endpo
     if method != http::Method::GET {
         return EndpointClass::Other;
     }
-    let has = |names: &[&str]| {
-        query.is_some_and(|q| {
-            form_urlencoded::parse(q.as_bytes()).any(|(k, _)| names.contains(&k.as_ref()))
-        })
-    };
+    let has = |names: &[&str]| query.is_some_and(|q| query_has_key(q, names));
     match path.trim_end_matches('/') {
         "/events" => EndpointClass::SseEvents,
         "/api/v1/agents" => {
@@ -169,6 +165,21 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Endpo
             _ => EndpointClass::Other,
         },
     }
+}
+
+/// Whether `query` has a parameter named one of `names` (ASCII names with
+/// nothing to decode). Every traced request is classified: a key that needs
+/// no decoding, nearly all of them, is compared as it is, with no copy.
+fn query_has_key(query: &str, names: &[&str]) -> bool {
+    query.split('&').any(|pair| {
+        let key = pair.split_once('=').map_or(pair, |(key, _)| key);
+        if key.contains(['%', '+']) {
+            let decoded = form_urlencoded::parse(key.as_bytes()).next();
+            decoded.is_some_and(|(key, _)| names.contains(&key.as_ref()))
+        } else {
+            names.contains(&key)
+        }
+    })
 }
 
 #[cfg(test)]
@@ -268,6 +279,39 @@ mod tests {
             classify(&get, "/events", Some("sub=x")),
             EndpointClass::SseEvents
         );
+    }
+
+    #[test]
+    fn query_keys_are_found_as_a_full_decoding_finds_them() {
+        let names = ["limit", "ids"];
+        let decoded = |q: &str| {
+            form_urlencoded::parse(q.as_bytes()).any(|(k, _)| names.contains(&k.as_ref()))
+        };
+        for query in [
+            "",
+            "&",
+            "=",
+            "limit",
+            "limit=",
+            "=limit",
+            "a=limit",
+            "limit=1&b=2",
+            "b=2&ids=x",
+            "&&ids",
+            "li%6Dit=3",
+            "i%64s",
+            "%69ds=1&x",
+            "limit+=1",
+            "lim+it=1",
+            "limi%74",
+            "%ZZ=1",
+            "x=1&li%6dit",
+            "idsx=1",
+            "xids=1",
+            "a=b=limit",
+        ] {
+            assert_eq!(query_has_key(query, &names), decoded(query), "{query:?}");
+        }
     }
 
     #[test]
