@@ -3,8 +3,8 @@
 # with tracing on and with tracing off, one Hub process at a time, each on a
 # copy of the same seeded database, the order flipped every round so that neither side always
 # runs on a warmer machine. Prints one row per run, the on/off ratio of the
-# requests per second summed over the rounds, and the median of the rounds'
-# own on/off ratios.
+# requests per second summed over the rounds, the median of the rounds'
+# own on/off ratios, and the Hub's CPU per request on each side.
 #
 #   cargo build --release -p hub-example -p hub-bench
 #   hub-bench/scripts/load-on-off.sh                       # 3 rounds x 10 s, 300 users
@@ -124,4 +124,14 @@ for round in $(seq 1 "$ROUNDS"); do
 done | sort -g | awk '{r[NR] = $1} END {
   m = (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
   printf "rounds on/off: median %.3f, lowest %.3f, highest %.3f\n", m, r[1], r[NR]}'
+# The Hub's own CPU per request (its process's CPU samples over the run,
+# divided by the requests per second): steadier than the requests per
+# second, which also move with the load client sharing the machine.
+cpu_per_request() {
+  jq -s 'map(.hubProcess.cpuPercentAvg / .rps * 1e4) | sort
+    | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end' \
+    "$OUT"/load-*-"$1".json
+}
+awk -v on="$(cpu_per_request on)" -v off="$(cpu_per_request off)" \
+  'BEGIN {printf "Hub CPU per request (median of rounds): on %.1f us, off %.1f us; on/off %.3f\n", on, off, on / off}'
 echo "files: $OUT"
