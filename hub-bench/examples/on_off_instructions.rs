@@ -74,7 +74,7 @@ struct Args {
     serve: Option<Vec<String>>,
 }
 
-/// Longer than any run: the lines are rendered by the explicit flushes.
+/// Longer than any run: the lines are written out by the explicit flushes.
 const LINES_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// How often each mark was entered. Each mark touches its own counter, so
@@ -120,12 +120,12 @@ fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
         .find(|s| s.name == scenario.as_str())
         .with_context(|| format!("--serve: no scenario {scenario:?}"))?;
     let log = std::env::temp_dir().join(format!("on-off-instructions-{}.log", std::process::id()));
-    // Lines rendered and written when this program says, not on a timer:
-    // under valgrind a request takes some fifty times longer, and a 50 ms
-    // timer would render and write each line on its own instead of in
-    // batches of hundreds, as it does at full speed.
+    // Lines written out when this program says, not on a timer: under
+    // valgrind a request takes some fifty times longer, and a 50 ms timer
+    // would write a handful of lines at a time instead of hundreds, as it
+    // does at full speed.
     let hub =
-        in_process::hub_rendering_every(Path::new(db), traced, &log, LINES_INTERVAL, args.cached)?;
+        in_process::hub_writing_every(Path::new(db), traced, &log, LINES_INTERVAL, args.cached)?;
     let router = hub.router();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -140,7 +140,7 @@ fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
         for _ in 0..args.requests {
             in_process::get(&router, &scenario, token).await?;
         }
-        // The measured requests' lines, rendered and written in one batch.
+        // The measured requests' lines, written out in one batch.
         hub.logger().flush();
         measure_end();
         anyhow::Ok(())

@@ -262,8 +262,8 @@ pub async fn start_hub(
 /// serve` opens it (migrations applied), with tracing on or off, without
 /// the response cache (the benchmarks measure each request's own work),
 /// and every log line written to a new file at `log_path`, buffered as
-/// `serve` buffers standard output, the perf_trace lines rendered in the
-/// background as `serve` renders them (they reach the file within
+/// `serve` buffers standard output, the perf_trace lines buffered by their
+/// threads as `serve` buffers them (they reach the file within
 /// [`hub_example::perf::LINE_FLUSH_INTERVAL`] or so).
 pub fn seeded_hub(
     db_path: &Path,
@@ -273,7 +273,7 @@ pub fn seeded_hub(
 ) -> anyhow::Result<Hub> {
     let interval = hub_example::perf::LINE_FLUSH_INTERVAL;
     let cache = hub_example::cache::CacheSettings::disabled();
-    seeded_hub_rendering_every(
+    seeded_hub_writing_every(
         db_path,
         session_secret,
         perf_trace,
@@ -283,11 +283,11 @@ pub fn seeded_hub(
     )
 }
 
-/// [`seeded_hub`] with its lines rendered and written every `interval`
-/// (the instruction counter, under valgrind, renders them itself at the
+/// [`seeded_hub`] with its lines written out every `interval` (the
+/// instruction counter, under valgrind, writes them out itself at the
 /// end of its window: see `Logger::flush`) and the response cache as
 /// `cache` says (the instruction counter also measures cache hits).
-pub fn seeded_hub_rendering_every(
+pub fn seeded_hub_writing_every(
     db_path: &Path,
     session_secret: &str,
     perf_trace: bool,

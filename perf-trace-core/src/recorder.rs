@@ -341,11 +341,9 @@ impl Recorder {
     }
 
     /// A request's recorder, reusing one from `recycled` when it holds one
-    /// of this schema: its tables are zeroed in place instead of allocated
-    /// (the tables of requests whose lines wait in a background queue would
-    /// otherwise go through the allocator's slow paths, taken on one thread
-    /// and given back on another), and it keeps its request id's buffer and,
-    /// when the pool is the same, its reference to the pool.
+    /// of this schema: its tables are zeroed in place instead of allocated,
+    /// and it keeps its request id's buffer and, when the pool is the same,
+    /// its reference to the pool.
     pub(crate) fn for_request<S: Schema>(
         start: RequestStart<'_>,
         recycled: Option<&Recycled>,
@@ -536,9 +534,9 @@ pub(crate) struct RequestStart<'a> {
 
 /// Recorders whose requests have ended and whose lines are written, kept
 /// for the next requests ([`Recorder::for_request`]).
-/// A lock-free queue: the thread rendering lines puts recorders back while
-/// request threads take them, and a lock between the two made the requests
-/// park whenever the renderer was descheduled holding it.
+/// A lock-free queue: every request thread puts recorders back and takes
+/// them, and a lock shared by them made requests park whenever a thread
+/// was descheduled holding it.
 pub(crate) struct Recycled(crossbeam_queue::ArrayQueue<Arc<Inner>>);
 
 /// Recorders kept at most: a second or so of a busy service's requests.
