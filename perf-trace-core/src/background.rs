@@ -1,38 +1,76 @@
 //! Lines written in batches: each request renders its line as it ends, on
 //! its own thread, into a buffer that thread keeps for the emitter, and a
-//! thread of the emitter's own writes every buffer out to the sink every
-//! interval. A line then costs its rendering and a copy under a lock no
-//! other thread takes but every interval, instead of a write under the
-//! sink's lock, which the threads of a busy service contend for.
+//! thread of the emitter's own writes the buffers out to the sink. A line
+//! then costs its rendering, under a lock its thread alone takes but for a
+//! moment now and then, instead of a write under the sink's lock, which the
+//! threads of a busy service contend for.
 //!
-//! Nothing is dropped: a buffer past [`BUFFER_LIMIT`] is written out by its
-//! own thread at once, [`Background::flush`] writes every buffer out, and so
-//! does dropping the last emitter. Lines of one thread keep their order;
-//! lines of requests that ended on different threads within one interval
-//! may reach the sink in either order, as concurrent requests' may anyway.
+//! No request thread waits on a write: a buffer past [`CHUNK_BYTES`] is
+//! handed to the emitter's thread as a chunk, whole, and that thread writes
+//! the chunks as they come and every buffer every interval, taking each
+//! buffer's lines out under its lock and writing them with no buffer's lock
+//! held. (Writing under the buffer's lock, as a first version did, parked
+//! the buffer's thread at its next line for as long as the write took.)
+//!
+//! Nothing is dropped: [`Background::flush`] writes every buffer out, and
+//! so does dropping the last emitter; a thread whose chunks pile up past
+//! [`QUEUED_CHUNKS_MAX`] (a sink slower than the lines) writes them itself.
+//! Lines of one thread keep their order, as chunks are taken and written
+//! under one lock; lines of requests that ended on different threads within
+//! one interval may reach the sink in either order, as concurrent requests'
+//! may anyway.
 
 use std::cell::RefCell;
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::recorder::Recycled;
 use crate::sink::LineSink;
 
-/// A thread's buffer is written out by that thread once it holds this much
-/// (about sixty lines of the contract's length).
-const BUFFER_LIMIT: usize = 32 * 1024;
+/// A thread's buffer becomes a chunk for the emitter's thread once it holds
+/// this much (about a hundred and twenty lines of the contract's length):
+/// as much as the buffer of [`LineSink::buffered`] and of a service's own
+/// buffered log, so that the write goes straight through it rather than
+/// being copied in.
+const CHUNK_BYTES: usize = LineSink::BUFFER_BYTES;
 
-/// How long a flush waits for a buffer another thread is writing to.
+/// Room for a line past [`CHUNK_BYTES`]: a buffer is never grown or moved.
+const BUFFER_CAPACITY: usize = CHUNK_BYTES + 4096;
+
+/// Chunks a thread may have waiting for the emitter's thread before it
+/// writes them itself: a sink slower than the lines then slows the threads
+/// that make them rather than the memory growing.
+const QUEUED_CHUNKS_MAX: usize = 8;
+
+/// Emptied buffers kept for the next chunks, so that handing a chunk over
+/// allocates nothing.
+const SPARE_BUFFERS_MAX: usize = 16;
+
+/// How long a flush waits for a write under way on another thread.
 const FLUSH_WAIT: Duration = Duration::from_millis(100);
 
-/// One thread's lines, not yet written.
-#[derive(Default)]
+/// One thread's lines, not yet written: the chunks it handed over, oldest
+/// first, and the lines since.
 struct Buffer {
+    chunks: Vec<Chunk>,
     text: String,
     lines: u64,
+}
+
+/// Whole lines, each ending with its newline, and how many.
+struct Chunk {
+    text: String,
+    lines: u64,
+}
+
+/// What wakes the emitter's thread.
+#[derive(Default)]
+struct Wake {
+    stopped: bool,
+    /// A thread handed a chunk over since the emitter's thread last looked.
+    chunk_ready: bool,
 }
 
 /// Every thread's buffer, and the sink they are written to.
@@ -41,10 +79,12 @@ struct Buffers {
     /// The buffer of each thread that wrote a line; a thread that is gone
     /// leaves its buffer here until it is written out.
     threads: Mutex<Vec<SharedBuffer>>,
-    stopped: Mutex<bool>,
-    wake: Condvar,
-    /// Recorders whose lines are written, for the next requests.
-    recycled: Recycled,
+    /// Held while lines are taken out of the buffers and written, so that
+    /// what was taken first is written first.
+    writing: Mutex<()>,
+    spare: Mutex<Vec<String>>,
+    wake: Mutex<Wake>,
+    woken: Condvar,
 }
 
 /// A thread's buffer, shared with the emitter's thread that writes it out.
@@ -57,12 +97,14 @@ thread_local! {
 }
 
 impl Buffers {
-    /// Appends `line` and its newline to this thread's buffer, and writes
-    /// the buffer out when it has grown past [`BUFFER_LIMIT`].
-    fn push(self: &Arc<Self>, line: &str) {
+    /// Appends a line, written by `render` (which appends to the string it
+    /// is given), and its newline to this thread's buffer, and hands the
+    /// buffer over as a chunk when it has grown past [`CHUNK_BYTES`].
+    fn push_with(self: &Arc<Self>, render: impl FnOnce(&mut String)) {
+        let mut render = Some(render);
         let pushed = THREAD_BUFFERS.try_with(|buffers| {
             let Ok(mut buffers) = buffers.try_borrow_mut() else {
-                return false;
+                return None;
             };
             let at = buffers
                 .iter()
@@ -71,60 +113,117 @@ impl Buffers {
                 // Emitters dropped since this thread last wrote leave their
                 // entries behind: dropped here, on a first line.
                 buffers.retain(|(owner, _)| owner.strong_count() > 0);
-                let buffer = Arc::new(Mutex::new(Buffer::default()));
+                let buffer = Arc::new(Mutex::new(Buffer {
+                    chunks: Vec::new(),
+                    text: String::with_capacity(BUFFER_CAPACITY),
+                    lines: 0,
+                }));
                 self.threads.lock().push(Arc::clone(&buffer));
                 buffers.push((Arc::downgrade(self), buffer));
                 buffers.len() - 1
             });
-            let buffer = &buffers[at].1;
-            let mut buffer = buffer.lock();
-            buffer.text.push_str(line);
+            let shared = &buffers[at].1;
+            let mut buffer = shared.lock();
+            if let Some(render) = render.take() {
+                render(&mut buffer.text);
+            }
             buffer.text.push('\n');
             buffer.lines += 1;
-            if buffer.text.len() >= BUFFER_LIMIT {
-                // Written under the buffer's lock, so that no later line of
-                // this thread can reach the sink before these.
-                self.write_out(&mut buffer);
+            if buffer.text.len() < CHUNK_BYTES {
+                return Some(None);
             }
-            true
+            let text = std::mem::replace(&mut buffer.text, self.spare_text());
+            let lines = std::mem::take(&mut buffer.lines);
+            buffer.chunks.push(Chunk { text, lines });
+            let backed_up = buffer.chunks.len() > QUEUED_CHUNKS_MAX;
+            drop(buffer);
+            if backed_up {
+                return Some(Some(Arc::clone(shared)));
+            }
+            let mut wake = self.wake.lock();
+            wake.chunk_ready = true;
+            self.woken.notify_one();
+            Some(None)
         });
-        // A thread tearing down its thread-locals writes its line at once.
-        if pushed != Ok(true) {
-            self.sink.write_line(line);
-        }
-    }
-
-    /// Writes `buffer`'s lines to the sink in one write and empties it.
-    fn write_out(&self, buffer: &mut Buffer) {
-        if buffer.lines > 0 {
-            self.sink.write_lines(buffer.text.as_bytes(), buffer.lines);
-            buffer.text.clear();
-            buffer.lines = 0;
-        }
-    }
-
-    /// Writes every thread's buffer out, then flushes the sink. `wait` is
-    /// how long to wait for a buffer its thread is writing to: `None` to
-    /// wait as long as it takes (the emitter's thread), else a buffer held
-    /// longer is left for later (a flush from a thread that holds one,
-    /// through a sink's failure report, would otherwise wait for itself).
-    fn write_all(&self, wait: Option<Duration>) {
-        let threads = self.threads.lock().clone();
-        for buffer in &threads {
-            let buffer = match wait {
-                None => Some(buffer.lock()),
-                Some(wait) => buffer.try_lock_for(wait),
-            };
-            if let Some(mut buffer) = buffer {
-                self.write_out(&mut buffer);
+        match pushed {
+            Ok(Some(None)) => {}
+            // The emitter's thread is behind: this thread writes its own
+            // lines, in the order of every other write.
+            Ok(Some(Some(backed_up))) => {
+                let _writing = self.writing.lock();
+                self.write_buffer(&backed_up, true);
+            }
+            // A thread tearing down its thread-locals writes its line at once.
+            Ok(None) | Err(_) => {
+                if let Some(render) = render.take() {
+                    let mut line = String::new();
+                    render(&mut line);
+                    self.sink.write_line(&line);
+                }
             }
         }
-        drop(threads);
+    }
+
+    /// An empty buffer for a thread's next lines.
+    fn spare_text(&self) -> String {
+        self.spare
+            .lock()
+            .pop()
+            .unwrap_or_else(|| String::with_capacity(BUFFER_CAPACITY))
+    }
+
+    /// Writes out `buffer`'s chunks and, when `all`, its lines since, with
+    /// no lock on it held while writing. The caller holds `writing`.
+    fn write_buffer(&self, buffer: &Mutex<Buffer>, all: bool) {
+        let (chunks, rest) = {
+            let mut buffer = buffer.lock();
+            let chunks = std::mem::take(&mut buffer.chunks);
+            let rest = (all && buffer.lines > 0).then(|| Chunk {
+                text: std::mem::replace(&mut buffer.text, self.spare_text()),
+                lines: std::mem::take(&mut buffer.lines),
+            });
+            (chunks, rest)
+        };
+        for mut chunk in chunks.into_iter().chain(rest) {
+            self.sink.write_lines(chunk.text.as_bytes(), chunk.lines);
+            chunk.text.clear();
+            let mut spare = self.spare.lock();
+            if spare.len() < SPARE_BUFFERS_MAX {
+                spare.push(chunk.text);
+            }
+        }
+    }
+
+    /// Writes every thread's chunks out and, when `all`, every line
+    /// buffered, then flushes the sink. `wait` is how long to wait for a
+    /// write under way on another thread: `None` to wait as long as it
+    /// takes (the emitter's thread), else nothing is written when it takes
+    /// longer (a flush from a thread that is itself writing, through a
+    /// sink's failure report, would otherwise wait for itself); the
+    /// emitter's thread writes it all later.
+    fn write_all(&self, wait: Option<Duration>, all: bool) {
+        let writing = match wait {
+            None => Some(self.writing.lock()),
+            Some(wait) => self.writing.try_lock_for(wait),
+        };
+        if writing.is_some() {
+            let threads = self.threads.lock().clone();
+            for buffer in &threads {
+                self.write_buffer(buffer, all);
+            }
+        }
+        drop(writing);
+        if !all {
+            return;
+        }
         self.sink.flush();
         // The buffers of threads that are gone, now empty, are let go.
-        self.threads
-            .lock()
-            .retain(|buffer| Arc::strong_count(buffer) > 1 || buffer.lock().lines > 0);
+        self.threads.lock().retain(|buffer| {
+            Arc::strong_count(buffer) > 1 || {
+                let buffer = buffer.lock();
+                buffer.lines > 0 || !buffer.chunks.is_empty()
+            }
+        });
     }
 }
 
@@ -146,32 +245,44 @@ impl std::fmt::Debug for Background {
 }
 
 impl Background {
-    /// Starts the thread that writes the buffers out to `sink` every
-    /// `interval`; `None` when no thread can be started (each line is then
-    /// written as its request ends).
+    /// Starts the thread that writes the chunks out to `sink` as they come
+    /// and every buffer every `interval`; `None` when no thread can be
+    /// started (each line is then written as its request ends).
     pub(crate) fn start(sink: Arc<LineSink>, interval: Duration) -> Option<Background> {
         let buffers = Arc::new(Buffers {
             sink,
             threads: Mutex::default(),
-            stopped: Mutex::new(false),
-            wake: Condvar::new(),
-            recycled: Recycled::default(),
+            writing: Mutex::new(()),
+            spare: Mutex::default(),
+            wake: Mutex::default(),
+            woken: Condvar::new(),
         });
         let thread = std::thread::Builder::new()
             .name("perf-trace-lines".into())
             .spawn({
                 let buffers = Arc::clone(&buffers);
-                move || loop {
-                    {
-                        let mut stopped = buffers.stopped.lock();
-                        if !*stopped {
-                            buffers.wake.wait_for(&mut stopped, interval);
+                move || {
+                    // Chunks are written as they come; every buffer, every
+                    // interval however many chunks come in between.
+                    let mut last_all = Instant::now();
+                    loop {
+                        {
+                            let mut wake = buffers.wake.lock();
+                            let left = interval.saturating_sub(last_all.elapsed());
+                            if !wake.stopped && !wake.chunk_ready && !left.is_zero() {
+                                buffers.woken.wait_for(&mut wake, left);
+                            }
+                            if wake.stopped {
+                                return;
+                            }
+                            wake.chunk_ready = false;
                         }
-                        if *stopped {
-                            return;
+                        let all = last_all.elapsed() >= interval;
+                        if all {
+                            last_all = Instant::now();
                         }
+                        buffers.write_all(None, all);
                     }
-                    buffers.write_all(None);
                 }
             })
             .ok()?;
@@ -184,19 +295,20 @@ impl Background {
 
     /// Adds a rendered line (without its newline) to this thread's buffer.
     pub(crate) fn push(&self, line: &str) {
-        self.buffers.push(line);
+        self.buffers.push_with(|buffer| buffer.push_str(line));
+    }
+
+    /// Adds the line `render` appends to the string it is given (without
+    /// its newline) to this thread's buffer, rendered in place.
+    pub(crate) fn push_with(&self, render: impl FnOnce(&mut String)) {
+        self.buffers.push_with(render);
     }
 
     /// Writes every buffer out now, on this thread, and flushes the sink.
-    /// Waits up to [`FLUSH_WAIT`] for a buffer another thread is writing
-    /// to; past it, that buffer stays for the emitter's thread.
+    /// Waits up to [`FLUSH_WAIT`] for a write under way on another thread;
+    /// past it, the lines stay for the emitter's thread.
     pub(crate) fn flush(&self) {
-        self.buffers.write_all(Some(FLUSH_WAIT));
-    }
-
-    /// Recorders of written lines, for the next requests.
-    pub(crate) fn recycled(&self) -> &Recycled {
-        &self.buffers.recycled
+        self.buffers.write_all(Some(FLUSH_WAIT), true);
     }
 }
 
@@ -221,11 +333,11 @@ impl QueuedLines {
 
 impl Drop for Background {
     fn drop(&mut self) {
-        *self.buffers.stopped.lock() = true;
-        self.buffers.wake.notify_one();
+        self.buffers.wake.lock().stopped = true;
+        self.buffers.woken.notify_one();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        self.buffers.write_all(None);
+        self.buffers.write_all(None, true);
     }
 }

@@ -170,6 +170,13 @@ impl<Svc: fmt::Debug, S, P> fmt::Debug for PerfTrace<Svc, S, P> {
     }
 }
 
+/// A random (version 4) UUID, a request's id. Drawn from the thread's fast
+/// generator, seeded at random: the ids tell requests apart and guard
+/// nothing, and a cryptographic generator cost more than the rest of the id.
+fn random_uuid() -> uuid::Uuid {
+    uuid::Builder::from_random_bytes(fastrand::u128(..).to_le_bytes()).into_uuid()
+}
+
 pub(crate) fn method_name(method: &http::Method) -> &'static str {
     use http::Method as M;
     match *method {
@@ -207,7 +214,7 @@ where
         // A recorder already in scope (a test helper tracing one request) is reused.
         let recorder = current().unwrap_or_else(|| {
             let mut id = [0; uuid::fmt::Hyphenated::LENGTH];
-            let id = uuid::Uuid::new_v4().hyphenated().encode_lower(&mut id);
+            let id = random_uuid().hyphenated().encode_lower(&mut id);
             let pool = shared.pool.as_ref().map(|pool| {
                 let baseline = request.extensions().get::<PoolBaseline>();
                 (pool, baseline.map(|PoolBaseline(start)| *start))
@@ -217,7 +224,7 @@ where
                 request_id: id,
                 pool,
             };
-            Recorder::for_request::<S>(start, shared.emitter.recycled())
+            Recorder::for_request::<S>(start)
         });
         recorder.set_endpoint(shared.policy.classify(&request));
         let want_headers = shared
@@ -227,8 +234,8 @@ where
             .is_some_and(|v| v.as_bytes() == b"1")
             && shared.policy.headers_allowed(&request);
         let trace = shared.trace_context.then(|| {
-            let ids = uuid::Uuid::new_v4().as_u128().to_le_bytes();
-            let span_id = uuid::Uuid::new_v4().as_u64_pair().0.to_le_bytes();
+            let ids = fastrand::u128(..).to_le_bytes();
+            let span_id = fastrand::u64(..).to_le_bytes();
             let incoming = request.headers().get(TRACEPARENT).map(|v| v.as_bytes());
             let context = TraceContext::continue_or_start(incoming, ids, span_id);
             request.extensions_mut().insert(context);

@@ -195,9 +195,14 @@ impl LineFormat {
     /// );
     /// ```
     pub fn render(&self, snapshot: &Snapshot, time: SystemTime, out: &mut String) {
+        out.clear();
+        self.render_onto(snapshot, time, out);
+    }
+
+    /// [`render`](Self::render), appending to what `out` holds.
+    pub(crate) fn render_onto(&self, snapshot: &Snapshot, time: SystemTime, out: &mut String) {
         // Fixed keys are written as one literal each, separators and quotes
         // included: the line is mostly keys, and each push costs a copy.
-        out.clear();
         out.reserve(1024);
         out.push_str("{\"time\":\"");
         crate::timestamp::push_rfc3339_nanos(out, time);
@@ -317,7 +322,10 @@ fn push_int(out: &mut String, value: u64) {
 /// Whole microseconds, truncated.
 #[inline]
 pub(crate) fn micros(d: Duration) -> u64 {
-    (d.as_nanos() / 1_000) as u64
+    // Not `as_nanos() / 1_000`: a 128-bit division is a call, per field.
+    d.as_secs()
+        .saturating_mul(1_000_000)
+        .saturating_add(u64::from(d.subsec_micros()))
 }
 
 /// Whether any byte of `s` must be escaped in a JSON string (a control

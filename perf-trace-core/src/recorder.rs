@@ -5,6 +5,7 @@
 //! memory in between (the crate's private `pending` module).
 
 use std::any::TypeId;
+use std::cell::RefCell;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -340,16 +341,13 @@ impl Recorder {
         RecorderBuilder::default()
     }
 
-    /// A request's recorder, reusing one from `recycled` when it holds one
-    /// of this schema: its tables are zeroed in place instead of allocated,
-    /// and it keeps its request id's buffer and, when the pool is the same,
-    /// its reference to the pool.
-    pub(crate) fn for_request<S: Schema>(
-        start: RequestStart<'_>,
-        recycled: Option<&Recycled>,
-    ) -> Recorder {
+    /// A request's recorder, reusing one this thread kept (see [`recycle`])
+    /// when it has one of this schema: its tables are zeroed in place
+    /// instead of allocated, and it keeps its request id's buffer and, when
+    /// the pool is the same, its reference to the pool.
+    pub(crate) fn for_request<S: Schema>(start: RequestStart<'_>) -> Recorder {
         let schema = SchemaInfo::of::<S>();
-        let Some(mut reused) = recycled.and_then(|r| r.take(&schema)) else {
+        let Some(mut reused) = take_spare(&schema) else {
             let mut builder = Recorder::builder()
                 .method(start.method)
                 .request_id(start.request_id);
@@ -532,48 +530,63 @@ pub(crate) struct RequestStart<'a> {
     pub(crate) pool: Option<(&'a Arc<dyn PoolStats>, Option<PoolFigures>)>,
 }
 
-/// Recorders whose requests have ended and whose lines are written, kept
-/// for the next requests ([`Recorder::for_request`]).
-/// A lock-free queue: every request thread puts recorders back and takes
-/// them, and a lock shared by them made requests park whenever a thread
-/// was descheduled holding it.
-pub(crate) struct Recycled(crossbeam_queue::ArrayQueue<Arc<Inner>>);
-
-/// Recorders kept at most: a second or so of a busy service's requests.
-const RECYCLED_MAX: usize = 4096;
-
-impl Default for Recycled {
-    fn default() -> Self {
-        Recycled(crossbeam_queue::ArrayQueue::new(RECYCLED_MAX))
-    }
+thread_local! {
+    /// Recorders of requests that ended on this thread, for its next
+    /// requests. Kept by the thread rather than in a pool the threads
+    /// share: a request mostly starts and ends on one thread, so its
+    /// recorder is reused from that thread's cache, with no atomic operation
+    /// and no memory moving between cores.
+    static SPARES: RefCell<Vec<Arc<Inner>>> = const { RefCell::new(Vec::new()) };
 }
 
-impl Recycled {
-    /// Keeps `recorder` when nothing else holds it and there is room.
-    pub(crate) fn put(&self, mut recorder: Recorder) {
-        if Arc::get_mut(&mut recorder.0).is_none() {
-            return;
-        }
-        // A full pool drops the recorder: it is freed like any other.
-        let _ = self.0.push(recorder.0);
-    }
+/// Recorders a thread keeps at most: it ends one request at a time, and a
+/// recorder ended elsewhere lands here only when a request moved threads.
+const SPARES_MAX: usize = 4;
 
-    /// A kept recorder of `schema`, if any.
-    fn take(&self, schema: &SchemaInfo) -> Option<Arc<Inner>> {
-        let inner = self.0.pop()?;
-        let same = inner.schema.phases.type_id == schema.phases.type_id
-            && inner.schema.stores.type_id == schema.stores.type_id
-            && inner.schema.endpoints.type_id == schema.endpoints.type_id
-            && same_sets(
-                inner.schema.counters.iter().map(|s| s.0),
-                schema.counters.iter().map(|s| s.0),
-            )
-            && same_sets(
-                inner.schema.timers.iter().map(|s| s.0),
-                schema.timers.iter().map(|s| s.0),
-            );
-        same.then_some(inner)
+/// Keeps `recorder`, whose request has ended and whose line is written,
+/// for this thread's next request, when nothing else holds it (a task the
+/// request spawned may still) and the thread has room; else frees it. A
+/// kept recorder keeps its pool's handle until it is reused or its thread
+/// ends.
+pub(crate) fn recycle(recorder: Recorder) {
+    let mut inner = recorder.0;
+    if Arc::get_mut(&mut inner).is_none() {
+        return;
     }
+    // A thread tearing down its thread-locals frees the recorder.
+    let _ = SPARES.try_with(|spares| {
+        if let Ok(mut spares) = spares.try_borrow_mut() {
+            if spares.len() < SPARES_MAX {
+                spares.push(inner);
+            }
+        }
+    });
+}
+
+/// A recorder this thread kept, of `schema`, if any.
+fn take_spare(schema: &SchemaInfo) -> Option<Arc<Inner>> {
+    SPARES
+        .try_with(|spares| {
+            let mut spares = spares.try_borrow_mut().ok()?;
+            let at = spares
+                .iter()
+                .rposition(|inner| same_schema(&inner.schema, schema))?;
+            Some(spares.swap_remove(at))
+        })
+        .ok()
+        .flatten()
+}
+
+/// Whether recorders of `a` and `b` have the same tables.
+fn same_schema(a: &SchemaInfo, b: &SchemaInfo) -> bool {
+    a.phases.type_id == b.phases.type_id
+        && a.stores.type_id == b.stores.type_id
+        && a.endpoints.type_id == b.endpoints.type_id
+        && same_sets(
+            a.counters.iter().map(|s| s.0),
+            b.counters.iter().map(|s| s.0),
+        )
+        && same_sets(a.timers.iter().map(|s| s.0), b.timers.iter().map(|s| s.0))
 }
 
 /// Whether two lists of key sets are the same sets (each set is one static).

@@ -20,7 +20,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::background::{Background, QueuedLines};
 use crate::export::{FinishedRequest, RequestFacts, RequestSink};
 use crate::line::LineFormat;
-use crate::recorder::{Recorder, Recycled};
+use crate::recorder::{self, Recorder};
 use crate::sampling::TailSampling;
 use crate::snapshot::Snapshot;
 
@@ -337,12 +337,13 @@ impl Emitter {
     }
 
     /// Writes the lines of finished requests in batches: each request
-    /// renders its line as it ends into a buffer its thread keeps, and a
-    /// thread of the emitter's own writes every buffer out every
-    /// `interval` (a thread whose buffer passes 32 KiB writes it out
-    /// itself). A request's end then costs its line and a copy, not a write
-    /// under the sink's lock, which the threads of a busy service contend
-    /// for; the recorders of written lines are reused by the next requests.
+    /// renders its line as it ends into a buffer its thread keeps; a
+    /// buffer past 64 KiB goes to a thread of the emitter's own, which
+    /// writes it at once, and writes every buffer out every `interval`. A
+    /// request's end then costs its line, rendered where it is buffered,
+    /// not a write under the sink's lock, which the threads of a busy
+    /// service contend for; no request waits on a write unless the sink
+    /// falls behind by several buffers.
     /// The line is the same; it reaches the sink up to `interval` later,
     /// and the exits at once. Nothing is dropped: dropping the last clone
     /// of the emitter writes out what is buffered, and
@@ -389,8 +390,7 @@ impl Emitter {
 
     /// Ends `recorder`'s request: takes its snapshot, renders and writes
     /// (or buffers) its line and hands it to the exits, then keeps the
-    /// recorder for a next request when lines are buffered (see
-    /// [`recycled`](Self::recycled)).
+    /// recorder for this thread's next request.
     pub(crate) fn finish(&self, recorder: Recorder, facts: RequestFacts) {
         let end = recorder.end_now();
         let time = SystemTime::now();
@@ -402,16 +402,7 @@ impl Emitter {
             // Re-entered from an exit that itself finishes a request.
             Err(_) => self.emit_at(&recorder.snapshot_at(end), &facts, time, true),
         });
-        if let Some(recycled) = self.recycled() {
-            recycled.put(recorder);
-        }
-    }
-
-    /// Recorders whose lines are written, for the next requests; `None`
-    /// when lines are not buffered (a recorder is then freed as its line
-    /// is written).
-    pub(crate) fn recycled(&self) -> Option<&Recycled> {
-        self.background.as_deref().map(Background::recycled)
+        recorder::recycle(recorder);
     }
 
     fn exits_mut(&mut self) -> &mut Exits {
@@ -529,6 +520,12 @@ impl Emitter {
         then: impl FnOnce(&str),
     ) {
         let background = self.background.as_deref().filter(|_| buffered);
+        if let (Some(background), None) = (background, &self.exits) {
+            // Nothing but the sink reads the line: rendered where it is
+            // buffered, with no copy.
+            background.push_with(|buffer| self.format.render_onto(snapshot, time, buffer));
+            return;
+        }
         LINE.with(|line| match line.try_borrow_mut() {
             // The line and its newline in the thread's buffer: no allocation.
             Ok(mut line) => {

@@ -224,9 +224,9 @@ async fn counted(request: Request<()>) -> Result<Response<Full<Bytes>>, Infallib
 #[test]
 fn every_thread_s_lines_are_written_once_in_order_also_after_the_thread_is_gone() {
     const THREADS: u32 = 4;
-    // Past the 32 KiB a thread's buffer holds before its thread writes it
-    // out: each thread writes some of its lines itself.
-    const PER_THREAD: u32 = 150;
+    // Past twice the 64 KiB (about 120 of these lines) a thread's buffer
+    // holds before it is handed to the emitter's thread as a chunk.
+    const PER_THREAD: u32 = 300;
     let captured = Captured::default();
     let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
         .in_background(Duration::from_secs(3600));
@@ -254,12 +254,19 @@ fn every_thread_s_lines_are_written_once_in_order_also_after_the_thread_is_gone(
     for thread in threads {
         thread.join().unwrap();
     }
-    let written_by_threads = captured.lines().len();
+    // Each thread's full buffers are written by the emitter's thread as
+    // they come, not on its interval (an hour here).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut written_early = captured.lines().len();
+    while written_early < 4 * 240 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+        written_early = captured.lines().len();
+    }
     assert!(
-        written_by_threads >= 4 * 60,
-        "each thread wrote its full buffer: {written_by_threads}"
+        written_early >= 4 * 240,
+        "each thread's two full buffers were written: {written_early}"
     );
-    assert!(written_by_threads < (THREADS * PER_THREAD) as usize);
+    assert!(written_early < (THREADS * PER_THREAD) as usize);
     // The threads are gone; their buffers still hold the rest.
     emitter.flush();
     let lines = captured.json_lines();
@@ -276,4 +283,85 @@ fn every_thread_s_lines_are_written_once_in_order_also_after_the_thread_is_gone(
     emitter.flush();
     drop(emitter);
     assert_eq!(captured.lines().len(), (THREADS * PER_THREAD) as usize);
+}
+
+/// A sink whose writes from the emitter's thread wait until it is opened.
+#[derive(Clone, Default)]
+struct GatedSink {
+    captured: Captured,
+    open: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+}
+
+impl GatedSink {
+    fn open(&self) {
+        *self.open.0.lock().unwrap() = true;
+        self.open.1.notify_all();
+    }
+}
+
+impl std::io::Write for GatedSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if std::thread::current().name() == Some("perf-trace-lines") {
+            let (open, opened) = &*self.open;
+            let _open = opened.wait_while(open.lock().unwrap(), |open| !*open);
+        }
+        self.captured.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_thread_whose_chunks_pile_up_behind_a_stuck_sink_waits_and_loses_nothing() {
+    const REQUESTS: u32 = 3_000;
+    let sink = GatedSink::default();
+    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(sink.clone()))
+        .in_background(Duration::from_secs(3600));
+    let service = PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter.clone())
+        .layer(service_fn(counted));
+    let done = Arc::new(AtomicU64::new(0));
+    let requests = std::thread::spawn({
+        let done = Arc::clone(&done);
+        move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                for i in 1..=REQUESTS {
+                    let request = Request::get(format!("/things?{i}")).body(()).unwrap();
+                    let response = service.clone().oneshot(request).await.unwrap();
+                    response.into_body().collect().await.unwrap();
+                    done.store(u64::from(i), Ordering::Relaxed);
+                }
+            })
+        }
+    });
+    // The emitter's thread is stuck on the first chunk (about 120 lines);
+    // past eight more waiting, the request thread waits to write its own.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while done.load(Ordering::Relaxed) < 1_100 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let held = done.load(Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(done.load(Ordering::Relaxed), held, "the requests wait");
+    assert!(
+        (1_100..1_600).contains(&held),
+        "at most nine chunks and a buffer wait: {held}"
+    );
+    sink.open();
+    requests.join().unwrap();
+    emitter.flush();
+    let counts: Vec<u64> = sink
+        .captured
+        .json_lines()
+        .iter()
+        .map(|l| l["phase_load_n"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, (1..=u64::from(REQUESTS)).collect::<Vec<_>>());
+    drop(emitter);
+    assert_eq!(sink.captured.lines().len(), REQUESTS as usize);
 }
