@@ -9,6 +9,7 @@
 #   cargo build --release -p hub-example -p hub-bench
 #   hub-bench/scripts/load-on-off.sh                       # 3 rounds x 10 s, 300 users
 #   ROUNDS=5 DURATION=30s hub-bench/scripts/load-on-off.sh
+#   PAIRED=1 ROUNDS=6 hub-bench/scripts/load-on-off.sh   # both sides at once
 #
 # A warm-up run of each side (WARMUP, 5s; 0 for none) comes first and is not
 # counted: the first run after seeding otherwise meets a cold page cache and
@@ -17,7 +18,14 @@
 # records, and a database shared by the runs grows by gigabytes, so each run
 # would be slower than the one before it.
 #
-# Settings (environment): ROUNDS (3), DURATION (10s), WARMUP (5s), USERS (300), AGENTS (100),
+# PAIRED=1 serves both sides at once instead, each on its own copy of the
+# database and port, each loaded by its own client with half the users, for
+# every round: both then meet the same machine at the same moment, and
+# neither gains from the other's slow second (each side then has half the
+# machine, so its requests per second are about half the alternating
+# runs'). The rows are read the same way.
+#
+# Settings (environment): ROUNDS (3), DURATION (10s), WARMUP (5s), USERS (300), AGENTS (100), PAIRED (0),
 # PORT (19821), OUT_DIR (a new temporary folder, kept: databases, logs,
 # reports; each run's database copy is removed after it), and anything the Hub reads itself (SCION_CACHE_ENABLED=false runs
 # both sides without the response cache). The binaries are taken from
@@ -29,6 +37,7 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-5s}
 USERS=${USERS:-300}
+PAIRED=${PAIRED:-0}
 AGENTS=${AGENTS:-100}
 PORT=${PORT:-19821}
 BIN=${CARGO_TARGET_DIR:-target}/release
@@ -41,68 +50,107 @@ for bin in "$HUB_BIN" "$LOAD_BIN"; do
   [[ -x $bin ]] || { echo "$bin is missing: cargo build --release -p hub-example -p hub-bench" >&2; exit 1; }
 done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive integer, not '$ROUNDS'" >&2; exit 2; }
+[[ $PAIRED == 0 || $PAIRED == 1 ]] || { echo "PAIRED must be 0 or 1, not '$PAIRED'" >&2; exit 2; }
+if [[ $PAIRED == 1 ]] && ! [[ $USERS =~ ^[0-9]+$ && $USERS -ge 2 && $((USERS % 2)) == 0 ]]; then
+  echo "PAIRED=1 splits USERS between the two sides: an even number of at least 2, not '$USERS'" >&2
+  exit 2
+fi
 command -v jq > /dev/null || { echo "jq is needed to read the reports" >&2; exit 1; }
 mkdir -p "$OUT"
 
 "$HUB_BIN" seed --db "$OUT/hub$AGENTS.db" --session-secret "$SECRET" --agents "$AGENTS" \
   --project-slug "load-$AGENTS" --out "$OUT/seed-$AGENTS.json" > "$OUT/seed.txt" 2>&1
 
-HUB=
-stop_hub() {
-  if [[ -n $HUB ]]; then
-    kill -TERM "$HUB" 2> /dev/null || true
-    wait "$HUB" 2> /dev/null || true
-    HUB=
-  fi
+HUBS=()
+stop_hubs() {
+  local hub
+  for hub in "${HUBS[@]}"; do
+    kill -TERM "$hub" 2> /dev/null || true
+    wait "$hub" 2> /dev/null || true
+  done
+  HUBS=()
 }
-trap stop_hub EXIT
+trap stop_hubs EXIT
 
-# The run's copy of the seeded database (with its -wal and -shm files):
-# `reset_run_db` deletes it, `reset_run_db copy` makes it afresh from the seed.
+# A run's copy of the seeded database (with its -wal and -shm files):
+# `reset_run_db NAME` deletes run-NAME.db, `reset_run_db NAME copy` makes it
+# afresh from the seed.
 reset_run_db() {
   local ext
   for ext in "" -wal -shm; do
-    rm -f "$OUT/run.db$ext"
-    if [[ ${1:-} == copy && -f "$OUT/hub$AGENTS.db$ext" ]]; then
-      cp "$OUT/hub$AGENTS.db$ext" "$OUT/run.db$ext"
+    rm -f "$OUT/run-$1.db$ext"
+    if [[ ${2:-} == copy && -f "$OUT/hub$AGENTS.db$ext" ]]; then
+      cp "$OUT/hub$AGENTS.db$ext" "$OUT/run-$1.db$ext"
     fi
   done
 }
 
-# One run: serve the Hub with tracing $1 (true/false), load it for $3, stop it.
-run() {
-  local trace=$1 name=$2 duration=$3
-  reset_run_db copy
-  SCION_SERVER_HUB_PERFTRACE=$trace "$HUB_BIN" serve --db "$OUT/run.db" \
-    --session-secret "$SECRET" --port "$PORT" > "$OUT/$name.log" 2> "$OUT/$name.err" &
-  HUB=$!
+# Serves a Hub with tracing $1 (true/false) as run $2 on port $3 and waits
+# until it answers.
+start_hub() {
+  local trace=$1 name=$2 port=$3
+  reset_run_db "$name" copy
+  SCION_SERVER_HUB_PERFTRACE=$trace "$HUB_BIN" serve --db "$OUT/run-$name.db" \
+    --session-secret "$SECRET" --port "$port" > "$OUT/$name.log" 2> "$OUT/$name.err" &
+  local hub=$!
+  HUBS+=("$hub")
   local tries=0
-  until curl -sf "http://127.0.0.1:$PORT/healthz" > /dev/null; do
+  until curl -sf "http://127.0.0.1:$port/healthz" > /dev/null; do
     tries=$((tries + 1))
-    if ((tries > 300)) || ! kill -0 "$HUB" 2> /dev/null; then
+    if ((tries > 300)) || ! kill -0 "$hub" 2> /dev/null; then
       echo "the Hub ($name) did not start: see $OUT/$name.err" >&2
       exit 1
     fi
     sleep 0.1
   done
-  "$LOAD_BIN" load --hub "http://127.0.0.1:$PORT" --seed "$OUT/seed-$AGENTS.json" \
-    --users "$USERS" --duration "$duration" --spawn-rate 100 \
-    --out "$OUT/$name.json" > "$OUT/$name.txt"
-  stop_hub
-  reset_run_db
 }
 
-if [[ $WARMUP != 0 ]]; then
+# Loads the Hub on port $1 with $2 users for $3; the report is run $4's.
+load_hub() {
+  "$LOAD_BIN" load --hub "http://127.0.0.1:$1" --seed "$OUT/seed-$AGENTS.json" \
+    --users "$2" --duration "$3" --spawn-rate 100 \
+    --out "$OUT/$4.json" > "$OUT/$4.txt"
+}
+
+# One run: serve the Hub with tracing $1 (true/false), load it for $3, stop it.
+run() {
+  local trace=$1 name=$2 duration=$3
+  start_hub "$trace" "$name" "$PORT"
+  load_hub "$PORT" "$USERS" "$duration" "$name"
+  stop_hubs
+  reset_run_db "$name"
+}
+
+# Both sides of round $1 at once, for $2 (PAIRED=1).
+run_paired() {
+  local round=$1 duration=$2 pids=() pid
+  start_hub true "load-$round-on" "$PORT"
+  start_hub false "load-$round-off" "$((PORT + 1))"
+  load_hub "$PORT" "$((USERS / 2))" "$duration" "load-$round-on" & pids+=($!)
+  load_hub "$((PORT + 1))" "$((USERS / 2))" "$duration" "load-$round-off" & pids+=($!)
+  for pid in "${pids[@]}"; do
+    wait "$pid" || { echo "a load client failed: see $OUT/load-$round-*.txt" >&2; exit 1; }
+  done
+  stop_hubs
+  reset_run_db "load-$round-on"
+  reset_run_db "load-$round-off"
+}
+
+if [[ $WARMUP != 0 && $PAIRED == 0 ]]; then
   run true warmup-on "$WARMUP"
   run false warmup-off "$WARMUP"
+elif [[ $WARMUP != 0 ]]; then
+  run_paired warmup "$WARMUP"
+  rm -f "$OUT"/load-warmup-*.json
 fi
 
 printf '%-5s  %-7s  %9s  %8s  %7s  %7s  %7s  %10s\n' round tracing requests rps p50_ms p95_ms p99_ms unexpected
 for round in $(seq 1 "$ROUNDS"); do
   if ((round % 2 == 1)); then order=(on off); else order=(off on); fi
+  [[ $PAIRED == 1 ]] && run_paired "$round" "$DURATION"
   for side in "${order[@]}"; do
     [[ $side == on ]] && trace=true || trace=false
-    run "$trace" "load-$round-$side" "$DURATION"
+    [[ $PAIRED == 0 ]] && run "$trace" "load-$round-$side" "$DURATION"
     jq -r --arg round "$round" --arg side "$side" \
       '[$round, $side, .totalRequests, .rps,
         .overall.p50Ms, .overall.p95Ms, .overall.p99Ms, .unexpectedFailures] | @tsv' \
