@@ -55,14 +55,24 @@ const FLUSH_WAIT: Duration = Duration::from_millis(100);
 /// first, and the lines since.
 struct Buffer {
     chunks: Vec<Chunk>,
-    text: String,
-    lines: u64,
+    current: Chunk,
 }
 
 /// Whole lines, each ending with its newline, and how many.
 struct Chunk {
     text: String,
     lines: u64,
+}
+
+/// Where a line went.
+enum Pushed {
+    /// Into this thread's buffer.
+    Buffered,
+    /// Into this thread's buffer, which then held more chunks than the
+    /// emitter's thread may leave waiting.
+    BackedUp(SharedBuffer),
+    /// Nowhere: this thread's buffers are in use or gone.
+    Nowhere,
 }
 
 /// What wakes the emitter's thread.
@@ -104,7 +114,7 @@ impl Buffers {
         let mut render = Some(render);
         let pushed = THREAD_BUFFERS.try_with(|buffers| {
             let Ok(mut buffers) = buffers.try_borrow_mut() else {
-                return None;
+                return Pushed::Nowhere;
             };
             let at = buffers
                 .iter()
@@ -115,8 +125,10 @@ impl Buffers {
                 buffers.retain(|(owner, _)| owner.strong_count() > 0);
                 let buffer = Arc::new(Mutex::new(Buffer {
                     chunks: Vec::new(),
-                    text: String::with_capacity(BUFFER_CAPACITY),
-                    lines: 0,
+                    current: Chunk {
+                        text: String::with_capacity(BUFFER_CAPACITY),
+                        lines: 0,
+                    },
                 }));
                 self.threads.lock().push(Arc::clone(&buffer));
                 buffers.push((Arc::downgrade(self), buffer));
@@ -125,36 +137,35 @@ impl Buffers {
             let shared = &buffers[at].1;
             let mut buffer = shared.lock();
             if let Some(render) = render.take() {
-                render(&mut buffer.text);
+                render(&mut buffer.current.text);
             }
-            buffer.text.push('\n');
-            buffer.lines += 1;
-            if buffer.text.len() < CHUNK_BYTES {
-                return Some(None);
+            buffer.current.text.push('\n');
+            buffer.current.lines += 1;
+            if buffer.current.text.len() < CHUNK_BYTES {
+                return Pushed::Buffered;
             }
-            let text = std::mem::replace(&mut buffer.text, self.spare_text());
-            let lines = std::mem::take(&mut buffer.lines);
-            buffer.chunks.push(Chunk { text, lines });
+            let chunk = self.take_current(&mut buffer);
+            buffer.chunks.push(chunk);
             let backed_up = buffer.chunks.len() > QUEUED_CHUNKS_MAX;
             drop(buffer);
             if backed_up {
-                return Some(Some(Arc::clone(shared)));
+                return Pushed::BackedUp(Arc::clone(shared));
             }
             let mut wake = self.wake.lock();
             wake.chunk_ready = true;
             self.woken.notify_one();
-            Some(None)
+            Pushed::Buffered
         });
-        match pushed {
-            Ok(Some(None)) => {}
+        match pushed.unwrap_or(Pushed::Nowhere) {
+            Pushed::Buffered => {}
             // The emitter's thread is behind: this thread writes its own
             // lines, in the order of every other write.
-            Ok(Some(Some(backed_up))) => {
+            Pushed::BackedUp(buffer) => {
                 let _writing = self.writing.lock();
-                self.write_buffer(&backed_up, true);
+                self.write_buffer(&buffer, true);
             }
             // A thread tearing down its thread-locals writes its line at once.
-            Ok(None) | Err(_) => {
+            Pushed::Nowhere => {
                 if let Some(render) = render.take() {
                     let mut line = String::new();
                     render(&mut line);
@@ -164,12 +175,18 @@ impl Buffers {
         }
     }
 
-    /// An empty buffer for a thread's next lines.
-    fn spare_text(&self) -> String {
-        self.spare
+    /// Takes `buffer`'s lines since its last chunk, leaving it an empty
+    /// buffer kept from an earlier chunk (or a new one).
+    fn take_current(&self, buffer: &mut Buffer) -> Chunk {
+        let empty = self
+            .spare
             .lock()
             .pop()
-            .unwrap_or_else(|| String::with_capacity(BUFFER_CAPACITY))
+            .unwrap_or_else(|| String::with_capacity(BUFFER_CAPACITY));
+        Chunk {
+            text: std::mem::replace(&mut buffer.current.text, empty),
+            lines: std::mem::take(&mut buffer.current.lines),
+        }
     }
 
     /// Writes out `buffer`'s chunks and, when `all`, its lines since, with
@@ -178,10 +195,7 @@ impl Buffers {
         let (chunks, rest) = {
             let mut buffer = buffer.lock();
             let chunks = std::mem::take(&mut buffer.chunks);
-            let rest = (all && buffer.lines > 0).then(|| Chunk {
-                text: std::mem::replace(&mut buffer.text, self.spare_text()),
-                lines: std::mem::take(&mut buffer.lines),
-            });
+            let rest = (all && buffer.current.lines > 0).then(|| self.take_current(&mut buffer));
             (chunks, rest)
         };
         for mut chunk in chunks.into_iter().chain(rest) {
@@ -221,7 +235,7 @@ impl Buffers {
         self.threads.lock().retain(|buffer| {
             Arc::strong_count(buffer) > 1 || {
                 let buffer = buffer.lock();
-                buffer.lines > 0 || !buffer.chunks.is_empty()
+                buffer.current.lines > 0 || !buffer.chunks.is_empty()
             }
         });
     }

@@ -366,8 +366,8 @@ impl Emitter {
     }
 
     /// Writes out every line buffered by [`in_background`](Self::in_background)
-    /// now (waiting up to 100 ms for a buffer another thread is adding to),
-    /// and flushes the sink.
+    /// now (waiting up to 100 ms for a write under way on another thread;
+    /// past it, the emitter's thread writes them), and flushes the sink.
     pub fn flush(&self) {
         match &self.background {
             Some(background) => background.flush(),
