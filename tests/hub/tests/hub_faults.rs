@@ -403,6 +403,13 @@ async fn a_slow_sse_consumer_blocks_neither_publishers_nor_other_subscribers() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     served.stop().await;
+    // The slow stream's close line comes as its body is dropped, which one
+    // run saw happen only after the server's task had ended: waited for
+    // here (a liveness bound), counted below.
+    wait_for_lines(&hub.log, 1000, |lines| {
+        lines.iter().filter(|l| l["sse_stage"] == "close").count() >= 2
+    })
+    .await;
     let lines = hub.perf_values();
     let close: Vec<&Value> = lines.iter().filter(|l| l["sse_stage"] == "close").collect();
     assert_eq!(close.len(), 2, "{lines:?}");
