@@ -15,7 +15,7 @@ use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
 
 use crate::clock;
-use crate::contract::suffix;
+use crate::contract::{suffix, REQUEST_ID_HEADER};
 use crate::export::RequestFacts;
 use crate::headers::render_headers;
 use crate::keys::{KeySet, Schema};
@@ -109,7 +109,7 @@ impl<S: Schema, P: TracePolicy<S>> PerfTraceLayer<S, P> {
             .filter_map(|s| Some((s, name(s)?)))
             .collect();
         let trigger = name(suffix::TRIGGER);
-        let request_id = HeaderName::from_bytes(format.request_id_header_name().as_bytes()).ok();
+        let request_id = request_id_header(format.request_id_header_name());
         clock::warm_up();
         PerfTraceLayer {
             shared: Arc::new(Shared {
@@ -168,6 +168,17 @@ impl<Svc: fmt::Debug, S, P> fmt::Debug for PerfTrace<Svc, S, P> {
             .field("inner", &self.inner)
             .finish_non_exhaustive()
     }
+}
+
+/// The name of the request-id header. The contract's own (however it is
+/// spelt) is a static name: a copy of it into each response touches no
+/// reference count, where a copy of a name built at run time counts on one
+/// shared by every core.
+fn request_id_header(name: &str) -> Option<HeaderName> {
+    if name.eq_ignore_ascii_case(REQUEST_ID_HEADER) {
+        return Some(HeaderName::from_static("x-request-id"));
+    }
+    HeaderName::from_bytes(name.as_bytes()).ok()
 }
 
 /// A random (version 4) UUID, a request's id. Drawn from the thread's fast
@@ -343,7 +354,7 @@ impl Drop for RequestTrace {
     fn drop(&mut self) {
         if let (Some(index), Some(start)) = (self.serialize, self.serialize_start.take()) {
             let ticks = clock::span(start, clock::now());
-            self.recorder.0.table(Table::Phases)[index].add(ticks);
+            self.recorder.0.add_stat(Table::Phases, index, 1, ticks);
         }
         // SAFETY: taken once, here, as the trace is dropped; never used after.
         let recorder = unsafe { ManuallyDrop::take(&mut self.recorder) };
@@ -447,5 +458,21 @@ impl<B: Body> Body for TracedBody<B> {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_request_id_header_is_the_profile_s_name_static_when_it_is_the_contract_s() {
+        for spelling in ["X-Request-ID", "x-request-id", "X-REQUEST-ID"] {
+            let name = request_id_header(spelling).expect("a valid name");
+            assert_eq!(name, HeaderName::from_static("x-request-id"));
+        }
+        let own = request_id_header("X-Correlation-Id").expect("a valid name");
+        assert_eq!(own.as_str(), "x-correlation-id");
+        assert!(request_id_header("not a name").is_none());
     }
 }

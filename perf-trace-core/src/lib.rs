@@ -93,6 +93,10 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+// The derives name `::perf_trace_core`: so they work in the crate's own tests.
+#[cfg(test)]
+extern crate self as perf_trace_core;
+
 mod background;
 pub mod budget;
 mod clock;

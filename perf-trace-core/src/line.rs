@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use std::time::{Duration, SystemTime};
 
 use crate::contract;
-use crate::snapshot::Snapshot;
+use crate::keys::{Groups, KeySetInfo};
+use crate::pool::DbFigures;
+use crate::snapshot::{Decisions, Snapshot, SseStage};
 
 /// A profile: what a service's lines and headers are called.
 ///
@@ -199,8 +201,9 @@ impl LineFormat {
         self.render_onto(snapshot, time, out);
     }
 
-    /// [`render`](Self::render), appending to what `out` holds.
-    pub(crate) fn render_onto(&self, snapshot: &Snapshot, time: SystemTime, out: &mut String) {
+    /// [`render`](Self::render), appending to what `out` holds; from a
+    /// snapshot or straight from a finished request's recorder.
+    pub(crate) fn render_onto(&self, line: &impl LineSource, time: SystemTime, out: &mut String) {
         // Fixed keys are written as one literal each, separators and quotes
         // included: the line is mostly keys, and each push costs a copy.
         out.reserve(1024);
@@ -208,39 +211,45 @@ impl LineFormat {
         crate::timestamp::push_rfc3339_nanos(out, time);
         out.push_str(&self.head);
         out.push_str(",\"endpoint\":");
-        push_json_string(out, snapshot.endpoint);
+        let endpoint = line.endpoint();
+        if line.endpoint_is_plain() {
+            push_plain_json_string(out, endpoint);
+        } else {
+            push_json_string(out, endpoint);
+        }
         out.push_str(",\"elapsed_us\":");
-        push_int(out, micros(snapshot.elapsed));
-        for phase in &snapshot.phases {
+        push_int(out, micros(line.elapsed()));
+        line.phases(|name, count, duration| {
             // Key-set names are checked at compile time to need no escaping.
             out.push_str(",\"phase_");
-            out.push_str(phase.name);
+            out.push_str(name);
             out.push_str("_us\":");
-            push_int(out, micros(phase.duration));
+            push_int(out, micros(duration));
             out.push_str(",\"phase_");
-            out.push_str(phase.name);
+            out.push_str(name);
             out.push_str("_n\":");
-            push_int(out, phase.count);
-        }
-        for store in &snapshot.store_calls {
+            push_int(out, count);
+        });
+        line.store_calls(|name, count, duration| {
             out.push_str(",\"store_");
-            out.push_str(store.name);
+            out.push_str(name);
             out.push_str("_n\":");
-            push_int(out, store.count);
+            push_int(out, count);
             out.push_str(",\"store_");
-            out.push_str(store.name);
+            out.push_str(name);
             out.push_str("_us\":");
-            push_int(out, micros(store.duration));
-        }
-        let groups = snapshot.groups;
+            push_int(out, micros(duration));
+        });
+        let groups = line.groups();
         if groups.store_total {
+            let (calls, time) = line.store_total();
             out.push_str(",\"authz_store_calls\":");
-            push_int(out, snapshot.authz_store_calls);
+            push_int(out, calls);
             out.push_str(",\"authz_store_us\":");
-            push_int(out, micros(snapshot.authz_store_time));
+            push_int(out, micros(time));
         }
         if groups.decisions {
-            let d = &snapshot.decisions;
+            let d = line.decisions();
             for (key, value) in [
                 (",\"audit_records\":", d.records),
                 (",\"audit_allow\":", d.allow),
@@ -252,11 +261,14 @@ impl LineFormat {
                 push_int(out, value);
             }
         }
-        if groups.sse && snapshot.sse_events > 0 {
-            out.push_str(",\"sse_events\":");
-            push_int(out, snapshot.sse_events);
+        if groups.sse {
+            let events = line.sse_events();
+            if events > 0 {
+                out.push_str(",\"sse_events\":");
+                push_int(out, events);
+            }
         }
-        if let Some(db) = snapshot.db.as_ref().filter(|_| groups.pool) {
+        if let Some(db) = line.db().filter(|_| groups.pool) {
             for (key, value) in [
                 (",\"db_wait_count\":", db.wait_count),
                 (",\"db_wait_us\":", micros(db.wait_time)),
@@ -267,45 +279,162 @@ impl LineFormat {
                 push_int(out, value);
             }
         }
-        for set in &snapshot.counters {
-            for counter in &set.values {
-                out.push_str(",\"");
-                out.push_str(set.set.prefix);
+        line.counters(|set, by, name, value| {
+            out.push_str(",\"");
+            out.push_str(set.prefix);
+            out.push('_');
+            if let Some(by) = by {
+                out.push_str(by);
                 out.push('_');
-                if let Some(by) = counter.by {
-                    out.push_str(by);
-                    out.push('_');
-                }
-                out.push_str(counter.name);
-                out.push_str("\":");
-                push_int(out, counter.value);
             }
-        }
-        for set in &snapshot.timers {
-            for timer in &set.stats {
-                for (suffix, value) in [("_us\":", micros(timer.duration)), ("_n\":", timer.count)]
-                {
-                    out.push_str(",\"");
-                    out.push_str(set.set.prefix);
-                    out.push('_');
-                    out.push_str(timer.name);
-                    out.push_str(suffix);
-                    push_int(out, value);
-                }
+            out.push_str(name);
+            out.push_str("\":");
+            push_int(out, value);
+        });
+        line.timers(|set, name, count, duration| {
+            for (suffix, value) in [("_us\":", micros(duration)), ("_n\":", count)] {
+                out.push_str(",\"");
+                out.push_str(set.prefix);
+                out.push('_');
+                out.push_str(name);
+                out.push_str(suffix);
+                push_int(out, value);
             }
-        }
-        if let Some(stage) = snapshot.sse_stage.filter(|_| groups.sse) {
+        });
+        if let Some(stage) = line.sse_stage().filter(|_| groups.sse) {
             out.push_str(",\"sse_stage\":\"");
             out.push_str(stage.as_str());
             out.push('"');
         }
         out.push_str(",\"method\":");
-        push_json_string(out, snapshot.method);
-        if !snapshot.request_id.is_empty() {
+        push_json_string(out, line.method());
+        let request_id = line.request_id();
+        if !request_id.is_empty() {
             out.push_str(",\"request_id\":");
-            push_json_string(out, &snapshot.request_id);
+            if line.request_id_is_plain() {
+                push_plain_json_string(out, request_id);
+            } else {
+                push_json_string(out, request_id);
+            }
         }
         out.push('}');
+    }
+}
+
+/// What a line is rendered from, field by field, in the line's order: a
+/// [`Snapshot`], or a finished request's recorder read in place, which
+/// builds no lists (the line of every request that has no exit).
+pub(crate) trait LineSource {
+    fn endpoint(&self) -> &str;
+    /// Whether the endpoint is a key set's name (checked at compile time to
+    /// need no escaping).
+    fn endpoint_is_plain(&self) -> bool;
+    fn elapsed(&self) -> Duration;
+    /// Each phase entered at least once, by name: name, count, time.
+    fn phases(&self, each: impl FnMut(&'static str, u64, Duration));
+    /// Each store method called at least once, by name: name, count, time.
+    fn store_calls(&self, each: impl FnMut(&'static str, u64, Duration));
+    /// Store calls and time over all methods.
+    fn store_total(&self) -> (u64, Duration);
+    fn decisions(&self) -> Decisions;
+    fn sse_events(&self) -> u64;
+    fn db(&self) -> Option<DbFigures>;
+    /// Each non-zero counter, the sets in the schema's order, each set by
+    /// rendered name: set, `by` key, key, value.
+    fn counters(
+        &self,
+        each: impl FnMut(&'static KeySetInfo, Option<&'static str>, &'static str, u64),
+    );
+    /// Each timer entered at least once, the sets in the schema's order,
+    /// each by name: set, key, count, time.
+    fn timers(&self, each: impl FnMut(&'static KeySetInfo, &'static str, u64, Duration));
+    fn sse_stage(&self) -> Option<SseStage>;
+    fn method(&self) -> &str;
+    fn request_id(&self) -> &str;
+    /// Whether the request id is known to need no escaping (one the layer drew).
+    fn request_id_is_plain(&self) -> bool;
+    fn groups(&self) -> Groups;
+}
+
+impl LineSource for Snapshot {
+    fn endpoint(&self) -> &str {
+        self.endpoint
+    }
+
+    fn endpoint_is_plain(&self) -> bool {
+        // A snapshot's fields are anyone's to set.
+        false
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+
+    fn phases(&self, mut each: impl FnMut(&'static str, u64, Duration)) {
+        for phase in &self.phases {
+            each(phase.name, phase.count, phase.duration);
+        }
+    }
+
+    fn store_calls(&self, mut each: impl FnMut(&'static str, u64, Duration)) {
+        for store in &self.store_calls {
+            each(store.name, store.count, store.duration);
+        }
+    }
+
+    fn store_total(&self) -> (u64, Duration) {
+        (self.authz_store_calls, self.authz_store_time)
+    }
+
+    fn decisions(&self) -> Decisions {
+        self.decisions
+    }
+
+    fn sse_events(&self) -> u64 {
+        self.sse_events
+    }
+
+    fn db(&self) -> Option<DbFigures> {
+        self.db
+    }
+
+    fn counters(
+        &self,
+        mut each: impl FnMut(&'static KeySetInfo, Option<&'static str>, &'static str, u64),
+    ) {
+        for set in &self.counters {
+            for counter in &set.values {
+                each(set.set, counter.by, counter.name, counter.value);
+            }
+        }
+    }
+
+    fn timers(&self, mut each: impl FnMut(&'static KeySetInfo, &'static str, u64, Duration)) {
+        for set in &self.timers {
+            for timer in &set.stats {
+                each(set.set, timer.name, timer.count, timer.duration);
+            }
+        }
+    }
+
+    fn sse_stage(&self) -> Option<SseStage> {
+        self.sse_stage
+    }
+
+    fn method(&self) -> &str {
+        self.method
+    }
+
+    fn request_id(&self) -> &str {
+        &self.request_id
+    }
+
+    fn request_id_is_plain(&self) -> bool {
+        false
+    }
+
+    fn groups(&self) -> Groups {
+        self.groups
     }
 }
 
@@ -332,7 +461,7 @@ pub(crate) fn micros(d: Duration) -> u64 {
 /// character, `"` or `\`), eight bytes at a time: the line's strings (the
 /// request id above all) almost never do, and a byte-by-byte scan was a
 /// tenth of the line's cost.
-fn needs_escape(s: &str) -> bool {
+pub(crate) fn needs_escape(s: &str) -> bool {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     // Whether a byte of `x` is below `n` (`n` at most 0x80); exact.
@@ -351,14 +480,21 @@ fn needs_escape(s: &str) -> bool {
         .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
+/// Appends `s`, known to need no escaping, as a JSON string literal.
+#[inline]
+fn push_plain_json_string(out: &mut String, s: &str) {
+    debug_assert!(!needs_escape(s), "{s:?}");
+    out.reserve(s.len() + 2);
+    out.push('"');
+    out.push_str(s);
+    out.push('"');
+}
+
 /// Appends `s` as a JSON string literal.
 pub(crate) fn push_json_string(out: &mut String, s: &str) {
     // Names, classes and ids almost never need escaping: one scan, one copy.
     if !needs_escape(s) {
-        out.reserve(s.len() + 2);
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
+        push_plain_json_string(out, s);
         return;
     }
     out.push('"');

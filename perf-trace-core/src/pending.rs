@@ -55,15 +55,21 @@ impl PendingTable {
         self.touched.set(self.touched.get() | 1 << index);
     }
 
-    /// Adds every touched key to `shared` and clears it.
-    fn flush(&self, shared: &[crate::recorder::Stat]) {
-        let mut touched = self.touched.replace(0);
-        while touched != 0 {
-            let index = touched.trailing_zeros() as usize;
-            touched &= touched - 1;
+    /// Adds every touched key to `current`'s `table` and clears it.
+    fn flush(&self, current: &Inner, table: Table) {
+        let touched = self.touched.replace(0);
+        if touched == 0 {
+            return;
+        }
+        let shared = current.table(table);
+        let mut keys = touched;
+        while keys != 0 {
+            let index = keys.trailing_zeros() as usize;
+            keys &= keys - 1;
             let stat = &self.stats[index];
             shared[index].add_n(stat.count.replace(0), stat.ticks.replace(0));
         }
+        current.mark_touched(table, touched);
     }
 }
 
@@ -140,8 +146,8 @@ pub(crate) fn flush(current: &Inner) {
 
 #[inline(never)]
 fn flush_all(p: &Pending, current: &Inner) {
-    p.phases.flush(current.table(Table::Phases));
-    p.stores.flush(current.table(Table::Stores));
+    p.phases.flush(current, Table::Phases);
+    p.stores.flush(current, Table::Stores);
     let decisions = [0, 1, 2].map(|i| p.decisions[i].replace(0));
     current.add_decisions(decisions, p.decision_ticks.replace(0));
 }

@@ -9,11 +9,15 @@ use std::cell::RefCell;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::clock;
 use crate::keys::{EndpointKey, KeySetInfo, Schema, SchemaInfo, MAX_SETS};
+use crate::line::needs_escape;
 use crate::pool::{DbFigures, PoolFigures, PoolStats};
 use crate::snapshot::{CounterStat, Counters, Decisions, KeyStat, Snapshot, SseStage, Timers};
+
+mod finished_line;
 
 /// Count and summed raw ticks of one key.
 #[derive(Default)]
@@ -66,6 +70,10 @@ pub(crate) struct Inner {
     /// allocation (the allocator's fast path) rather than tables of
     /// [`MAX_KEYS`](crate::keys::MAX_KEYS) entries whatever the schema.
     stats: Box<[Stat]>,
+    /// The keys of the phase and store tables added to at least once, a
+    /// bit per key (a set has at most [`MAX_KEYS`](crate::keys::MAX_KEYS)
+    /// = 64): the line and the next request's reset visit only those.
+    touched: [AtomicU64; 2],
     stores_at: usize,
     timers_at: usize,
     /// The schema's counter sets, one after the other.
@@ -82,10 +90,36 @@ pub(crate) struct Inner {
     start_ticks: u64,
     method: &'static str,
     request_id: String,
+    /// Whether `request_id` needs no escaping in the line, checked once as
+    /// it is set (the layer's ids need none).
+    request_id_plain: bool,
     pool: Option<(Arc<dyn PoolStats>, PoolFigures)>,
 }
 
 impl Inner {
+    /// Adds `count` events taking `ticks` in all to key `index` of `table`.
+    #[inline]
+    pub(crate) fn add_stat(&self, table: Table, index: usize, count: u64, ticks: u64) {
+        self.table(table)[index].add_n(count, ticks);
+        self.mark_touched(table, 1 << index);
+    }
+
+    /// Marks the keys of `mask` as added to: one atomic operation at most,
+    /// none when they already are.
+    #[inline]
+    pub(crate) fn mark_touched(&self, table: Table, mask: u64) {
+        let touched = &self.touched[table as usize];
+        if touched.load(Relaxed) & mask != mask {
+            touched.fetch_or(mask, Relaxed);
+        }
+    }
+
+    /// The keys of `table` added to at least once, a bit per key.
+    #[inline]
+    fn touched(&self, table: Table) -> u64 {
+        self.touched[table as usize].load(Relaxed)
+    }
+
     #[inline(always)]
     pub(crate) fn table(&self, table: Table) -> &[Stat] {
         match table {
@@ -117,6 +151,32 @@ impl Inner {
         }
         if ticks > 0 {
             self.decision_ticks.fetch_add(ticks, Relaxed);
+        }
+    }
+
+    /// Store calls and their ticks over all methods.
+    fn store_total(&self) -> (u64, u64) {
+        let stores = self.table(Table::Stores);
+        let mut touched = self.touched(Table::Stores);
+        let (mut calls, mut ticks) = (0, 0);
+        while touched != 0 {
+            let (count, t) = stores[touched.trailing_zeros() as usize].read();
+            touched &= touched - 1;
+            calls += count;
+            ticks += t;
+        }
+        (calls, ticks)
+    }
+
+    /// The decisions by outcome and the time their audit records took.
+    fn decisions(&self) -> Decisions {
+        let [allow, deny, other] = [0, 1, 2].map(|i| self.decisions[i].load(Relaxed));
+        Decisions {
+            records: allow + deny + other,
+            allow,
+            deny,
+            other,
+            emit_time: clock::ticks_to_duration(self.decision_ticks.load(Relaxed)),
         }
     }
 
@@ -311,6 +371,7 @@ impl RecorderBuilder {
             stats: (0..timers_at + timer_slots)
                 .map(|_| Stat::default())
                 .collect(),
+            touched: Default::default(),
             stores_at,
             timers_at,
             counters: (0..counter_slots).map(|_| AtomicU64::new(0)).collect(),
@@ -324,6 +385,7 @@ impl RecorderBuilder {
             stream: AtomicBool::new(false),
             start_ticks: clock::now(),
             method: self.method,
+            request_id_plain: !needs_escape(&self.request_id),
             request_id: self.request_id,
             pool,
         }))
@@ -360,7 +422,18 @@ impl Recorder {
             return builder.build::<S>();
         };
         let inner = Arc::get_mut(&mut reused).expect("a recycled recorder is unique");
-        for stat in inner.stats.iter_mut() {
+        // Only the keys the last request touched are reset, and the timers.
+        let (stores_at, timers_at) = (inner.stores_at, inner.timers_at);
+        for (table, at) in [(Table::Phases, 0), (Table::Stores, stores_at)] {
+            let mut touched = std::mem::take(inner.touched[table as usize].get_mut());
+            while touched != 0 {
+                let stat = &mut inner.stats[at + touched.trailing_zeros() as usize];
+                touched &= touched - 1;
+                *stat.count.get_mut() = 0;
+                *stat.ticks.get_mut() = 0;
+            }
+        }
+        for stat in inner.stats[timers_at..].iter_mut() {
             *stat.count.get_mut() = 0;
             *stat.ticks.get_mut() = 0;
         }
@@ -376,6 +449,9 @@ impl Recorder {
         inner.method = start.method;
         inner.request_id.clear();
         inner.request_id.push_str(start.request_id);
+        // The layer's id is a UUID: hex digits and hyphens.
+        debug_assert!(!needs_escape(start.request_id));
+        inner.request_id_plain = true;
         let kept = inner.pool.take();
         inner.pool = start.pool.map(|(pool, since)| {
             let pool = match kept {
@@ -449,20 +525,18 @@ impl Recorder {
         collect_into(
             &mut out.phases,
             inner.table(Table::Phases),
+            inner.touched(Table::Phases),
             inner.schema.phases.names,
             inner.schema.phases.sorted,
         );
         collect_into(
             &mut out.store_calls,
             stores,
+            inner.touched(Table::Stores),
             inner.schema.stores.names,
             inner.schema.stores.sorted,
         );
-        let (authz_store_calls, store_ticks) = stores
-            .iter()
-            .map(Stat::read)
-            .fold((0, 0), |(c, t), (c1, t1)| (c + c1, t + t1));
-        let [allow, deny, other] = [0, 1, 2].map(|i| inner.decisions[i].load(Relaxed));
+        let (authz_store_calls, store_ticks) = inner.store_total();
         let sets = inner.schema.counters.iter().zip(inner.counter_offsets);
         out.counters.truncate(inner.schema.counters.len());
         for (i, (set, offset)) in sets.enumerate() {
@@ -485,12 +559,12 @@ impl Recorder {
             let table = &inner.timers()[offset as usize..];
             match out.timers.get_mut(i) {
                 Some(timers) if std::ptr::eq(timers.set, set.0) => {
-                    collect_into(&mut timers.stats, table, set.0.names, set.0.sorted)
+                    collect_into(&mut timers.stats, table, ALL, set.0.names, set.0.sorted)
                 }
                 _ => {
                     out.timers.truncate(i);
                     let mut stats = Vec::new();
-                    collect_into(&mut stats, table, set.0.names, set.0.sorted);
+                    collect_into(&mut stats, table, ALL, set.0.names, set.0.sorted);
                     out.timers.push(Timers { set: set.0, stats });
                 }
             }
@@ -499,13 +573,7 @@ impl Recorder {
         out.elapsed = clock::ticks_to_duration(clock::span(inner.start_ticks, end.ticks));
         out.authz_store_calls = authz_store_calls;
         out.authz_store_time = clock::ticks_to_duration(store_ticks);
-        out.decisions = Decisions {
-            records: allow + deny + other,
-            allow,
-            deny,
-            other,
-            emit_time: clock::ticks_to_duration(inner.decision_ticks.load(Relaxed)),
-        };
+        out.decisions = inner.decisions();
         out.sse_events = inner.sse_events.load(Relaxed);
         out.db = inner
             .pool
@@ -517,6 +585,33 @@ impl Recorder {
         out.request_id.clear();
         out.request_id.push_str(&inner.request_id);
         out.groups = inner.schema.groups;
+    }
+}
+
+/// Every key, for a table whose touched keys are not tracked (timers).
+const ALL: u64 = u64::MAX;
+
+/// Each key of `table` entered at least once, in name order; only the keys
+/// in `touched` (a bit per key) are read.
+#[inline]
+fn each_stat(
+    table: &[Stat],
+    touched: u64,
+    names: &'static [&'static str],
+    sorted: &[u16],
+    mut each: impl FnMut(&'static str, u64, Duration),
+) {
+    if touched == 0 {
+        return;
+    }
+    for &i in sorted {
+        if touched & 1 << i == 0 {
+            continue;
+        }
+        let (count, ticks) = table[i as usize].read();
+        if count > 0 {
+            each(names[i as usize], count, clock::ticks_to_duration(ticks));
+        }
     }
 }
 
@@ -649,27 +744,21 @@ fn collect_counters_into(
 fn collect_into(
     stats: &mut Vec<KeyStat>,
     table: &[Stat],
+    touched: u64,
     names: &'static [&'static str],
     sorted: &[u16],
 ) {
     stats.clear();
-    // As in `collect_counters_into`: a new list is sized first.
+    // As in `collect_counters_into`: a new list is sized first (growing
+    // from empty would copy it more than once).
     if stats.capacity() == 0 {
-        stats.reserve(
-            sorted
-                .iter()
-                .filter(|&&i| table[i as usize].count.load(Relaxed) > 0)
-                .count(),
-        );
+        stats.reserve(touched.count_ones() as usize);
     }
-    for &i in sorted {
-        let (count, ticks) = table[i as usize].read();
-        if count > 0 {
-            stats.push(KeyStat {
-                name: names[i as usize],
-                count,
-                duration: clock::ticks_to_duration(ticks),
-            });
-        }
-    }
+    each_stat(table, touched, names, sorted, |name, count, duration| {
+        stats.push(KeyStat {
+            name,
+            count,
+            duration,
+        })
+    });
 }

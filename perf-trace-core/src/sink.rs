@@ -19,7 +19,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::background::{Background, QueuedLines};
 use crate::export::{FinishedRequest, RequestFacts, RequestSink};
-use crate::line::LineFormat;
+use crate::line::{LineFormat, LineSource};
 use crate::recorder::{self, Recorder};
 use crate::sampling::TailSampling;
 use crate::snapshot::Snapshot;
@@ -388,12 +388,20 @@ impl Emitter {
             .unwrap_or_default()
     }
 
-    /// Ends `recorder`'s request: takes its snapshot, renders and writes
-    /// (or buffers) its line and hands it to the exits, then keeps the
-    /// recorder for this thread's next request.
+    /// Ends `recorder`'s request: renders and writes (or buffers) its line,
+    /// straight from the recorder's tables when no exit reads the request,
+    /// else from a snapshot that is then handed to the exits; then keeps
+    /// the recorder for this thread's next request.
     pub(crate) fn finish(&self, recorder: Recorder, facts: RequestFacts) {
         let end = recorder.end_now();
         let time = SystemTime::now();
+        if self.exits.is_none() {
+            // Nothing but the line reads the request: it is rendered from
+            // the recorder's tables, with no snapshot taken.
+            self.write(&recorder.line_at(end), time, true, |_| ());
+            recorder::recycle(recorder);
+            return;
+        }
         SNAPSHOT.with(|snapshot| match snapshot.try_borrow_mut() {
             Ok(mut snapshot) => {
                 recorder.snapshot_into(end, &mut snapshot);
@@ -509,12 +517,12 @@ impl Emitter {
         }
     }
 
-    /// Renders the line stamped `time`, writes it (into this thread's
-    /// buffer when `buffered` and lines are buffered), then gives it to
-    /// `then`.
+    /// Renders the line of `source` (a snapshot, or a recorder read in
+    /// place) stamped `time`, writes it (into this thread's buffer when
+    /// `buffered` and lines are buffered), then gives it to `then`.
     fn write(
         &self,
-        snapshot: &Snapshot,
+        source: &impl LineSource,
         time: SystemTime,
         buffered: bool,
         then: impl FnOnce(&str),
@@ -523,13 +531,14 @@ impl Emitter {
         if let (Some(background), None) = (background, &self.exits) {
             // Nothing but the sink reads the line: rendered where it is
             // buffered, with no copy.
-            background.push_with(|buffer| self.format.render_onto(snapshot, time, buffer));
+            background.push_with(|buffer| self.format.render_onto(source, time, buffer));
             return;
         }
         LINE.with(|line| match line.try_borrow_mut() {
             // The line and its newline in the thread's buffer: no allocation.
             Ok(mut line) => {
-                self.format.render(snapshot, time, &mut line);
+                line.clear();
+                self.format.render_onto(source, time, &mut line);
                 match background {
                     Some(background) => background.push(&line),
                     None => {
@@ -543,7 +552,7 @@ impl Emitter {
             // Re-entered from a sink that itself emits: use a fresh buffer.
             Err(_) => {
                 let mut line = String::new();
-                self.format.render(snapshot, time, &mut line);
+                self.format.render_onto(source, time, &mut line);
                 match background {
                     Some(background) => background.push(&line),
                     None => self.sink.write_line(&line),

@@ -12,12 +12,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{Captured, ListPolicy, Phase, TestSchema};
+use common::{Captured, ListPolicy, Method, Phase, Render, TestSchema};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
+use perf_trace_core::__private01::TimedGuard;
 use perf_trace_core::export::{FinishedRequest, RequestSink};
 use perf_trace_core::pool::{PoolFigures, PoolStats};
-use perf_trace_core::{traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer};
+use perf_trace_core::{time, traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer};
 use tower::{service_fn, Layer, Service, ServiceExt};
 
 #[traced_phase(Phase::Load)]
@@ -209,6 +210,69 @@ async fn reused_recorders_start_clean_whichever_layer_and_pool_reuses_them() {
         assert_eq!(line["db_wait_count"], step, "line {i}");
         assert_eq!(line["db_wait_us"], step * 10, "line {i}");
         assert_eq!(line["db_open"], step, "line {i}");
+    }
+}
+
+/// Records what the request's query names: `load` (a phase, a store call
+/// and a timer) or `check` (another phase).
+async fn by_query(request: Request<()>) -> Result<Response<Full<Bytes>>, Infallible> {
+    match request.uri().query() {
+        Some("load") => {
+            load();
+            drop(TimedGuard::store_call(Method::GetUser));
+            time(Render::Footer, || ());
+        }
+        _ => check(),
+    }
+    Ok(Response::new(Full::new(Bytes::from_static(b"[]"))))
+}
+
+#[traced_phase(Phase::Check)]
+fn check() {}
+
+#[tokio::test]
+async fn a_reused_recorder_keeps_nothing_of_the_keys_its_last_request_touched() {
+    let captured = Captured::default();
+    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+        .in_background(Duration::from_secs(3600));
+    let service = PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter.clone())
+        .layer(service_fn(by_query));
+    for query in ["load", "check", "load", "load", "check"] {
+        let uri = format!("/things?{query}");
+        let response = service
+            .clone()
+            .oneshot(Request::get(uri).body(()).unwrap())
+            .await
+            .unwrap();
+        response.into_body().collect().await.unwrap();
+        // Written, the recorder goes back to this thread for the next one.
+        emitter.flush();
+    }
+    let lines = captured.json_lines();
+    assert_eq!(lines.len(), 5);
+    for (i, line) in lines.iter().enumerate() {
+        // Every count field of the line: phases, store methods, timers.
+        let counts: Vec<(&str, u64)> = line
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k.ends_with("_n"))
+            .map(|(k, v)| (k.as_str(), v.as_u64().unwrap()))
+            .collect();
+        let (expected, store_calls) = match i {
+            1 | 4 => (vec![("phase_check_n", 1), ("phase_serialize_n", 1)], 0),
+            _ => (
+                vec![
+                    ("phase_load_n", 1),
+                    ("phase_serialize_n", 1),
+                    ("render_footer_n", 1),
+                    ("store_GetUser_n", 1),
+                ],
+                1,
+            ),
+        };
+        assert_eq!(counts, expected, "line {i}: {line}");
+        assert_eq!(line["authz_store_calls"], store_calls, "line {i}: {line}");
     }
 }
 

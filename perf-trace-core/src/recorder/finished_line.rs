@@ -1,0 +1,390 @@
+//! A finished request's recorder read in place for its line: the fields
+//! the renderer asks for, key by key, straight from the tables, with none
+//! of a [`Snapshot`](crate::Snapshot)'s lists built. The line of every
+//! request that has no exit is rendered this way.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use super::{each_stat, Inner, Recorder, RequestEnd, Table, ALL};
+use crate::clock;
+use crate::keys::{Groups, KeySetInfo};
+use crate::line::LineSource;
+use crate::pool::DbFigures;
+use crate::snapshot::{CounterStat, Decisions, SseStage};
+
+/// A finished request's recorder, read in place for its line: what
+/// [`Recorder::snapshot_into`] would collect, handed to the renderer key by
+/// key without building the snapshot's lists.
+pub(crate) struct FinishedLine<'a> {
+    inner: &'a Inner,
+    end: RequestEnd,
+}
+
+impl Recorder {
+    /// The line of the request ended at `end`, read from the tables as it
+    /// is rendered (the same line as rendering [`snapshot_at`](Self::snapshot_at)).
+    pub(crate) fn line_at(&self, end: RequestEnd) -> FinishedLine<'_> {
+        FinishedLine {
+            inner: &self.0,
+            end,
+        }
+    }
+}
+
+impl LineSource for FinishedLine<'_> {
+    fn endpoint(&self) -> &str {
+        self.inner.schema.endpoints.names[self.inner.endpoint.load(Relaxed) as usize]
+    }
+
+    fn endpoint_is_plain(&self) -> bool {
+        true
+    }
+
+    fn elapsed(&self) -> Duration {
+        clock::ticks_to_duration(clock::span(self.inner.start_ticks, self.end.ticks))
+    }
+
+    fn phases(&self, each: impl FnMut(&'static str, u64, Duration)) {
+        let phases = &self.inner.schema.phases;
+        let touched = self.inner.touched(Table::Phases);
+        each_stat(
+            self.inner.table(Table::Phases),
+            touched,
+            phases.names,
+            phases.sorted,
+            each,
+        );
+    }
+
+    fn store_calls(&self, each: impl FnMut(&'static str, u64, Duration)) {
+        let stores = &self.inner.schema.stores;
+        let touched = self.inner.touched(Table::Stores);
+        each_stat(
+            self.inner.table(Table::Stores),
+            touched,
+            stores.names,
+            stores.sorted,
+            each,
+        );
+    }
+
+    fn store_total(&self) -> (u64, Duration) {
+        let (calls, ticks) = self.inner.store_total();
+        (calls, clock::ticks_to_duration(ticks))
+    }
+
+    fn decisions(&self) -> Decisions {
+        self.inner.decisions()
+    }
+
+    fn sse_events(&self) -> u64 {
+        self.inner.sse_events.load(Relaxed)
+    }
+
+    fn db(&self) -> Option<DbFigures> {
+        let (_, start) = self.inner.pool.as_ref()?;
+        Some(DbFigures::between(*start, self.end.pool?))
+    }
+
+    fn counters(
+        &self,
+        mut each: impl FnMut(&'static KeySetInfo, Option<&'static str>, &'static str, u64),
+    ) {
+        let inner = self.inner;
+        for (set, offset) in inner.schema.counters.iter().zip(inner.counter_offsets) {
+            let set = set.0;
+            let table = &inner.counters[offset as usize..][..set.slots()];
+            let Some(by) = set.by else {
+                for &i in set.sorted {
+                    let value = table[i as usize].load(Relaxed);
+                    if value > 0 {
+                        each(set, None, set.names[i as usize], value);
+                    }
+                }
+                continue;
+            };
+            // A paired set's order is that of `<by>_<name>`, which nesting
+            // the two sets' orders does not give (`a_x` sorts after
+            // `a_b_y`): its non-zero slots, a handful, are sorted here, on
+            // the stack unless there are many.
+            let width = set.names.len();
+            let names = |slot: u16| {
+                let slot = usize::from(slot);
+                (by.names[slot / width], set.names[slot % width])
+            };
+            // Slot numbers fit: a set has at most 64 keys, by at most 64.
+            let mut few = [0u16; 32];
+            let mut found = 0;
+            let mut many = Vec::new();
+            for (slot, value) in table.iter().enumerate() {
+                if value.load(Relaxed) == 0 {
+                    continue;
+                }
+                let slot = slot as u16;
+                if found < few.len() {
+                    few[found] = slot;
+                    found += 1;
+                } else {
+                    if many.is_empty() {
+                        many.extend_from_slice(&few);
+                    }
+                    many.push(slot);
+                }
+            }
+            let found = if many.is_empty() {
+                &mut few[..found]
+            } else {
+                &mut many[..]
+            };
+            if found.len() > 1 {
+                let rendered = |slot: u16| {
+                    let (by, name) = names(slot);
+                    CounterStat {
+                        by: Some(by),
+                        name,
+                        value: 0,
+                    }
+                };
+                found.sort_unstable_by(|&a, &b| {
+                    rendered(a)
+                        .rendered_bytes()
+                        .cmp(rendered(b).rendered_bytes())
+                });
+            }
+            for &mut slot in found {
+                let (by, name) = names(slot);
+                // Read again: a counter never goes back to zero, so the slot
+                // is still non-zero, and this is its latest value.
+                let value = table[usize::from(slot)].load(Relaxed);
+                each(set, Some(by), name, value);
+            }
+        }
+    }
+
+    fn timers(&self, mut each: impl FnMut(&'static KeySetInfo, &'static str, u64, Duration)) {
+        let inner = self.inner;
+        for (set, offset) in inner.schema.timers.iter().zip(inner.timer_offsets) {
+            let set = set.0;
+            let table = &inner.timers()[offset as usize..];
+            each_stat(
+                table,
+                ALL,
+                set.names,
+                set.sorted,
+                |name, count, duration| each(set, name, count, duration),
+            );
+        }
+    }
+
+    fn sse_stage(&self) -> Option<SseStage> {
+        self.inner.stream.load(Relaxed).then_some(SseStage::Close)
+    }
+
+    fn method(&self) -> &str {
+        self.inner.method
+    }
+
+    fn request_id(&self) -> &str {
+        &self.inner.request_id
+    }
+
+    fn request_id_is_plain(&self) -> bool {
+        self.inner.request_id_plain
+    }
+
+    fn groups(&self) -> Groups {
+        self.inner.schema.groups
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use std::sync::Arc;
+
+    use super::super::{Outcome, PoolFigures, PoolStats, Schema};
+    use super::*;
+    use crate::guard::TimedGuard;
+    use crate::keys::{CounterSet, TimerSet};
+    use crate::record::{
+        add_sse_events, count_n, count_n_by, mark_stream, record_decision, set_endpoint, time,
+    };
+    use crate::{KeySet, LineFormat};
+
+    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    #[key_set(phases)]
+    enum Phase {
+        Load,
+        Check,
+        Render,
+    }
+
+    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    #[key_set(store_methods)]
+    enum Method {
+        GetUser,
+        ListThings,
+        Audit,
+    }
+
+    /// Names whose `<by>_<name>` order is not the nested order of the two
+    /// sets (`a_x` sorts after `a_b_y`), and enough of them that a request
+    /// can count more than the renderer keeps on its stack.
+    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    #[key_set(endpoints)]
+    enum Endpoint {
+        #[key(default)]
+        Other,
+        #[key(rename = "a")]
+        A,
+        #[key(rename = "a_b")]
+        AB,
+        #[key(rename = "b.list")]
+        BList,
+        #[key(rename = "c")]
+        C,
+        #[key(rename = "z")]
+        Z,
+    }
+
+    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    #[key_set(counters, prefix = "cache", by = Endpoint)]
+    enum Cache {
+        X,
+        Hit,
+        Miss,
+        Y,
+    }
+
+    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    #[key_set(counters, prefix = "batch")]
+    enum Batch {
+        Size,
+        Count,
+        #[key(max)]
+        Largest,
+    }
+
+    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    #[key_set(timers, prefix = "render")]
+    enum Render {
+        Page,
+        Footer,
+        Body,
+    }
+
+    struct Full;
+
+    impl Schema for Full {
+        type Phase = Phase;
+        type StoreMethod = Method;
+        type Endpoint = Endpoint;
+        const COUNTERS: &'static [CounterSet] =
+            &[CounterSet::of::<Cache>(), CounterSet::of::<Batch>()];
+        const TIMERS: &'static [TimerSet] = &[TimerSet::of::<Render>()];
+    }
+
+    struct FixedPool;
+
+    impl PoolStats for FixedPool {
+        fn pool_figures(&self) -> PoolFigures {
+            PoolFigures {
+                wait_count: 9,
+                wait_time: Duration::from_micros(1_234),
+                in_use: 2,
+                open: 4,
+            }
+        }
+    }
+
+    /// The line rendered from the recorder in place and the line rendered
+    /// from its snapshot at the same end.
+    fn both_lines(recorder: &Recorder) -> (String, String) {
+        let end = recorder.end_now();
+        let format = LineFormat::new("svc");
+        let mut in_place = String::new();
+        format.render_onto(&recorder.line_at(end), UNIX_EPOCH, &mut in_place);
+        let mut from_snapshot = String::new();
+        format.render(&recorder.snapshot_at(end), UNIX_EPOCH, &mut from_snapshot);
+        (in_place, from_snapshot)
+    }
+
+    #[test]
+    fn the_line_read_in_place_is_the_snapshot_s_line_byte_for_byte() {
+        let pool: Arc<dyn PoolStats> = Arc::new(FixedPool);
+        let start = PoolFigures {
+            wait_count: 1,
+            ..FixedPool.pool_figures()
+        };
+        let builder = || Recorder::builder().method("GET").pool(Arc::clone(&pool));
+        let cases = [
+            // Nothing recorded, a request id that must be escaped, a pool.
+            builder().request_id("odd \"id\"\n").build::<Full>(),
+            // Everything, the layer's kind of id, the pool from a baseline.
+            builder()
+                .request_id("0b9e5f8a-3c1d-4e2f-9a7b-6c5d4e3f2a1b")
+                .pool_since(start)
+                .build::<Full>(),
+            // A few keys, no id, no pool.
+            Recorder::builder().method("PUT").build::<Full>(),
+        ];
+        for (i, recorder) in cases.iter().enumerate() {
+            recorder.in_scope(|| {
+                if i == 0 {
+                    return;
+                }
+                set_endpoint(Endpoint::AB);
+                drop(TimedGuard::phase(Phase::Render));
+                drop(TimedGuard::store_call(Method::ListThings));
+                count_n(Batch::Largest, 7);
+                count_n(Batch::Largest, 3);
+                count_n_by(Endpoint::A, Cache::X, 2);
+                time(Render::Footer, || ());
+                if i == 2 {
+                    return;
+                }
+                for (n, endpoint) in Endpoint::ALL.iter().enumerate() {
+                    for (m, outcome) in Cache::ALL.iter().enumerate() {
+                        count_n_by(*endpoint, *outcome, (n * 10 + m + 1) as u64);
+                    }
+                }
+                for phase in Phase::ALL {
+                    drop(TimedGuard::phase(*phase));
+                }
+                for method in Method::ALL {
+                    drop(TimedGuard::store_call(*method));
+                }
+                count_n(Batch::Size, 12);
+                count_n(Batch::Count, 1);
+                for timer in Render::ALL {
+                    time(*timer, || ());
+                }
+                record_decision(Outcome::Allow);
+                record_decision(Outcome::Deny);
+                record_decision(Outcome::Other);
+                add_sse_events(3);
+                mark_stream();
+            });
+            let (in_place, from_snapshot) = both_lines(recorder);
+            assert_eq!(in_place, from_snapshot, "case {i}");
+            let value: serde_json::Value = serde_json::from_str(&in_place).expect("JSON");
+            assert_eq!(value["method"], if i == 2 { "PUT" } else { "GET" });
+            if i == 1 {
+                // More non-zero counters of the paired set than the stack
+                // keeps, in the order of their rendered names.
+                let cache: Vec<&str> = value
+                    .as_object()
+                    .expect("an object")
+                    .keys()
+                    .filter_map(|k| k.strip_prefix("cache_"))
+                    .collect();
+                assert_eq!(cache.len(), Endpoint::ALL.len() * Cache::ALL.len());
+                assert!(cache.is_sorted(), "{cache:?}");
+                assert_eq!(cache[..2], ["a_b_hit", "a_b_miss"]);
+                assert_eq!(value["db_wait_count"], 8);
+            }
+        }
+    }
+}
