@@ -16,7 +16,7 @@ use crate::snapshot::{Decisions, Snapshot, SseStage};
 /// `hub.perf-trace`, headers `X-Scion-Perf-*`, request id in `X-Request-ID`);
 /// [`LineFormat::plain`] is a profile of a service's own, with headers
 /// `X-Perf-*` until [`header_prefix`](LineFormat::header_prefix) names them.
-/// Which fields a line has is the schema's business ([`Groups`](crate::keys::Groups)),
+/// Which fields a line has is the schema's business ([`Groups`]),
 /// not the profile's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineFormat {
