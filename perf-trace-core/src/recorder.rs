@@ -717,26 +717,88 @@ fn collect_counters_into(
     set: &'static KeySetInfo,
     table: &[AtomicU64],
 ) {
-    let width = set.names.len();
-    let table = &table[..set.slots()];
     values.clear();
     // A new list is sized first (growing from empty would copy it more
     // than once); a reused one (a thread's own, for its lines) keeps its room.
     if values.capacity() == 0 {
+        let table = &table[..set.slots()];
         values.reserve(table.iter().filter(|v| v.load(Relaxed) > 0).count());
     }
+    each_counter(set, table, |by, name, value| {
+        values.push(CounterStat { by, name, value })
+    });
+}
+
+/// Each non-zero counter of `set`, whose slots start `table`, in the order
+/// of its rendered name: `by` key, key, value.
+fn each_counter(
+    set: &'static KeySetInfo,
+    table: &[AtomicU64],
+    mut each: impl FnMut(Option<&'static str>, &'static str, u64),
+) {
+    let table = &table[..set.slots()];
+    let Some(by) = set.by else {
+        for &i in set.sorted {
+            let value = table[i as usize].load(Relaxed);
+            if value > 0 {
+                each(None, set.names[i as usize], value);
+            }
+        }
+        return;
+    };
+    // A paired set's order is that of `<by>_<name>`, which nesting the two
+    // sets' orders does not give (`a_x` sorts after `a_b_y`): its non-zero
+    // slots, a handful, are sorted here, on the stack unless there are many.
+    let width = set.names.len();
+    let names = |slot: u16| {
+        let slot = usize::from(slot);
+        (by.names[slot / width], set.names[slot % width])
+    };
+    // Slot numbers fit: a set has at most 64 keys, by at most 64.
+    let mut few = [0u16; 32];
+    let mut found = 0;
+    let mut many = Vec::new();
     for (slot, value) in table.iter().enumerate() {
-        let value = value.load(Relaxed);
-        if value > 0 {
-            values.push(CounterStat {
-                by: set.by.map(|by| by.names[slot / width]),
-                name: set.names[slot % width],
-                value,
-            });
+        if value.load(Relaxed) == 0 {
+            continue;
+        }
+        let slot = slot as u16;
+        if found < few.len() {
+            few[found] = slot;
+            found += 1;
+        } else {
+            if many.is_empty() {
+                many.extend_from_slice(&few);
+            }
+            many.push(slot);
         }
     }
-    if values.len() > 1 {
-        values.sort_by(|a, b| a.rendered_bytes().cmp(b.rendered_bytes()));
+    let found = if many.is_empty() {
+        &mut few[..found]
+    } else {
+        &mut many[..]
+    };
+    if found.len() > 1 {
+        let rendered = |slot: u16| {
+            let (by, name) = names(slot);
+            CounterStat {
+                by: Some(by),
+                name,
+                value: 0,
+            }
+        };
+        found.sort_unstable_by(|&a, &b| {
+            rendered(a)
+                .rendered_bytes()
+                .cmp(rendered(b).rendered_bytes())
+        });
+    }
+    for &mut slot in found {
+        let (by, name) = names(slot);
+        // Read again: a counter never goes back to zero, so the slot is
+        // still non-zero, and this is its latest value.
+        let value = table[usize::from(slot)].load(Relaxed);
+        each(Some(by), name, value);
     }
 }
 

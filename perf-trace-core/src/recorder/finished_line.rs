@@ -6,12 +6,12 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use super::{each_stat, Inner, Recorder, RequestEnd, Table, ALL};
+use super::{each_counter, each_stat, Inner, Recorder, RequestEnd, Table, ALL};
 use crate::clock;
 use crate::keys::{Groups, KeySetInfo};
 use crate::line::LineSource;
 use crate::pool::DbFigures;
-use crate::snapshot::{CounterStat, Decisions, SseStage};
+use crate::snapshot::{Decisions, SseStage};
 
 /// A finished request's recorder, read in place for its line: what
 /// [`Recorder::snapshot_into`] would collect, handed to the renderer key by
@@ -94,71 +94,8 @@ impl LineSource for FinishedLine<'_> {
         let inner = self.inner;
         for (set, offset) in inner.schema.counters.iter().zip(inner.counter_offsets) {
             let set = set.0;
-            let table = &inner.counters[offset as usize..][..set.slots()];
-            let Some(by) = set.by else {
-                for &i in set.sorted {
-                    let value = table[i as usize].load(Relaxed);
-                    if value > 0 {
-                        each(set, None, set.names[i as usize], value);
-                    }
-                }
-                continue;
-            };
-            // A paired set's order is that of `<by>_<name>`, which nesting
-            // the two sets' orders does not give (`a_x` sorts after
-            // `a_b_y`): its non-zero slots, a handful, are sorted here, on
-            // the stack unless there are many.
-            let width = set.names.len();
-            let names = |slot: u16| {
-                let slot = usize::from(slot);
-                (by.names[slot / width], set.names[slot % width])
-            };
-            // Slot numbers fit: a set has at most 64 keys, by at most 64.
-            let mut few = [0u16; 32];
-            let mut found = 0;
-            let mut many = Vec::new();
-            for (slot, value) in table.iter().enumerate() {
-                if value.load(Relaxed) == 0 {
-                    continue;
-                }
-                let slot = slot as u16;
-                if found < few.len() {
-                    few[found] = slot;
-                    found += 1;
-                } else {
-                    if many.is_empty() {
-                        many.extend_from_slice(&few);
-                    }
-                    many.push(slot);
-                }
-            }
-            let found = if many.is_empty() {
-                &mut few[..found]
-            } else {
-                &mut many[..]
-            };
-            if found.len() > 1 {
-                let rendered = |slot: u16| {
-                    let (by, name) = names(slot);
-                    CounterStat {
-                        by: Some(by),
-                        name,
-                        value: 0,
-                    }
-                };
-                found.sort_unstable_by(|&a, &b| {
-                    rendered(a)
-                        .rendered_bytes()
-                        .cmp(rendered(b).rendered_bytes())
-                });
-            }
-            for &mut slot in found {
-                let (by, name) = names(slot);
-                // Read again: a counter never goes back to zero, so the slot
-                // is still non-zero, and this is its latest value.
-                let value = table[usize::from(slot)].load(Relaxed);
-                each(set, Some(by), name, value);
-            }
+            let table = &inner.counters[offset as usize..];
+            each_counter(set, table, |by, name, value| each(set, by, name, value));
         }
     }
 
