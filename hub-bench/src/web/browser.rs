@@ -2,21 +2,22 @@
 //! through its `chromedriver` with [`fantoccini`], so nothing is downloaded
 //! at run time and the browser is the one the system keeps patched.
 //!
-//! Each [`Browser`] starts its own `chromedriver` on a free loopback port and
-//! one session with a fresh profile directory, and stops both when dropped.
+//! Each [`Browser`] starts its own `chromedriver` on a free loopback port
+//! ([`Chromedriver`]) and one session with a fresh profile directory, and
+//! stops both when dropped, the browser's processes included.
 //! Chromium Developer Tools Protocol commands (CPU throttling) go through
 //! chromedriver's `goog/cdp/execute`, and the network events the benchmark
 //! joins to the Hub's log come from its performance log.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, Context};
 use fantoccini::wd::{Capabilities, TimeoutConfiguration, WebDriverCompatibleCommand};
 use fantoccini::{Client, ClientBuilder};
 use serde_json::{json, Value};
+
+use super::driver::Chromedriver;
 
 /// The flags Chromium needs to run headless as root in a container, and to
 /// stay off the network on its own.
@@ -103,31 +104,9 @@ impl BrowserPaths {
 /// A chromedriver process and one WebDriver session of headless Chromium.
 pub struct Browser {
     client: Option<Client>,
-    driver: Child,
+    /// Dropped after the client: ends the driver and the browser.
+    driver: Chromedriver,
     _profile: tempfile::TempDir,
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-async fn wait_for_driver(base: &str, driver: &mut Child) -> anyhow::Result<()> {
-    let http = reqwest::Client::new();
-    let until = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = driver.try_wait()? {
-            bail!("chromedriver exited at start ({status})");
-        }
-        if let Ok(reply) = http.get(format!("{base}/status")).send().await {
-            if reply.status().is_success() {
-                return Ok(());
-            }
-        }
-        if Instant::now() >= until {
-            bail!("chromedriver did not answer on {base} within 20 s");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 impl Browser {
@@ -140,28 +119,14 @@ impl Browser {
             .prefix("hub-bench-chromium-")
             .tempdir()
             .context("create the browser profile directory")?;
-        let port = free_port()?;
-        let mut driver = Command::new(&paths.chromedriver)
-            .arg(format!("--port={port}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("start {}", paths.chromedriver.display()))?;
-        let base = format!("http://127.0.0.1:{port}");
-        if let Err(e) = wait_for_driver(&base, &mut driver).await {
-            let _ = driver.kill();
-            let _ = driver.wait();
-            return Err(e);
-        }
         let mut browser = Browser {
             client: None,
-            driver,
+            driver: Chromedriver::start(&paths.chromedriver).await?,
             _profile: profile,
         };
         let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
             .capabilities(capabilities(&paths.chromium, browser._profile.path()))
-            .connect(&base)
+            .connect(browser.driver.url())
             .await
             .map_err(|e| anyhow!("start a Chromium session: {e}"))?;
         client
@@ -219,13 +184,6 @@ impl Browser {
         if let Some(client) = self.client.take() {
             let _ = client.close().await;
         }
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
     }
 }
 

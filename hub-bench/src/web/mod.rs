@@ -4,9 +4,11 @@
 //! - [`browser`]: headless Chromium through chromedriver, one fresh profile
 //!   per [`browser::Browser`], and the one-line skip of a browser test on a
 //!   machine without Chromium (never with `CI=true`).
+//! - [`driver`]: a chromedriver and the browsers it starts, in a process
+//!   group of their own, ended together when dropped.
 //! - [`hub`]: a Hub with its web client served in this process.
 //! - [`page`]: the pages' paths, the DOM markers and the scripts run in them.
-//! - [`bench`]: the scenarios, their statistics and the join to the Hub's log.
+//! - [`mod@bench`]: the scenarios, their statistics and the join to the Hub's log.
 //! - [`budget`]: the web counter budgets' measurements, the page served
 //!   with the web fixture's data.
 //! - [`report`]: the JSON report.
@@ -14,6 +16,7 @@
 pub mod bench;
 pub mod browser;
 pub mod budget;
+pub mod driver;
 pub mod hub;
 pub mod page;
 pub mod report;

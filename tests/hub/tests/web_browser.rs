@@ -20,13 +20,12 @@
 
 mod hub_support;
 
-use std::net::{SocketAddr, TcpListener as StdListener};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::wd::WebDriverCompatibleCommand;
 use fantoccini::{Client, ClientBuilder, Locator};
+use hub_bench::web::driver::Chromedriver;
 use hub_example::api::profiling::{readiness_marks, set_readiness_marks};
 use hub_example::settings::Settings;
 use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
@@ -116,19 +115,12 @@ impl WebDriverCompatibleCommand for DevTools {
     }
 }
 
-/// Headless Chromium and the chromedriver process that drives it.
+/// Headless Chromium and the chromedriver process that drives it; dropping
+/// it ends the driver and every process of the browser.
 struct Browser {
     client: Client,
-    driver: Child,
+    driver: Chromedriver,
     _profile: tempfile::TempDir,
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        // The driver is ours; ending it ends its browser too.
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
-    }
 }
 
 /// The browser and driver, when installed; `None` (after one line saying
@@ -161,34 +153,13 @@ fn installed_browser(test: &str) -> Option<(PathBuf, PathBuf)> {
     None
 }
 
-fn free_port() -> u16 {
-    StdListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Browser {
     async fn start(test: &str) -> Option<Browser> {
         let (chromium, driver_path) = installed_browser(test)?;
-        let port = free_port();
-        let driver = Command::new(&driver_path)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
+        let driver = Chromedriver::start(&driver_path)
+            .await
             .expect("chromedriver starts");
         let profile = tempfile::tempdir().unwrap();
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let started = Instant::now();
-        while std::net::TcpStream::connect(addr).is_err() {
-            assert!(
-                started.elapsed() < STEP_TIMEOUT,
-                "chromedriver did not start"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
         let args = [
             "--headless".to_owned(),
             "--no-sandbox".into(),
@@ -208,7 +179,7 @@ impl Browser {
         );
         let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
             .capabilities(caps)
-            .connect(&format!("http://{addr}"))
+            .connect(driver.url())
             .await
             .expect("a Chromium session");
         Some(Browser {
@@ -377,6 +348,72 @@ fn checked(marks: &[Value], view_of: impl Fn(&str) -> &'static str) -> Vec<Strin
     }
     names.sort();
     names
+}
+
+/// The processes of process group `group` that have not exited (a zombie
+/// waiting to be reaped does not count), as pid and name.
+#[cfg(target_os = "linux")]
+fn live_processes_in_group(group: u32) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        // A process may end while it is read.
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (name) state ppid pgrp ...`, where the name may hold spaces
+        // and parentheses.
+        let Some((name, rest)) = stat
+            .split_once(" (")
+            .and_then(|(_, after)| after.rsplit_once(") "))
+        else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<u32>().ok());
+        if pgrp == Some(group) && state != Some("Z") {
+            found.push((pid, name.to_owned()));
+        }
+    }
+    found
+}
+
+/// Dropping a browser ends its driver and every process of the Chromium it
+/// started: killing the driver alone left Chromium running, reparented,
+/// after every test run.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_browser_leaves_no_process_behind() {
+    let Some(browser) = Browser::start("a_dropped_browser_leaves_no_process_behind").await else {
+        return;
+    };
+    browser
+        .client
+        .goto("about:blank")
+        .await
+        .expect("a blank page loads");
+    let group = browser.driver.process_group();
+    let running = live_processes_in_group(group);
+    assert!(
+        running.iter().any(|(_, name)| name.starts_with("chromium")),
+        "the browser runs in the driver's group: {running:?}"
+    );
+    drop(browser);
+    let dropped = Instant::now();
+    loop {
+        let left = live_processes_in_group(group);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            dropped.elapsed() < STEP_TIMEOUT,
+            "still running after the browser was dropped: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
