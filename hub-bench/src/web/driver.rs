@@ -4,11 +4,13 @@
 //! renderer, GPU and utility processes of its own. Killing chromedriver alone
 //! leaves that browser running, reparented, for as long as the machine runs
 //! (a WebDriver session ended with `close` quits it, but a panic or an error
-//! on the way skips that). So the driver runs in a process group of its own,
-//! which its browsers inherit, and dropping a [`Chromedriver`] kills the
-//! whole group.
+//! on the way skips that). So dropping a [`Chromedriver`] first asks it to
+//! shut down (it quits its browsers, which then remove their temporary
+//! files), and then kills its process group, which the browsers inherit,
+//! for whatever did not end.
 
-use std::net::TcpListener;
+use std::io::Write as _;
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -18,11 +20,16 @@ use anyhow::{bail, Context};
 /// How long chromedriver may take to answer on its port.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// How long a dropped driver is given to quit its browsers and exit before
+/// its process group is killed.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
+
 /// A running chromedriver on a loopback port, in a process group of its
 /// own: dropping it ends the driver and every browser it started.
 #[derive(Debug)]
 pub struct Chromedriver {
     child: Child,
+    addr: SocketAddr,
     url: String,
     /// The driver exited (and was reaped) before it answered: its process
     /// group id may since name another group, which is then left alone.
@@ -53,9 +60,11 @@ impl Chromedriver {
         let child = command
             .spawn()
             .with_context(|| format!("start {}", path.display()))?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let mut driver = Chromedriver {
             child,
-            url: format!("http://127.0.0.1:{port}"),
+            addr,
+            url: format!("http://{addr}"),
             reaped: false,
         };
         // On an error the driver is dropped here, which ends it.
@@ -96,18 +105,70 @@ impl Chromedriver {
     pub fn process_group(&self) -> u32 {
         self.child.id()
     }
+
+    /// Asks the driver to end its sessions and exit (its `/shutdown`), which
+    /// quits each browser cleanly, and waits for the answer, at most
+    /// [`SHUTDOWN_WAIT`] for each step. Blocking: it runs in `drop`.
+    fn request_shutdown(&self) {
+        let Ok(mut stream) = TcpStream::connect_timeout(&self.addr, SHUTDOWN_WAIT) else {
+            return;
+        };
+        let _ = stream.set_read_timeout(Some(SHUTDOWN_WAIT));
+        let _ = stream.set_write_timeout(Some(SHUTDOWN_WAIT));
+        let request = format!(
+            "GET /shutdown HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.addr
+        );
+        if stream.write_all(request.as_bytes()).is_ok() {
+            // The answer comes once the sessions have ended.
+            let _ = std::io::copy(&mut stream, &mut std::io::sink());
+        }
+    }
+
+    /// Waits up to [`SHUTDOWN_WAIT`] for the driver to exit, without reaping
+    /// it: while it is unreaped its process group id stays its own.
+    #[cfg(unix)]
+    fn wait_for_exit_unreaped(&self) {
+        let pid: libc::id_t = self.child.id();
+        let until = Instant::now() + SHUTDOWN_WAIT;
+        while Instant::now() < until {
+            // SAFETY: a zeroed siginfo_t is a valid value for waitid to fill.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            // SAFETY: waitid writes only into `info`; WNOWAIT leaves the
+            // child unreaped and WNOHANG returns at once.
+            let done = unsafe {
+                libc::waitid(
+                    libc::P_PID,
+                    pid,
+                    &mut info,
+                    libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+                )
+            };
+            // SAFETY: `si_pid` is set by waitid when a child has exited, and
+            // left zero otherwise.
+            if done != 0 || unsafe { info.si_pid() } != 0 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
 
 impl Drop for Chromedriver {
     fn drop(&mut self) {
-        #[cfg(unix)]
         if !self.reaped {
-            if let Ok(group) = libc::pid_t::try_from(self.child.id()) {
-                // SAFETY: kill(2) only sends a signal; a negative pid names
-                // the process group the driver leads, which cannot have been
-                // reused while the driver is unreaped (it is reaped below).
-                unsafe {
-                    libc::kill(-group, libc::SIGKILL);
+            self.request_shutdown();
+            #[cfg(unix)]
+            {
+                self.wait_for_exit_unreaped();
+                if let Ok(group) = libc::pid_t::try_from(self.child.id()) {
+                    // SAFETY: kill(2) only sends a signal; a negative pid
+                    // names the process group the driver leads, which cannot
+                    // have been reused while the driver is unreaped (it is
+                    // reaped below).
+                    unsafe {
+                        libc::kill(-group, libc::SIGKILL);
+                    }
                 }
             }
         }
