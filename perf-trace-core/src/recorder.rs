@@ -120,6 +120,23 @@ impl Inner {
         self.touched[table as usize].load(Relaxed)
     }
 
+    /// Each key of `table` added to at least once, in name order: name,
+    /// count, time.
+    #[inline]
+    fn each_touched(&self, table: Table, each: impl FnMut(&'static str, u64, Duration)) {
+        let set = match table {
+            Table::Phases => &self.schema.phases,
+            Table::Stores => &self.schema.stores,
+        };
+        each_stat(
+            self.table(table),
+            self.touched(table),
+            set.names,
+            set.sorted,
+            each,
+        );
+    }
+
     #[inline(always)]
     pub(crate) fn table(&self, table: Table) -> &[Stat] {
         match table {
@@ -814,7 +831,7 @@ fn collect_into(
     // As in `collect_counters_into`: a new list is sized first (growing
     // from empty would copy it more than once).
     if stats.capacity() == 0 {
-        stats.reserve(touched.count_ones() as usize);
+        stats.reserve((touched.count_ones() as usize).min(sorted.len()));
     }
     each_stat(table, touched, names, sorted, |name, count, duration| {
         stats.push(KeyStat {

@@ -126,7 +126,7 @@ impl Browser {
         };
         let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
             .capabilities(capabilities(&paths.chromium, browser._profile.path()))
-            .connect(browser.driver.url())
+            .connect(&browser.driver.url())
             .await
             .map_err(|e| anyhow!("start a Chromium session: {e}"))?;
         client

@@ -30,7 +30,6 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
 pub struct Chromedriver {
     child: Child,
     addr: SocketAddr,
-    url: String,
     /// The driver exited (and was reaped) before it answered: its process
     /// group id may since name another group, which is then left alone.
     reaped: bool,
@@ -64,7 +63,6 @@ impl Chromedriver {
         let mut driver = Chromedriver {
             child,
             addr,
-            url: format!("http://{addr}"),
             reaped: false,
         };
         // On an error the driver is dropped here, which ends it.
@@ -80,7 +78,7 @@ impl Chromedriver {
                 self.reaped = true;
                 bail!("chromedriver exited at start ({status})");
             }
-            if let Ok(reply) = http.get(format!("{}/status", self.url)).send().await {
+            if let Ok(reply) = http.get(format!("{}/status", self.url())).send().await {
                 if reply.status().is_success() {
                     return Ok(());
                 }
@@ -88,7 +86,7 @@ impl Chromedriver {
             if Instant::now() >= until {
                 bail!(
                     "chromedriver did not answer on {} within {} s",
-                    self.url,
+                    self.url(),
                     START_TIMEOUT.as_secs()
                 );
             }
@@ -97,8 +95,8 @@ impl Chromedriver {
     }
 
     /// The driver's base URL, `http://127.0.0.1:<port>`.
-    pub fn url(&self) -> &str {
-        &self.url
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
     }
 
     /// The id of the driver's process group, which its browsers share.

@@ -46,27 +46,11 @@ impl LineSource for FinishedLine<'_> {
     }
 
     fn phases(&self, each: impl FnMut(&'static str, u64, Duration)) {
-        let phases = &self.inner.schema.phases;
-        let touched = self.inner.touched(Table::Phases);
-        each_stat(
-            self.inner.table(Table::Phases),
-            touched,
-            phases.names,
-            phases.sorted,
-            each,
-        );
+        self.inner.each_touched(Table::Phases, each);
     }
 
     fn store_calls(&self, each: impl FnMut(&'static str, u64, Duration)) {
-        let stores = &self.inner.schema.stores;
-        let touched = self.inner.touched(Table::Stores);
-        each_stat(
-            self.inner.table(Table::Stores),
-            touched,
-            stores.names,
-            stores.sorted,
-            each,
-        );
+        self.inner.each_touched(Table::Stores, each);
     }
 
     fn store_total(&self) -> (u64, Duration) {

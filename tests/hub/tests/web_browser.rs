@@ -179,7 +179,7 @@ impl Browser {
         );
         let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
             .capabilities(caps)
-            .connect(driver.url())
+            .connect(&driver.url())
             .await
             .expect("a Chromium session");
         Some(Browser {
