@@ -23,7 +23,8 @@
 # every round: both then meet the same machine at the same moment, and
 # neither gains from the other's slow second (each side then has half the
 # machine, so its requests per second are about half the alternating
-# runs'). The rows are read the same way.
+# runs'). Which side starts first, on the first port, flips every round
+# too. The rows are read the same way.
 #
 # Settings (environment): ROUNDS (3), DURATION (10s), WARMUP (5s), USERS (300), AGENTS (100), PAIRED (0),
 # PORT (19821), OUT_DIR (a new temporary folder, kept: databases, logs,
@@ -121,13 +122,25 @@ run() {
   reset_run_db "$name"
 }
 
-# Both sides of round $1 at once, for $2 (PAIRED=1).
+# Both sides of round $1 at once, for $2 (PAIRED=1), the traced side
+# first when $3 is odd. The side started first, on the first port and
+# loaded by the client started first, swaps every round: the two places
+# are not equal (in one set of runs the second did about 3 % better
+# whatever it served).
 run_paired() {
-  local round=$1 duration=$2 pids=() pid
-  start_hub true "load-$round-on" "$PORT"
-  start_hub false "load-$round-off" "$((PORT + 1))"
-  load_hub "$PORT" "$((USERS / 2))" "$duration" "load-$round-on" & pids+=($!)
-  load_hub "$((PORT + 1))" "$((USERS / 2))" "$duration" "load-$round-off" & pids+=($!)
+  local round=$1 duration=$2 pids=() pid sides=(on off) side port trace
+  (($3 % 2 == 1)) || sides=(off on)
+  port=$PORT
+  for side in "${sides[@]}"; do
+    [[ $side == on ]] && trace=true || trace=false
+    start_hub "$trace" "load-$round-$side" "$port"
+    port=$((port + 1))
+  done
+  port=$PORT
+  for side in "${sides[@]}"; do
+    load_hub "$port" "$((USERS / 2))" "$duration" "load-$round-$side" & pids+=($!)
+    port=$((port + 1))
+  done
   for pid in "${pids[@]}"; do
     wait "$pid" || { echo "a load client failed: see $OUT/load-$round-*.txt" >&2; exit 1; }
   done
@@ -140,14 +153,14 @@ if [[ $WARMUP != 0 && $PAIRED == 0 ]]; then
   run true warmup-on "$WARMUP"
   run false warmup-off "$WARMUP"
 elif [[ $WARMUP != 0 ]]; then
-  run_paired warmup "$WARMUP"
+  run_paired warmup "$WARMUP" 1
   rm -f "$OUT"/load-warmup-*.json
 fi
 
 printf '%-5s  %-7s  %9s  %8s  %7s  %7s  %7s  %10s\n' round tracing requests rps p50_ms p95_ms p99_ms unexpected
 for round in $(seq 1 "$ROUNDS"); do
   if ((round % 2 == 1)); then order=(on off); else order=(off on); fi
-  [[ $PAIRED == 1 ]] && run_paired "$round" "$DURATION"
+  [[ $PAIRED == 1 ]] && run_paired "$round" "$DURATION" "$round"
   for side in "${order[@]}"; do
     [[ $side == on ]] && trace=true || trace=false
     [[ $PAIRED == 0 ]] && run "$trace" "load-$round-$side" "$DURATION"

@@ -77,5 +77,6 @@ pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) 
 /// Read there rather than by a layer of its own: axum clones a route's
 /// layered service for every request, one boxed service per layer.
 pub fn pool_baseline(db: &Db) -> PoolBaseline {
-    PoolBaseline(db.pool_figures())
+    // Only its wait figures are read: `in_use` and `open` are the end's.
+    PoolBaseline(db.pool_wait_figures())
 }

@@ -307,7 +307,11 @@ impl LineFormat {
             out.push('"');
         }
         out.push_str(",\"method\":");
-        push_json_string(out, line.method());
+        if line.method_is_plain() {
+            push_plain_json_string(out, line.method());
+        } else {
+            push_json_string(out, line.method());
+        }
         let request_id = line.request_id();
         if !request_id.is_empty() {
             out.push_str(",\"request_id\":");
@@ -350,6 +354,8 @@ pub(crate) trait LineSource {
     fn timers(&self, each: impl FnMut(&'static KeySetInfo, &'static str, u64, Duration));
     fn sse_stage(&self) -> Option<SseStage>;
     fn method(&self) -> &str;
+    /// Whether the method is known to need no escaping (one the layer named).
+    fn method_is_plain(&self) -> bool;
     fn request_id(&self) -> &str;
     /// Whether the request id is known to need no escaping (one the layer drew).
     fn request_id_is_plain(&self) -> bool;
@@ -423,6 +429,10 @@ impl LineSource for Snapshot {
 
     fn method(&self) -> &str {
         self.method
+    }
+
+    fn method_is_plain(&self) -> bool {
+        false
     }
 
     fn request_id(&self) -> &str {

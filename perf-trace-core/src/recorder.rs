@@ -89,6 +89,9 @@ pub(crate) struct Inner {
     stream: AtomicBool,
     start_ticks: u64,
     method: &'static str,
+    /// Whether `method` needs no escaping in the line: checked once as it
+    /// is set (the layer's methods, a fixed list, need none).
+    method_plain: bool,
     request_id: String,
     /// Whether `request_id` needs no escaping in the line, checked once as
     /// it is set (the layer's ids need none).
@@ -402,6 +405,7 @@ impl RecorderBuilder {
             stream: AtomicBool::new(false),
             start_ticks: clock::now(),
             method: self.method,
+            method_plain: !needs_escape(self.method),
             request_id_plain: !needs_escape(&self.request_id),
             request_id: self.request_id,
             pool,
@@ -464,6 +468,9 @@ impl Recorder {
         *inner.discarded.get_mut() = false;
         *inner.stream.get_mut() = false;
         inner.method = start.method;
+        // The layer's methods are `method_name`'s, none of which needs escaping.
+        debug_assert!(!needs_escape(start.method));
+        inner.method_plain = true;
         inner.request_id.clear();
         inner.request_id.push_str(start.request_id);
         // The layer's id is a UUID: hex digits and hyphens.
@@ -514,13 +521,19 @@ impl Recorder {
     /// figures are read. The line's snapshot can then be taken later, on
     /// another thread ([`snapshot_at`](Self::snapshot_at)).
     pub(crate) fn end_now(&self) -> RequestEnd {
+        self.end_at(clock::now())
+    }
+
+    /// Where the request ended, at `ticks` (a reading of the request clock
+    /// just taken), and the pool's figures now.
+    pub(crate) fn end_at(&self, ticks: u64) -> RequestEnd {
         let inner = &*self.0;
         // What this thread recorded in the scope it is in now counts too.
         if std::ptr::eq(crate::scope::current_ptr(), inner) {
             crate::pending::flush(inner);
         }
         RequestEnd {
-            ticks: clock::now(),
+            ticks,
             pool: inner.pool.as_ref().map(|(pool, _)| pool.pool_figures()),
         }
     }

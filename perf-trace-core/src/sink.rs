@@ -391,9 +391,10 @@ impl Emitter {
     /// Ends `recorder`'s request: renders and writes (or buffers) its line,
     /// straight from the recorder's tables when no exit reads the request,
     /// else from a snapshot that is then handed to the exits; then keeps
-    /// the recorder for this thread's next request.
-    pub(crate) fn finish(&self, recorder: Recorder, facts: RequestFacts) {
-        let end = recorder.end_now();
+    /// the recorder for this thread's next request. `end_ticks` is the
+    /// request clock's reading as the request ended.
+    pub(crate) fn finish(&self, recorder: Recorder, facts: RequestFacts, end_ticks: u64) {
+        let end = recorder.end_at(end_ticks);
         let time = SystemTime::now();
         if self.exits.is_none() {
             // Nothing but the line reads the request: it is rendered from

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crossbeam_utils::CachePadded;
 use perf_trace_core::pool::{PoolFigures, PoolStats};
 use r2d2::PooledConnection;
 use r2d2_sqlite::SqliteConnectionManager;
@@ -118,11 +119,17 @@ impl Default for PoolOptions {
 /// threads, against as many blocking threads as the runtime runs.
 #[derive(Debug, Default)]
 struct SqliteFigures {
-    /// Checkouts that found no idle connection, and their total time.
+    /// Checked out by [`Db::conn`]; given back through r2d2's checkin event.
+    /// Written by every checkout and checkin, from every thread: on a cache
+    /// line of its own (which also keeps the `Arc`'s counts off the lines
+    /// below), so that those writes do not evict the figures below from the
+    /// cache of every thread that reads them.
+    in_use: CachePadded<AtomicU64>,
+    /// Checkouts that found no idle connection, and their total time:
+    /// written only when a checkout waits, read as every traced request
+    /// starts ([`Db::pool_wait_figures`]).
     waits: AtomicU64,
     wait_nanos: AtomicU64,
-    /// Checked out by [`Db::conn`]; given back through r2d2's checkin event.
-    in_use: AtomicU64,
     /// Opened minus closed, from r2d2's acquire and release events.
     open: AtomicU64,
 }
@@ -334,6 +341,27 @@ fn has_no_write_permission(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.permissions().readonly())
 }
 
+impl Db {
+    /// The pool's wait figures alone (`in_use` and `open` zero): what a
+    /// request's wait deltas start from. On SQLite this reads no figure
+    /// that every checkout writes.
+    pub fn pool_wait_figures(&self) -> PoolFigures {
+        match &self.pool {
+            Pool::Sqlite(_, figures) => PoolFigures {
+                wait_count: figures.waits.load(Relaxed),
+                wait_time: Duration::from_nanos(figures.wait_nanos.load(Relaxed)),
+                in_use: 0,
+                open: 0,
+            },
+            Pool::Postgres(..) => PoolFigures {
+                in_use: 0,
+                open: 0,
+                ..self.pool_figures()
+            },
+        }
+    }
+}
+
 impl PoolStats for Db {
     fn pool_figures(&self) -> PoolFigures {
         match &self.pool {
@@ -433,6 +461,13 @@ mod tests {
         let figures = db.pool_figures();
         assert_eq!(figures.wait_count, 1);
         assert!(figures.wait_time >= Duration::from_millis(50));
+        // A request's baseline: the same waits, and no gauge (the line
+        // reads those at the request's end).
+        let waits = db.pool_wait_figures();
+        assert_eq!(
+            (waits.wait_count, waits.wait_time, waits.in_use, waits.open),
+            (figures.wait_count, figures.wait_time, 0, 0)
+        );
         drop(held);
         assert_eq!(db.pool_figures().in_use, 0);
         assert_eq!(db.pool_figures().open, 1);
@@ -481,6 +516,11 @@ mod tests {
             (1, 0, 1)
         );
         assert!(figures.wait_time >= Duration::from_millis(5), "{figures:?}");
+        let waits = db.pool_wait_figures();
+        assert_eq!(
+            (waits.wait_count, waits.wait_time, waits.in_use, waits.open),
+            (1, figures.wait_time, 0, 0)
+        );
 
         // A checkout that times out waited too, and is a 503.
         let short = Db::open_postgres(

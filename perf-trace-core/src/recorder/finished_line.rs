@@ -106,6 +106,10 @@ impl LineSource for FinishedLine<'_> {
         self.inner.method
     }
 
+    fn method_is_plain(&self) -> bool {
+        self.inner.method_plain
+    }
+
     fn request_id(&self) -> &str {
         &self.inner.request_id
     }
