@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use fantoccini::wd::WebDriverCompatibleCommand;
 use fantoccini::{Client, ClientBuilder, Locator};
+use hub_bench::web::browser::{CHROMIUM_FLAGS, WINDOW_SIZE};
 use hub_bench::web::driver::Chromedriver;
 use hub_example::api::profiling::{readiness_marks, set_readiness_marks};
 use hub_example::settings::Settings;
@@ -160,18 +161,18 @@ impl Browser {
             .await
             .expect("chromedriver starts");
         let profile = tempfile::tempdir().unwrap();
-        let args = [
-            "--headless".to_owned(),
-            "--no-sandbox".into(),
-            "--disable-gpu".into(),
-            "--disable-background-networking".into(),
-            "--disable-component-update".into(),
-            "--disable-sync".into(),
-            "--no-first-run".into(),
-            "--disable-dev-shm-usage".into(),
-            "--window-size=1280,900".into(),
-            format!("--user-data-dir={}", profile.path().display()),
-        ];
+        // The benchmark's flags and window, and shared memory in /tmp
+        // rather than a container's small /dev/shm.
+        let (width, height) = WINDOW_SIZE;
+        let args: Vec<String> = CHROMIUM_FLAGS
+            .iter()
+            .map(|flag| flag.to_string())
+            .chain([
+                "--disable-dev-shm-usage".to_owned(),
+                format!("--window-size={width},{height}"),
+                format!("--user-data-dir={}", profile.path().display()),
+            ])
+            .collect();
         let mut caps = serde_json::Map::new();
         caps.insert(
             "goog:chromeOptions".into(),
