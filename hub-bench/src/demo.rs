@@ -297,7 +297,8 @@ pub fn seeded_hub_writing_every(
 ) -> anyhow::Result<Hub> {
     let db = open_for_serving(db_path, true)?;
     let log = File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;
-    let log = std::io::BufWriter::with_capacity(perf_trace_core::LineSink::BUFFER_BYTES, log);
+    // Unbuffered, as the Hub's standard output (`hub_example::log::stdout_writer`):
+    // the perf_trace lines come in batches.
     let writer: SharedWriter = Arc::new(Mutex::new(Box::new(log)));
     Ok(Hub::with_exits(
         db,

@@ -21,16 +21,14 @@ pub const COMPONENT: &str = "scion-hub";
 /// A shared writer of whole lines.
 pub type SharedWriter = Arc<Mutex<Box<dyn Write + Send>>>;
 
-/// Makes a [`SharedWriter`] for standard output, through a buffer: the
-/// Hub's own lines flush it as they are written, the perf_trace lines are
-/// written out with them or by the sink's flushing thread
-/// ([`crate::perf::LINE_FLUSH_INTERVAL`]), so a traced request makes no
-/// system call of its own for its line.
+/// Makes a [`SharedWriter`] for standard output, with no buffer of its
+/// own: the perf_trace lines come in batches, each thread's written by the
+/// emitter's thread every [`crate::perf::LINE_FLUSH_INTERVAL`] (so a traced
+/// request makes no system call of its own for its line), and the Hub's own
+/// lines are flushed one by one as they are written. A buffer here only
+/// copied each batch that did not fill it before writing it out.
 pub fn stdout_writer() -> SharedWriter {
-    Arc::new(Mutex::new(Box::new(std::io::BufWriter::with_capacity(
-        perf_trace_core::LineSink::BUFFER_BYTES,
-        std::io::stdout(),
-    ))))
+    Arc::new(Mutex::new(Box::new(std::io::stdout())))
 }
 
 /// A severity.

@@ -51,10 +51,10 @@ pub const LINE_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
 /// standard error, shared with the logger's own report (the destination is
 /// the same, so one report covers both). The sink takes the logger's own
 /// lock once per line (once per batch when lines are buffered by their
-/// threads), and flushes it every [`LINE_FLUSH_INTERVAL`] (or the buffers'
-/// interval) rather than after each line: where the logger buffers
-/// (standard output, [`crate::log::stdout_writer`]), a line is a copy, not
-/// a system call. `exits` (metrics, OTLP export, tail sampling, lines
+/// threads, as `hub-example serve`'s are), and flushes it every
+/// [`LINE_FLUSH_INTERVAL`] (or the buffers' interval) rather than after
+/// each line: where the logger buffers, a line is a copy, not a system
+/// call. `exits` (metrics, OTLP export, tail sampling, lines
 /// buffered by their threads) are put on the emitter;
 /// `HubExits::default()` adds none.
 pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) -> HubTraceLayer {

@@ -7,9 +7,9 @@
 //!
 //! No request thread waits on a write: a buffer past [`CHUNK_BYTES`] is
 //! handed to the emitter's thread as a chunk, whole, and that thread writes
-//! the chunks as they come and every buffer every interval, taking each
-//! buffer's lines out under its lock and writing them with no buffer's lock
-//! held. (Writing under the buffer's lock, as a first version did, parked
+//! every buffer, chunks first, every interval (and at once when a thread
+//! has [`WAKE_AT_CHUNKS`] chunks waiting), taking each buffer's lines out
+//! under its lock and writing them with no buffer's lock held. (Writing under the buffer's lock, as a first version did, parked
 //! the buffer's thread at its next line for as long as the write took.)
 //!
 //! Nothing is dropped: [`Background::flush`] writes every buffer out, and
@@ -43,6 +43,13 @@ const BUFFER_CAPACITY: usize = CHUNK_BYTES + 4096;
 /// writes them itself: a sink slower than the lines then slows the threads
 /// that make them rather than the memory growing.
 const QUEUED_CHUNKS_MAX: usize = 8;
+
+/// Chunks a thread may have waiting before it wakes the emitter's thread
+/// to write them before its next round. Fewer wait for that round: waking
+/// a thread on another core costs a system call and, under a hypervisor,
+/// an interrupt between cores, which, once a chunk, cost more than a
+/// tenth of the lines' own cost.
+const WAKE_AT_CHUNKS: usize = QUEUED_CHUNKS_MAX / 2;
 
 /// Emptied buffers kept for the next chunks, so that handing a chunk over
 /// allocates nothing.
@@ -146,10 +153,14 @@ impl Buffers {
             }
             let chunk = self.take_current(&mut buffer);
             buffer.chunks.push(chunk);
-            let backed_up = buffer.chunks.len() > QUEUED_CHUNKS_MAX;
+            let queued = buffer.chunks.len();
             drop(buffer);
-            if backed_up {
+            if queued > QUEUED_CHUNKS_MAX {
                 return Pushed::BackedUp(Arc::clone(shared));
+            }
+            if queued < WAKE_AT_CHUNKS {
+                // Written on the emitter's thread's next round.
+                return Pushed::Buffered;
             }
             let mut wake = self.wake.lock();
             wake.chunk_ready = true;
@@ -276,8 +287,8 @@ impl Background {
             .spawn({
                 let buffers = Arc::clone(&buffers);
                 move || {
-                    // Chunks are written as they come; every buffer, every
-                    // interval however many chunks come in between.
+                    // Every buffer every interval; the chunks of a thread
+                    // that has many waiting, when it wakes this thread.
                     let mut last_all = Instant::now();
                     loop {
                         {

@@ -3,8 +3,9 @@
 //! taken. Scaling is linear, so sums of raw ticks scale exactly like sums of
 //! nanoseconds.
 
+use std::cell::Cell;
 use std::sync::LazyLock;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 static CLOCK: LazyLock<quanta::Clock> = LazyLock::new(quanta::Clock::new);
 
@@ -43,4 +44,70 @@ pub(crate) fn span(start: u64, end: u64) -> u64 {
 /// at startup so the first request pays nothing.
 pub fn warm_up() {
     LazyLock::force(&CLOCK);
+}
+
+/// How long a thread keeps one anchor of the request clock to the system
+/// clock before it reads the system clock again.
+const ANCHOR_LIFE_NANOS: u64 = 100_000_000;
+
+thread_local! {
+    /// The system clock's time and the request clock's reading taken
+    /// together, last: `(time, ticks)`.
+    static ANCHOR: Cell<Option<(SystemTime, u64)>> = const { Cell::new(None) };
+}
+
+/// The system clock's time at request-clock reading `ticks`, a reading this
+/// thread took just now: from an anchor the thread took at most 100 ms
+/// earlier, so that a line's time costs no read of the system clock (a
+/// call into the kernel's shared page, slower than the rest of the line's
+/// fields under a hypervisor). The two clocks drift apart within an
+/// anchor's life by the system clock's adjustment rate at most: a few
+/// microseconds; a step of the system clock shows within 100 ms.
+pub(crate) fn wall_time_at(ticks: u64) -> SystemTime {
+    let anchored = ANCHOR.try_with(|anchor| {
+        if let Some((time, at)) = anchor.get() {
+            if ticks >= at {
+                let since = ticks_to_nanos(ticks - at);
+                if since < ANCHOR_LIFE_NANOS {
+                    return time + Duration::from_nanos(since);
+                }
+            }
+        }
+        let (at, time) = (now(), SystemTime::now());
+        anchor.set(Some((time, at)));
+        let before = ticks_to_duration(at.saturating_sub(ticks));
+        time.checked_sub(before).unwrap_or(time)
+    });
+    anchored.unwrap_or_else(|_| SystemTime::now())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How far apart two times are, whichever is first.
+    fn apart(a: SystemTime, b: SystemTime) -> Duration {
+        a.duration_since(b).unwrap_or_else(|e| e.duration())
+    }
+
+    #[test]
+    fn the_anchored_time_is_the_system_clock_s_time_of_the_reading() {
+        for _ in 0..1_000 {
+            let time = wall_time_at(now());
+            assert!(apart(time, SystemTime::now()) < Duration::from_secs(1));
+        }
+        // A reading older than the anchor the call takes is placed before
+        // it, not at it.
+        let earlier = now();
+        let earlier_time = SystemTime::now();
+        std::thread::sleep(Duration::from_millis(150));
+        let time = wall_time_at(earlier);
+        assert!(
+            apart(time, earlier_time) < Duration::from_millis(100),
+            "{time:?} {earlier_time:?}"
+        );
+        // And a reading within the anchor's life is placed after it.
+        let later = wall_time_at(now());
+        assert!(later >= time + Duration::from_millis(100));
+    }
 }

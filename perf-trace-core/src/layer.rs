@@ -2,6 +2,7 @@
 //! response start, the `serialize` phase over the body, and exactly one line
 //! per request, whichever way the request ends.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -10,7 +11,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue};
 use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
@@ -22,6 +23,7 @@ use crate::headers::render_headers;
 use crate::keys::{KeySet, Schema};
 use crate::pool::{PoolBaseline, PoolStats};
 use crate::recorder::{Recorder, RequestStart, Table};
+use crate::request_id;
 use crate::scope::{current, Instrumented};
 use crate::sink::Emitter;
 use crate::snapshot::SseStage;
@@ -189,11 +191,30 @@ fn request_id_header(name: &str) -> Option<HeaderName> {
     HeaderName::from_bytes(name.as_bytes()).ok()
 }
 
-/// A random (version 4) UUID, a request's id. Drawn from the thread's fast
-/// generator, seeded at random: the ids tell requests apart and guard
-/// nothing, and a cryptographic generator cost more than the rest of the id.
-fn random_uuid() -> uuid::Uuid {
-    uuid::Builder::from_random_bytes(fastrand::u128(..).to_le_bytes()).into_uuid()
+/// Room for this many request ids in each block [`id_bytes`] takes them from.
+const IDS_PER_BLOCK: usize = 64;
+
+thread_local! {
+    /// The rest of the block this thread's last request ids were copied into.
+    static ID_BLOCK: RefCell<BytesMut> = RefCell::new(BytesMut::new());
+}
+
+/// `id` as the bytes of a header value: a slice of a block this thread
+/// shares among its next requests' ids, so that a request's id costs no
+/// allocation of its own (the block is freed with its last id).
+fn id_bytes(id: &str) -> Bytes {
+    let sliced = ID_BLOCK.try_with(|block| {
+        let mut block = block.try_borrow_mut().ok()?;
+        if block.capacity() < id.len() {
+            *block = BytesMut::with_capacity(IDS_PER_BLOCK * id.len());
+        }
+        block.extend_from_slice(id.as_bytes());
+        Some(block.split().freeze())
+    });
+    sliced
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Bytes::copy_from_slice(id.as_bytes()))
 }
 
 pub(crate) fn method_name(method: &http::Method) -> &'static str {
@@ -234,8 +255,10 @@ where
         let reused = current();
         let own_id = reused.is_none();
         let recorder = reused.unwrap_or_else(|| {
-            let mut id = [0; uuid::fmt::Hyphenated::LENGTH];
-            let id = random_uuid().hyphenated().encode_lower(&mut id);
+            let id = request_id::draw();
+            debug_assert!(id.is_ascii());
+            // SAFETY: a drawn id is hex digits and hyphens, ASCII.
+            let id = unsafe { std::str::from_utf8_unchecked(&id) };
             let pool = shared.pool.as_ref().map(|pool| {
                 let baseline = request.extensions().get::<PoolBaseline>();
                 (pool, baseline.map(|PoolBaseline(start)| *start))
@@ -341,9 +364,7 @@ impl RequestTrace {
                 // SAFETY: an id the layer drew is a hyphenated UUID, hex
                 // digits and hyphens, every one valid in a header value;
                 // checking them again was a tenth of the layer's own cost.
-                Some(unsafe {
-                    HeaderValue::from_maybe_shared_unchecked(Bytes::copy_from_slice(id.as_bytes()))
-                })
+                Some(unsafe { HeaderValue::from_maybe_shared_unchecked(id_bytes(id)) })
             } else {
                 HeaderValue::from_str(id).ok()
             };
@@ -491,6 +512,22 @@ impl<B: Body> Body for TracedBody<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_id_keeps_its_own_bytes_across_the_blocks_it_is_sliced_from() {
+        let ids: Vec<String> = (0..3 * IDS_PER_BLOCK + 5)
+            .map(|_| String::from_utf8(request_id::draw().to_vec()).unwrap())
+            .collect();
+        let values: Vec<Bytes> = ids.iter().map(|id| id_bytes(id)).collect();
+        for (id, value) in ids.iter().zip(&values) {
+            assert_eq!(value.as_ref(), id.as_bytes());
+        }
+        // A shorter or longer id than the block was sized for.
+        assert_eq!(id_bytes("a").as_ref(), b"a");
+        let long = "x".repeat(200);
+        assert_eq!(id_bytes(&long).as_ref(), long.as_bytes());
+        assert_eq!(values[0].as_ref(), ids[0].as_bytes());
+    }
 
     #[test]
     fn the_request_id_header_is_the_profile_s_name_static_when_it_is_the_contract_s() {

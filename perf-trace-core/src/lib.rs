@@ -117,6 +117,8 @@ mod pending;
 pub mod pool;
 pub mod record;
 pub mod recorder;
+#[cfg(feature = "tower")]
+mod request_id;
 pub mod sampling;
 pub mod scope;
 mod sink;

@@ -219,46 +219,67 @@ impl LineFormat {
         }
         out.push_str(",\"elapsed_us\":");
         push_int(out, micros(line.elapsed()));
-        line.phases(|name, count, duration| {
+        line.phases(|name, count, duration| match name {
+            FieldName::Keys(us, n) => {
+                push_field(out, us, micros(duration));
+                push_field(out, n, count);
+            }
             // Key-set names are checked at compile time to need no escaping.
-            out.push_str(",\"phase_");
-            out.push_str(name);
-            out.push_str("_us\":");
-            push_int(out, micros(duration));
-            out.push_str(",\"phase_");
-            out.push_str(name);
-            out.push_str("_n\":");
-            push_int(out, count);
+            FieldName::Name(name) => {
+                out.push_str(",\"phase_");
+                out.push_str(name);
+                out.push_str("_us\":");
+                push_int(out, micros(duration));
+                out.push_str(",\"phase_");
+                out.push_str(name);
+                out.push_str("_n\":");
+                push_int(out, count);
+            }
         });
-        line.store_calls(|name, count, duration| {
-            out.push_str(",\"store_");
-            out.push_str(name);
-            out.push_str("_n\":");
-            push_int(out, count);
-            out.push_str(",\"store_");
-            out.push_str(name);
-            out.push_str("_us\":");
-            push_int(out, micros(duration));
+        line.store_calls(|name, count, duration| match name {
+            FieldName::Keys(n, us) => {
+                push_field(out, n, count);
+                push_field(out, us, micros(duration));
+            }
+            FieldName::Name(name) => {
+                out.push_str(",\"store_");
+                out.push_str(name);
+                out.push_str("_n\":");
+                push_int(out, count);
+                out.push_str(",\"store_");
+                out.push_str(name);
+                out.push_str("_us\":");
+                push_int(out, micros(duration));
+            }
         });
         let groups = line.groups();
         if groups.store_total {
             let (calls, time) = line.store_total();
-            out.push_str(",\"authz_store_calls\":");
-            push_int(out, calls);
-            out.push_str(",\"authz_store_us\":");
-            push_int(out, micros(time));
+            if calls == 0 && time.is_zero() {
+                // A request with no store call (a cache hit) is common: its
+                // fields, all zero, are one copy.
+                out.push_str(",\"authz_store_calls\":0,\"authz_store_us\":0");
+            } else {
+                out.push_str(",\"authz_store_calls\":");
+                push_int(out, calls);
+                out.push_str(",\"authz_store_us\":");
+                push_int(out, micros(time));
+            }
         }
         if groups.decisions {
             let d = line.decisions();
-            for (key, value) in [
-                (",\"audit_records\":", d.records),
-                (",\"audit_allow\":", d.allow),
-                (",\"audit_deny\":", d.deny),
-                (",\"audit_other\":", d.other),
-                (",\"audit_emit_us\":", micros(d.emit_time)),
-            ] {
-                out.push_str(key);
-                push_int(out, value);
+            if d == Decisions::default() {
+                out.push_str(NO_DECISIONS);
+            } else {
+                for (key, value) in [
+                    (",\"audit_records\":", d.records),
+                    (",\"audit_allow\":", d.allow),
+                    (",\"audit_deny\":", d.deny),
+                    (",\"audit_other\":", d.other),
+                    (",\"audit_emit_us\":", micros(d.emit_time)),
+                ] {
+                    push_field(out, key, value);
+                }
             }
         }
         if groups.sse {
@@ -275,30 +296,40 @@ impl LineFormat {
                 (",\"db_in_use\":", db.in_use),
                 (",\"db_open\":", db.open),
             ] {
-                out.push_str(key);
-                push_int(out, value);
+                push_field(out, key, value);
             }
         }
-        line.counters(|set, by, name, value| {
-            out.push_str(",\"");
-            out.push_str(set.prefix);
-            out.push('_');
-            if let Some(by) = by {
-                out.push_str(by);
-                out.push('_');
+        line.counters(|name, value| {
+            match name {
+                CounterName::Key(key) => out.push_str(key),
+                CounterName::Name { set, by, name } => {
+                    out.push_str(",\"");
+                    out.push_str(set.prefix);
+                    out.push('_');
+                    if let Some(by) = by {
+                        out.push_str(by);
+                        out.push('_');
+                    }
+                    out.push_str(name);
+                    out.push_str("\":");
+                }
             }
-            out.push_str(name);
-            out.push_str("\":");
             push_int(out, value);
         });
-        line.timers(|set, name, count, duration| {
-            for (suffix, value) in [("_us\":", micros(duration)), ("_n\":", count)] {
-                out.push_str(",\"");
-                out.push_str(set.prefix);
-                out.push('_');
-                out.push_str(name);
-                out.push_str(suffix);
-                push_int(out, value);
+        line.timers(|set, name, count, duration| match name {
+            FieldName::Keys(us, n) => {
+                push_field(out, us, micros(duration));
+                push_field(out, n, count);
+            }
+            FieldName::Name(name) => {
+                for (suffix, value) in [("_us\":", micros(duration)), ("_n\":", count)] {
+                    out.push_str(",\"");
+                    out.push_str(set.prefix);
+                    out.push('_');
+                    out.push_str(name);
+                    out.push_str(suffix);
+                    push_int(out, value);
+                }
             }
         });
         if let Some(stage) = line.sse_stage().filter(|_| groups.sse) {
@@ -325,6 +356,30 @@ impl LineFormat {
     }
 }
 
+/// A timed field's name as a [`LineSource`] gives it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FieldName {
+    /// The key's name: the renderer writes the prefix and suffixes around it.
+    Name(&'static str),
+    /// The field's two JSON keys in line order, separators included,
+    /// rendered once for the schema.
+    Keys(&'static str, &'static str),
+}
+
+/// A counter's name as a [`LineSource`] gives it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CounterName {
+    /// The set, the `by` key of a paired set, and the key: the renderer
+    /// writes `,"<prefix>_<by>_<key>":` from them.
+    Name {
+        set: &'static KeySetInfo,
+        by: Option<&'static str>,
+        name: &'static str,
+    },
+    /// The counter's JSON key, separator included, rendered once for the schema.
+    Key(&'static str),
+}
+
 /// What a line is rendered from, field by field, in the line's order: a
 /// [`Snapshot`], or a finished request's recorder read in place, which
 /// builds no lists (the line of every request that has no exit).
@@ -335,9 +390,9 @@ pub(crate) trait LineSource {
     fn endpoint_is_plain(&self) -> bool;
     fn elapsed(&self) -> Duration;
     /// Each phase entered at least once, by name: name, count, time.
-    fn phases(&self, each: impl FnMut(&'static str, u64, Duration));
+    fn phases(&self, each: impl FnMut(FieldName, u64, Duration));
     /// Each store method called at least once, by name: name, count, time.
-    fn store_calls(&self, each: impl FnMut(&'static str, u64, Duration));
+    fn store_calls(&self, each: impl FnMut(FieldName, u64, Duration));
     /// Store calls and time over all methods.
     fn store_total(&self) -> (u64, Duration);
     fn decisions(&self) -> Decisions;
@@ -345,13 +400,10 @@ pub(crate) trait LineSource {
     fn db(&self) -> Option<DbFigures>;
     /// Each non-zero counter, the sets in the schema's order, each set by
     /// rendered name: set, `by` key, key, value.
-    fn counters(
-        &self,
-        each: impl FnMut(&'static KeySetInfo, Option<&'static str>, &'static str, u64),
-    );
+    fn counters(&self, each: impl FnMut(CounterName, u64));
     /// Each timer entered at least once, the sets in the schema's order,
     /// each by name: set, key, count, time.
-    fn timers(&self, each: impl FnMut(&'static KeySetInfo, &'static str, u64, Duration));
+    fn timers(&self, each: impl FnMut(&'static KeySetInfo, FieldName, u64, Duration));
     fn sse_stage(&self) -> Option<SseStage>;
     fn method(&self) -> &str;
     /// Whether the method is known to need no escaping (one the layer named).
@@ -376,15 +428,15 @@ impl LineSource for Snapshot {
         self.elapsed
     }
 
-    fn phases(&self, mut each: impl FnMut(&'static str, u64, Duration)) {
+    fn phases(&self, mut each: impl FnMut(FieldName, u64, Duration)) {
         for phase in &self.phases {
-            each(phase.name, phase.count, phase.duration);
+            each(FieldName::Name(phase.name), phase.count, phase.duration);
         }
     }
 
-    fn store_calls(&self, mut each: impl FnMut(&'static str, u64, Duration)) {
+    fn store_calls(&self, mut each: impl FnMut(FieldName, u64, Duration)) {
         for store in &self.store_calls {
-            each(store.name, store.count, store.duration);
+            each(FieldName::Name(store.name), store.count, store.duration);
         }
     }
 
@@ -404,21 +456,28 @@ impl LineSource for Snapshot {
         self.db
     }
 
-    fn counters(
-        &self,
-        mut each: impl FnMut(&'static KeySetInfo, Option<&'static str>, &'static str, u64),
-    ) {
+    fn counters(&self, mut each: impl FnMut(CounterName, u64)) {
         for set in &self.counters {
             for counter in &set.values {
-                each(set.set, counter.by, counter.name, counter.value);
+                let name = CounterName::Name {
+                    set: set.set,
+                    by: counter.by,
+                    name: counter.name,
+                };
+                each(name, counter.value);
             }
         }
     }
 
-    fn timers(&self, mut each: impl FnMut(&'static KeySetInfo, &'static str, u64, Duration)) {
+    fn timers(&self, mut each: impl FnMut(&'static KeySetInfo, FieldName, u64, Duration)) {
         for set in &self.timers {
             for timer in &set.stats {
-                each(set.set, timer.name, timer.count, timer.duration);
+                each(
+                    set.set,
+                    FieldName::Name(timer.name),
+                    timer.count,
+                    timer.duration,
+                );
             }
         }
     }
@@ -446,6 +505,18 @@ impl LineSource for Snapshot {
     fn groups(&self) -> Groups {
         self.groups
     }
+}
+
+/// The decision fields of a request that made none, in line order.
+const NO_DECISIONS: &str =
+    ",\"audit_records\":0,\"audit_allow\":0,\"audit_deny\":0,\"audit_other\":0,\"audit_emit_us\":0";
+
+/// Appends a field: its JSON key (separator, quotes and colon included),
+/// then its value.
+#[inline]
+fn push_field(out: &mut String, key: &str, value: u64) {
+    out.push_str(key);
+    push_int(out, value);
 }
 
 #[inline]

@@ -15,9 +15,12 @@ use crate::clock;
 use crate::keys::{EndpointKey, KeySetInfo, Schema, SchemaInfo, MAX_SETS};
 use crate::line::needs_escape;
 use crate::pool::{DbFigures, PoolFigures, PoolStats};
+use line_keys::LineKeys;
+
 use crate::snapshot::{CounterStat, Counters, Decisions, KeyStat, Snapshot, SseStage, Timers};
 
 mod finished_line;
+mod line_keys;
 
 /// Count and summed raw ticks of one key.
 #[derive(Default)]
@@ -64,6 +67,10 @@ pub enum Outcome {
 
 pub(crate) struct Inner {
     pub(crate) schema: SchemaInfo,
+    /// The schema's type: a recorder is reused for its own schema only.
+    schema_id: TypeId,
+    /// The schema's field keys, for the line.
+    line_keys: &'static LineKeys,
     /// Every timed key of the schema, one table after the other: the
     /// phases, the store methods from `stores_at`, the timer sets from
     /// `timers_at`. Sized to the schema, so a recorder is one small
@@ -78,6 +85,9 @@ pub(crate) struct Inner {
     timers_at: usize,
     /// The schema's counter sets, one after the other.
     counters: Box<[AtomicU64]>,
+    /// The counters added to at least once, a bit per slot: the line and
+    /// the next request's reset visit only those.
+    counters_touched: Box<[AtomicU64]>,
     counter_offsets: [u32; MAX_SETS],
     /// Where each timer set starts, from `timers_at`.
     timer_offsets: [u32; MAX_SETS],
@@ -117,27 +127,31 @@ impl Inner {
         }
     }
 
+    /// Each counter of the set at `offset` with `slots` slots added to at
+    /// least once: its slot in the set.
+    #[inline]
+    fn each_touched_counter(&self, offset: usize, slots: usize, mut each: impl FnMut(usize)) {
+        let end = offset + slots;
+        let mut at = offset;
+        while at < end {
+            let (w, first) = (at / 64, at % 64);
+            let mut touched = self.counters_touched[w].load(Relaxed) >> first;
+            let span = (64 - first).min(end - at);
+            if span < 64 {
+                touched &= (1 << span) - 1;
+            }
+            while touched != 0 {
+                each(at - offset + touched.trailing_zeros() as usize);
+                touched &= touched - 1;
+            }
+            at += span;
+        }
+    }
+
     /// The keys of `table` added to at least once, a bit per key.
     #[inline]
     fn touched(&self, table: Table) -> u64 {
         self.touched[table as usize].load(Relaxed)
-    }
-
-    /// Each key of `table` added to at least once, in name order: name,
-    /// count, time.
-    #[inline]
-    fn each_touched(&self, table: Table, each: impl FnMut(&'static str, u64, Duration)) {
-        let set = match table {
-            Table::Phases => &self.schema.phases,
-            Table::Stores => &self.schema.stores,
-        };
-        each_stat(
-            self.table(table),
-            self.touched(table),
-            set.names,
-            set.sorted,
-            each,
-        );
     }
 
     #[inline(always)]
@@ -223,6 +237,10 @@ impl Inner {
                 counter.fetch_max(n, Relaxed);
             } else {
                 counter.fetch_add(n, Relaxed);
+            }
+            let (word, bit) = (&self.counters_touched[slot / 64], 1 << (slot % 64));
+            if word.load(Relaxed) & bit == 0 {
+                word.fetch_or(bit, Relaxed);
             }
         }
     }
@@ -388,6 +406,8 @@ impl RecorderBuilder {
         let timers_at = stores_at + schema.stores.names.len();
         Recorder(Arc::new(Inner {
             schema,
+            schema_id: TypeId::of::<S>(),
+            line_keys: LineKeys::of::<S>(),
             stats: (0..timers_at + timer_slots)
                 .map(|_| Stat::default())
                 .collect(),
@@ -395,6 +415,9 @@ impl RecorderBuilder {
             stores_at,
             timers_at,
             counters: (0..counter_slots).map(|_| AtomicU64::new(0)).collect(),
+            counters_touched: (0..counter_slots.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
             counter_offsets,
             timer_offsets,
             decisions: Default::default(),
@@ -430,7 +453,7 @@ impl Recorder {
     /// the pool is the same, its reference to the pool.
     pub(crate) fn for_request<S: Schema>(start: RequestStart<'_>) -> Recorder {
         let schema = SchemaInfo::of::<S>();
-        let Some(mut reused) = take_spare(&schema) else {
+        let Some(mut reused) = take_spare(TypeId::of::<S>()) else {
             let mut builder = Recorder::builder()
                 .method(start.method)
                 .request_id(start.request_id);
@@ -458,8 +481,12 @@ impl Recorder {
             *stat.count.get_mut() = 0;
             *stat.ticks.get_mut() = 0;
         }
-        for counter in inner.counters.iter_mut() {
-            *counter.get_mut() = 0;
+        for (w, word) in inner.counters_touched.iter_mut().enumerate() {
+            let mut touched = std::mem::take(word.get_mut());
+            while touched != 0 {
+                *inner.counters[w * 64 + touched.trailing_zeros() as usize].get_mut() = 0;
+                touched &= touched - 1;
+            }
         }
         inner.decisions = Default::default();
         *inner.decision_ticks.get_mut() = 0;
@@ -688,38 +715,16 @@ pub(crate) fn recycle(recorder: Recorder) {
     });
 }
 
-/// A recorder this thread kept, of `schema`, if any.
-fn take_spare(schema: &SchemaInfo) -> Option<Arc<Inner>> {
+/// A recorder this thread kept, of schema `schema` (its type's id), if any.
+fn take_spare(schema: TypeId) -> Option<Arc<Inner>> {
     SPARES
         .try_with(|spares| {
             let mut spares = spares.try_borrow_mut().ok()?;
-            let at = spares
-                .iter()
-                .rposition(|inner| same_schema(&inner.schema, schema))?;
+            let at = spares.iter().rposition(|inner| inner.schema_id == schema)?;
             Some(spares.swap_remove(at))
         })
         .ok()
         .flatten()
-}
-
-/// Whether recorders of `a` and `b` have the same tables.
-fn same_schema(a: &SchemaInfo, b: &SchemaInfo) -> bool {
-    a.phases.type_id == b.phases.type_id
-        && a.stores.type_id == b.stores.type_id
-        && a.endpoints.type_id == b.endpoints.type_id
-        && same_sets(
-            a.counters.iter().map(|s| s.0),
-            b.counters.iter().map(|s| s.0),
-        )
-        && same_sets(a.timers.iter().map(|s| s.0), b.timers.iter().map(|s| s.0))
-}
-
-/// Whether two lists of key sets are the same sets (each set is one static).
-fn same_sets<'a>(
-    a: impl ExactSizeIterator<Item = &'a KeySetInfo>,
-    b: impl ExactSizeIterator<Item = &'a KeySetInfo>,
-) -> bool {
-    a.len() == b.len() && a.zip(b).all(|(a, b)| std::ptr::eq(a, b))
 }
 
 /// Where a request ended, for its line: the clock and the pool's figures.

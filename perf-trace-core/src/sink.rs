@@ -18,6 +18,7 @@ use std::time::{Duration, SystemTime};
 use parking_lot::{Condvar, Mutex};
 
 use crate::background::{Background, QueuedLines};
+use crate::clock;
 use crate::export::{FinishedRequest, RequestFacts, RequestSink};
 use crate::line::{LineFormat, LineSource};
 use crate::recorder::{self, Recorder};
@@ -337,9 +338,10 @@ impl Emitter {
     }
 
     /// Writes the lines of finished requests in batches: each request
-    /// renders its line as it ends into a buffer its thread keeps; a
-    /// buffer past 64 KiB goes to a thread of the emitter's own, which
-    /// writes it at once, and writes every buffer out every `interval`. A
+    /// renders its line as it ends into a buffer its thread keeps, handed
+    /// as a chunk to a thread of the emitter's own past 64 KiB; that thread
+    /// writes every buffer out every `interval`, and a thread's chunks at
+    /// once when it has four waiting. A
     /// request's end then costs its line, rendered where it is buffered,
     /// not a write under the sink's lock, which the threads of a busy
     /// service contend for; no request waits on a write unless the sink
@@ -395,7 +397,7 @@ impl Emitter {
     /// request clock's reading as the request ended.
     pub(crate) fn finish(&self, recorder: Recorder, facts: RequestFacts, end_ticks: u64) {
         let end = recorder.end_at(end_ticks);
-        let time = SystemTime::now();
+        let time = clock::wall_time_at(end_ticks);
         if self.exits.is_none() {
             // Nothing but the line reads the request: it is rendered from
             // the recorder's tables, with no snapshot taken.

@@ -12,13 +12,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{Captured, ListPolicy, Method, Phase, Render, TestSchema};
+use common::{Batch, Cache, Captured, Endpoint, ListPolicy, Method, Phase, Render, TestSchema};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use perf_trace_core::__private01::TimedGuard;
 use perf_trace_core::export::{FinishedRequest, RequestSink};
 use perf_trace_core::pool::{PoolFigures, PoolStats};
-use perf_trace_core::{time, traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer};
+use perf_trace_core::{
+    count_by, count_n, time, traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer,
+};
 use tower::{service_fn, Layer, Service, ServiceExt};
 
 #[traced_phase(Phase::Load)]
@@ -213,16 +215,22 @@ async fn reused_recorders_start_clean_whichever_layer_and_pool_reuses_them() {
     }
 }
 
-/// Records what the request's query names: `load` (a phase, a store call
-/// and a timer) or `check` (another phase).
+/// Records what the request's query names: `load` (a phase, a store call,
+/// a timer, a paired counter and a max counter) or `check` (another phase
+/// and another paired counter).
 async fn by_query(request: Request<()>) -> Result<Response<Full<Bytes>>, Infallible> {
     match request.uri().query() {
         Some("load") => {
             load();
             drop(TimedGuard::store_call(Method::GetUser));
             time(Render::Footer, || ());
+            count_by(Endpoint::ThingsList, Cache::Miss);
+            count_n(Batch::Largest, 4);
         }
-        _ => check(),
+        _ => {
+            check();
+            count_by(Endpoint::Other, Cache::Hit);
+        }
     }
     Ok(Response::new(Full::new(Bytes::from_static(b"[]"))))
 }
@@ -259,6 +267,19 @@ async fn a_reused_recorder_keeps_nothing_of_the_keys_its_last_request_touched() 
             .filter(|(k, _)| k.ends_with("_n"))
             .map(|(k, v)| (k.as_str(), v.as_u64().unwrap()))
             .collect();
+        // And every counter (the object's keys are sorted).
+        let counters: Vec<(&str, u64)> = line
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k.starts_with("cache_") || k.starts_with("authz_batch_"))
+            .map(|(k, v)| (k.as_str(), v.as_u64().unwrap()))
+            .collect();
+        let expected_counters = match i {
+            1 | 4 => vec![("cache_other_hit", 1)],
+            _ => vec![("authz_batch_largest", 4), ("cache_things.list_miss", 1)],
+        };
+        assert_eq!(counters, expected_counters, "line {i}: {line}");
         let (expected, store_calls) = match i {
             1 | 4 => (vec![("phase_check_n", 1), ("phase_serialize_n", 1)], 0),
             _ => (
@@ -285,12 +306,35 @@ async fn counted(request: Request<()>) -> Result<Response<Full<Bytes>>, Infallib
     Ok(Response::new(Full::new(Bytes::from_static(b"[]"))))
 }
 
+/// Serves one `counted` request per number, one after the other, on a
+/// runtime of this thread's own, traced into `emitter`; `after` is given
+/// each number once its response's body is read.
+fn serve_counted(
+    emitter: Emitter,
+    numbers: impl IntoIterator<Item = u32>,
+    mut after: impl FnMut(u32),
+) {
+    let service =
+        PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter).layer(service_fn(counted));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        for n in numbers {
+            let request = Request::get(format!("/things?{n}")).body(()).unwrap();
+            let response = service.clone().oneshot(request).await.unwrap();
+            response.into_body().collect().await.unwrap();
+            after(n);
+        }
+    });
+}
+
 #[test]
 fn every_thread_s_lines_are_written_once_in_order_also_after_the_thread_is_gone() {
     const THREADS: u32 = 4;
-    // Past twice the 64 KiB (about 120 of these lines) a thread's buffer
-    // holds before it is handed to the emitter's thread as a chunk.
-    const PER_THREAD: u32 = 300;
+    // Past four times the 64 KiB (100 to 140 of these lines) a thread's
+    // buffer holds before it is handed to the emitter's thread as a chunk.
+    const PER_THREAD: u32 = 700;
     let captured = Captured::default();
     let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
         .in_background(Duration::from_secs(3600));
@@ -298,37 +342,26 @@ fn every_thread_s_lines_are_written_once_in_order_also_after_the_thread_is_gone(
         .map(|thread| {
             let emitter = emitter.clone();
             std::thread::spawn(move || {
-                let service = PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter)
-                    .layer(service_fn(counted));
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .build()
-                    .unwrap();
-                runtime.block_on(async {
-                    for i in 0..PER_THREAD {
-                        // At least one: a phase never entered has no field.
-                        let uri = format!("/things?{}", thread * 1000 + i + 1);
-                        let request = Request::get(uri).body(()).unwrap();
-                        let response = service.clone().oneshot(request).await.unwrap();
-                        response.into_body().collect().await.unwrap();
-                    }
-                });
+                // At least one: a phase never entered has no field.
+                let numbers = (0..PER_THREAD).map(|i| thread * 1000 + i + 1);
+                serve_counted(emitter, numbers, |_| ());
             })
         })
         .collect();
     for thread in threads {
         thread.join().unwrap();
     }
-    // Each thread's full buffers are written by the emitter's thread as
-    // they come, not on its interval (an hour here).
+    // A thread with four chunks waiting wakes the emitter's thread, which
+    // writes them before its interval (an hour here).
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut written_early = captured.lines().len();
-    while written_early < 4 * 240 && Instant::now() < deadline {
+    while written_early < 4 * 4 * 100 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
         written_early = captured.lines().len();
     }
     assert!(
-        written_early >= 4 * 240,
-        "each thread's two full buffers were written: {written_early}"
+        written_early >= 4 * 4 * 100,
+        "each thread's four full buffers were written: {written_early}"
     );
     assert!(written_early < (THREADS * PER_THREAD) as usize);
     // The threads are gone; their buffers still hold the rest.
@@ -347,6 +380,21 @@ fn every_thread_s_lines_are_written_once_in_order_also_after_the_thread_is_gone(
     emitter.flush();
     drop(emitter);
     assert_eq!(captured.lines().len(), (THREADS * PER_THREAD) as usize);
+}
+
+#[test]
+fn a_thread_s_first_chunks_wait_for_the_interval_with_no_wake_up() {
+    // Three chunks of about 140 lines: fewer than wake the emitter's thread.
+    const REQUESTS: u32 = 450;
+    let captured = Captured::default();
+    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+        .in_background(Duration::from_secs(3600));
+    serve_counted(emitter.clone(), 1..=REQUESTS, |_| ());
+    // Nothing wakes the emitter's thread, whose interval is an hour.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(captured.lines().len(), 0);
+    emitter.flush();
+    assert_eq!(captured.lines().len(), REQUESTS as usize);
 }
 
 /// A sink whose writes from the emitter's thread wait until it is opened.
@@ -383,29 +431,20 @@ fn a_thread_whose_chunks_pile_up_behind_a_stuck_sink_waits_and_loses_nothing() {
     let sink = GatedSink::default();
     let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(sink.clone()))
         .in_background(Duration::from_secs(3600));
-    let service = PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter.clone())
-        .layer(service_fn(counted));
     let done = Arc::new(AtomicU64::new(0));
     let requests = std::thread::spawn({
-        let done = Arc::clone(&done);
+        let (done, emitter) = (Arc::clone(&done), emitter.clone());
         move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .build()
-                .unwrap();
-            runtime.block_on(async {
-                for i in 1..=REQUESTS {
-                    let request = Request::get(format!("/things?{i}")).body(()).unwrap();
-                    let response = service.clone().oneshot(request).await.unwrap();
-                    response.into_body().collect().await.unwrap();
-                    done.store(u64::from(i), Ordering::Relaxed);
-                }
+            serve_counted(emitter, 1..=REQUESTS, |n| {
+                done.store(u64::from(n), Ordering::Relaxed)
             })
         }
     });
-    // The emitter's thread is stuck on the first chunk (about 120 lines);
-    // past eight more waiting, the request thread waits to write its own.
+    // The emitter's thread, woken by the fourth chunk (each about 140
+    // lines), takes the four and is stuck on the first; past eight more
+    // waiting, the request thread waits to write its own.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while done.load(Ordering::Relaxed) < 1_100 && Instant::now() < deadline {
+    while done.load(Ordering::Relaxed) < 1_700 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -413,8 +452,8 @@ fn a_thread_whose_chunks_pile_up_behind_a_stuck_sink_waits_and_loses_nothing() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(done.load(Ordering::Relaxed), held, "the requests wait");
     assert!(
-        (1_100..1_600).contains(&held),
-        "at most nine chunks and a buffer wait: {held}"
+        (1_700..2_200).contains(&held),
+        "at most thirteen chunks and a buffer wait: {held}"
     );
     sink.open();
     requests.join().unwrap();

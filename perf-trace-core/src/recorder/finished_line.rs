@@ -6,10 +6,11 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use super::{each_counter, each_stat, Inner, Recorder, RequestEnd, Table, ALL};
+use super::line_keys::{CounterKey, CounterKeys, TimedKeys};
+use super::{Inner, Recorder, RequestEnd, Stat, Table, ALL};
 use crate::clock;
 use crate::keys::{Groups, KeySetInfo};
-use crate::line::LineSource;
+use crate::line::{CounterName, FieldName, LineSource};
 use crate::pool::DbFigures;
 use crate::snapshot::{Decisions, SseStage};
 
@@ -45,12 +46,26 @@ impl LineSource for FinishedLine<'_> {
         clock::ticks_to_duration(clock::span(self.inner.start_ticks, self.end.ticks))
     }
 
-    fn phases(&self, each: impl FnMut(&'static str, u64, Duration)) {
-        self.inner.each_touched(Table::Phases, each);
+    fn phases(&self, each: impl FnMut(FieldName, u64, Duration)) {
+        let inner = self.inner;
+        let touched = inner.touched(Table::Phases);
+        each_keyed(
+            inner.table(Table::Phases),
+            touched,
+            &inner.line_keys.phases,
+            each,
+        );
     }
 
-    fn store_calls(&self, each: impl FnMut(&'static str, u64, Duration)) {
-        self.inner.each_touched(Table::Stores, each);
+    fn store_calls(&self, each: impl FnMut(FieldName, u64, Duration)) {
+        let inner = self.inner;
+        let touched = inner.touched(Table::Stores);
+        each_keyed(
+            inner.table(Table::Stores),
+            touched,
+            &inner.line_keys.stores,
+            each,
+        );
     }
 
     fn store_total(&self) -> (u64, Duration) {
@@ -71,30 +86,56 @@ impl LineSource for FinishedLine<'_> {
         Some(DbFigures::between(*start, self.end.pool?))
     }
 
-    fn counters(
-        &self,
-        mut each: impl FnMut(&'static KeySetInfo, Option<&'static str>, &'static str, u64),
-    ) {
+    fn counters(&self, mut each: impl FnMut(CounterName, u64)) {
         let inner = self.inner;
-        for (set, offset) in inner.schema.counters.iter().zip(inner.counter_offsets) {
-            let set = set.0;
-            let table = &inner.counters[offset as usize..];
-            each_counter(set, table, |by, name, value| each(set, by, name, value));
+        let keys: &'static [CounterKeys] = &inner.line_keys.counters;
+        for (keys, offset) in keys.iter().zip(inner.counter_offsets) {
+            let offset = offset as usize;
+            let table = &inner.counters[offset..offset + keys.rank.len()];
+            // The places of the touched counters in the line, a handful:
+            // sorted on the stack. Past a stack's worth, every slot is read.
+            let mut places = [0u16; 16];
+            let mut found = 0;
+            inner.each_touched_counter(offset, table.len(), |slot| {
+                if let Some(place) = places.get_mut(found) {
+                    *place = keys.rank[slot];
+                }
+                found += 1;
+            });
+            let read = |key: &'static CounterKey| {
+                let value = table[usize::from(key.slot)].load(Relaxed);
+                (value > 0).then_some((CounterName::Key(&key.key), value))
+            };
+            if found > places.len() {
+                for (name, value) in keys.in_order.iter().filter_map(read) {
+                    each(name, value);
+                }
+                continue;
+            }
+            let places = &mut places[..found];
+            places.sort_unstable();
+            for &place in places.iter() {
+                if let Some((name, value)) = read(&keys.in_order[usize::from(place)]) {
+                    each(name, value);
+                }
+            }
         }
     }
 
-    fn timers(&self, mut each: impl FnMut(&'static KeySetInfo, &'static str, u64, Duration)) {
+    fn timers(&self, mut each: impl FnMut(&'static KeySetInfo, FieldName, u64, Duration)) {
         let inner = self.inner;
-        for (set, offset) in inner.schema.timers.iter().zip(inner.timer_offsets) {
-            let set = set.0;
+        let keys: &'static [Box<[TimedKeys]>] = &inner.line_keys.timers;
+        let sets = inner
+            .schema
+            .timers
+            .iter()
+            .zip(keys)
+            .zip(inner.timer_offsets);
+        for ((set, keys), offset) in sets {
             let table = &inner.timers()[offset as usize..];
-            each_stat(
-                table,
-                ALL,
-                set.names,
-                set.sorted,
-                |name, count, duration| each(set, name, count, duration),
-            );
+            each_keyed(table, ALL, keys, |name, count, duration| {
+                each(set.0, name, count, duration)
+            });
         }
     }
 
@@ -120,6 +161,35 @@ impl LineSource for FinishedLine<'_> {
 
     fn groups(&self) -> Groups {
         self.inner.schema.groups
+    }
+}
+
+/// Each key of `table` in `touched` (a bit per key) entered at least once,
+/// in the order of `keys`, with its field's keys.
+#[inline]
+fn each_keyed(
+    table: &[Stat],
+    touched: u64,
+    keys: &'static [TimedKeys],
+    mut each: impl FnMut(FieldName, u64, Duration),
+) {
+    if touched == 0 {
+        return;
+    }
+    for key in keys {
+        let index = usize::from(key.index);
+        if touched & 1 << index == 0 {
+            continue;
+        }
+        let (count, ticks) = table[index].read();
+        if count > 0 {
+            let (first, second) = key.keys();
+            each(
+                FieldName::Keys(first, second),
+                count,
+                clock::ticks_to_duration(ticks),
+            );
+        }
     }
 }
 
