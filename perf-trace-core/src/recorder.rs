@@ -15,12 +15,12 @@ use crate::clock;
 use crate::keys::{EndpointKey, KeySetInfo, Schema, SchemaInfo, MAX_SETS};
 use crate::line::needs_escape;
 use crate::pool::{DbFigures, PoolFigures, PoolStats};
-use line_keys::LineKeys;
-
 use crate::snapshot::{CounterStat, Counters, Decisions, KeyStat, Snapshot, SseStage, Timers};
 
 mod finished_line;
 mod line_keys;
+
+use line_keys::LineKeys;
 
 /// Count and summed raw ticks of one key.
 #[derive(Default)]

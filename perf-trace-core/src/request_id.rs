@@ -4,13 +4,27 @@
 /// The length of a hyphenated UUID.
 pub(crate) const LENGTH: usize = 36;
 
+/// A drawn request id: hex digits and hyphens only.
+pub(crate) struct DrawnId([u8; LENGTH]);
+
+impl DrawnId {
+    /// The id as text.
+    #[inline]
+    pub(crate) fn as_str(&self) -> &str {
+        debug_assert!(self.0.is_ascii());
+        // SAFETY: `hyphenated_v4` writes hex digits and hyphens only, all
+        // ASCII, so the bytes are UTF-8.
+        unsafe { std::str::from_utf8_unchecked(&self.0) }
+    }
+}
+
 /// A new request id: a random version 4 UUID, hyphenated, lowercase.
 ///
 /// Drawn from the thread's fast generator, seeded at random: the ids tell
 /// requests apart and guard nothing, and a cryptographic generator cost
-/// more than the rest of the id. Every byte is a hex digit or a hyphen.
-pub(crate) fn draw() -> [u8; LENGTH] {
-    hyphenated_v4(fastrand::u128(..))
+/// more than the rest of the id.
+pub(crate) fn draw() -> DrawnId {
+    DrawnId(hyphenated_v4(fastrand::u128(..)))
 }
 
 /// `random` as a version 4, variant 1 UUID in its hyphenated form.

@@ -2,8 +2,10 @@
 //! its separator, quotes and colon (`,"phase_load_us":`), each set's in the
 //! line's order. A request's line then writes one key per field, where
 //! assembling it from the prefix, the name and the suffix took three
-//! copies, and a paired counter set's fields come in their rendered order
-//! with no sorting and no division per slot.
+//! copies. A paired counter set's keys are kept in the order of their
+//! rendered names with each slot's place among them, so a line puts its
+//! few touched slots in order by place, with no name compared and no
+//! division per slot.
 
 use std::any::TypeId;
 use std::sync::Mutex;
