@@ -9,8 +9,9 @@
 //! handed to the emitter's thread as a chunk, whole, and that thread writes
 //! every buffer, chunks first, every interval (and at once when a thread
 //! has [`WAKE_AT_CHUNKS`] chunks waiting), taking each buffer's lines out
-//! under its lock and writing them with no buffer's lock held. (Writing under the buffer's lock, as a first version did, parked
-//! the buffer's thread at its next line for as long as the write took.)
+//! under its lock and writing them with no buffer's lock held. (Writing
+//! under the buffer's lock, as a first version did, parked the buffer's
+//! thread at its next line for as long as the write took.)
 //!
 //! Nothing is dropped: [`Background::flush`] writes every buffer out, and
 //! so does dropping the last emitter; a thread whose chunks pile up past

@@ -389,9 +389,11 @@ pub(crate) trait LineSource {
     /// need no escaping).
     fn endpoint_is_plain(&self) -> bool;
     fn elapsed(&self) -> Duration;
-    /// Each phase entered at least once, by name: name, count, time.
+    /// Each phase entered at least once, by name: its name or keys, count,
+    /// time.
     fn phases(&self, each: impl FnMut(FieldName, u64, Duration));
-    /// Each store method called at least once, by name: name, count, time.
+    /// Each store method called at least once, by name: its name or keys,
+    /// count, time.
     fn store_calls(&self, each: impl FnMut(FieldName, u64, Duration));
     /// Store calls and time over all methods.
     fn store_total(&self) -> (u64, Duration);
@@ -399,10 +401,10 @@ pub(crate) trait LineSource {
     fn sse_events(&self) -> u64;
     fn db(&self) -> Option<DbFigures>;
     /// Each non-zero counter, the sets in the schema's order, each set by
-    /// rendered name: set, `by` key, key, value.
+    /// rendered name: its name or key, value.
     fn counters(&self, each: impl FnMut(CounterName, u64));
     /// Each timer entered at least once, the sets in the schema's order,
-    /// each by name: set, key, count, time.
+    /// each by name: set, its name or keys, count, time.
     fn timers(&self, each: impl FnMut(&'static KeySetInfo, FieldName, u64, Duration));
     fn sse_stage(&self) -> Option<SseStage>;
     fn method(&self) -> &str;

@@ -33,6 +33,19 @@ impl Recorder {
     }
 }
 
+impl FinishedLine<'_> {
+    /// Each key of the phase or store table added to at least once, in
+    /// name order, with its field's keys.
+    fn each_touched(&self, table: Table, each: impl FnMut(FieldName, u64, Duration)) {
+        let inner = self.inner;
+        let keys = match table {
+            Table::Phases => &inner.line_keys.phases,
+            Table::Stores => &inner.line_keys.stores,
+        };
+        each_keyed(inner.table(table), inner.touched(table), keys, each);
+    }
+}
+
 impl LineSource for FinishedLine<'_> {
     fn endpoint(&self) -> &str {
         self.inner.schema.endpoints.names[self.inner.endpoint.load(Relaxed) as usize]
@@ -47,25 +60,11 @@ impl LineSource for FinishedLine<'_> {
     }
 
     fn phases(&self, each: impl FnMut(FieldName, u64, Duration)) {
-        let inner = self.inner;
-        let touched = inner.touched(Table::Phases);
-        each_keyed(
-            inner.table(Table::Phases),
-            touched,
-            &inner.line_keys.phases,
-            each,
-        );
+        self.each_touched(Table::Phases, each);
     }
 
     fn store_calls(&self, each: impl FnMut(FieldName, u64, Duration)) {
-        let inner = self.inner;
-        let touched = inner.touched(Table::Stores);
-        each_keyed(
-            inner.table(Table::Stores),
-            touched,
-            &inner.line_keys.stores,
-            each,
-        );
+        self.each_touched(Table::Stores, each);
     }
 
     fn store_total(&self) -> (u64, Duration) {
