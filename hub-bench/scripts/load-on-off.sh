@@ -4,7 +4,8 @@
 # copy of the same seeded database, the order flipped every round so that neither side always
 # runs on a warmer machine. Prints one row per run, the on/off ratio of the
 # requests per second summed over the rounds, the median of the rounds'
-# own on/off ratios, and the Hub's CPU per request on each side.
+# own on/off ratios, their geometric mean with its 95 % interval, and the
+# Hub's CPU per request on each side.
 #
 #   cargo build --release -p hub-example -p hub-bench
 #   hub-bench/scripts/load-on-off.sh                       # 3 rounds x 10 s, 300 users
@@ -182,9 +183,16 @@ awk -v on="$on" -v off="$off" -v r="$ROUNDS" \
 for round in $(seq 1 "$ROUNDS"); do
   jq -n --slurpfile on "$OUT/load-$round-on.json" --slurpfile off "$OUT/load-$round-off.json" \
     '$on[0].rps / $off[0].rps'
-done | sort -g | awk '{r[NR] = $1} END {
+done | sort -g | awk '{r[NR] = $1; l = log($1); s += l; ss += l * l} END {
   m = (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
-  printf "rounds on/off: median %.3f, lowest %.3f, highest %.3f\n", m, r[1], r[NR]}'
+  printf "rounds on/off: median %.3f, lowest %.3f, highest %.3f\n", m, r[1], r[NR]
+  # How far the rounds leave the ratio uncertain: the geometric mean of
+  # the ratios of the rounds and its 95 % interval (normal, from the
+  # spread of their logarithms; two rounds at least).
+  if (NR > 1) {
+    mean = s / NR; sd = sqrt((ss - NR * mean * mean) / (NR - 1)); half = 1.96 * sd / sqrt(NR)
+    printf "rounds on/off: geometric mean %.3f, 95 %% interval %.3f to %.3f\n", exp(mean), exp(mean - half), exp(mean + half)
+  }}'
 # The Hub's own CPU per request (its process's CPU samples over the run,
 # divided by the requests per second): steadier than the requests per
 # second, which also move with the load client sharing the machine.

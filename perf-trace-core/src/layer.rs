@@ -2,7 +2,6 @@
 //! response start, the `serialize` phase over the body, and exactly one line
 //! per request, whichever way the request ends.
 
-use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -11,7 +10,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::{Bytes, BytesMut};
 use http::header::{HeaderName, HeaderValue};
 use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
@@ -24,7 +22,7 @@ use crate::keys::{KeySet, Schema};
 use crate::pool::{PoolBaseline, PoolStats};
 use crate::recorder::{Recorder, RequestStart, Table};
 use crate::request_id;
-use crate::scope::{current, Instrumented};
+use crate::scope::current;
 use crate::sink::Emitter;
 use crate::snapshot::SseStage;
 use crate::trace_context::{TraceContext, TRACEPARENT, TRACERESPONSE};
@@ -191,30 +189,20 @@ fn request_id_header(name: &str) -> Option<HeaderName> {
     HeaderName::from_bytes(name.as_bytes()).ok()
 }
 
-/// Room for this many request ids in each block [`id_bytes`] takes them from.
-const IDS_PER_BLOCK: usize = 64;
+/// Requests with at most this many header names are searched by
+/// comparing names before any hashing.
+const SCAN_HEADERS_MAX: usize = 16;
 
-thread_local! {
-    /// The rest of the block this thread's last request ids were copied into.
-    static ID_BLOCK: RefCell<BytesMut> = RefCell::new(BytesMut::new());
-}
-
-/// `id` as the bytes of a header value: a slice of a block this thread
-/// shares among its next requests' ids, so that a request's id costs no
-/// allocation of its own (the block is freed with its last id).
-fn id_bytes(id: &str) -> Bytes {
-    let sliced = ID_BLOCK.try_with(|block| {
-        let mut block = block.try_borrow_mut().ok()?;
-        if block.capacity() < id.len() {
-            *block = BytesMut::with_capacity(IDS_PER_BLOCK * id.len());
-        }
-        block.extend_from_slice(id.as_bytes());
-        Some(block.split().freeze())
-    });
-    sliced
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| Bytes::copy_from_slice(id.as_bytes()))
+/// `name`'s first value in `headers`. Every request is searched for the
+/// trigger header, which few carry: a custom name is hashed a byte at a
+/// time, and comparing it with a request's handful of names (most of them
+/// standard ones, told apart from a custom name at once) costs less. Only
+/// a request that has the name pays for the lookup.
+fn header_value<'h>(headers: &'h http::HeaderMap, name: &HeaderName) -> Option<&'h HeaderValue> {
+    if headers.keys_len() <= SCAN_HEADERS_MAX && !headers.keys().any(|key| key == name) {
+        return None;
+    }
+    headers.get(name)
 }
 
 pub(crate) fn method_name(method: &http::Method) -> &'static str {
@@ -253,9 +241,9 @@ where
         let shared = &self.shared;
         // A recorder already in scope (a test helper tracing one request) is reused.
         let reused = current();
-        let own_id = reused.is_none();
+        let mut drawn_id = None;
         let recorder = reused.unwrap_or_else(|| {
-            let id = request_id::draw();
+            let id = drawn_id.insert(request_id::draw());
             let pool = shared.pool.as_ref().map(|pool| {
                 let baseline = request.extensions().get::<PoolBaseline>();
                 (pool, baseline.map(|PoolBaseline(start)| *start))
@@ -271,7 +259,7 @@ where
         let want_headers = shared
             .trigger
             .as_ref()
-            .and_then(|trigger| request.headers().get(trigger))
+            .and_then(|trigger| header_value(request.headers(), trigger))
             .is_some_and(|v| v.as_bytes() == b"1")
             && shared.policy.headers_allowed(&request);
         let trace = shared.trace_context.then(|| {
@@ -286,13 +274,11 @@ where
         // through the request's extensions: no map insert per request.
         let inner = recorder.in_scope(|| self.inner.call(request));
         ResponseFuture {
-            // Instrumented also keeps the recorder current while the handler
-            // future is dropped, so phases cut short by cancellation count.
-            inner: recorder.instrument(inner),
+            inner: ManuallyDrop::new(inner),
             trace: Some(RequestTrace {
                 recorder: ManuallyDrop::new(recorder),
                 want_headers,
-                own_id,
+                drawn_id,
                 facts: RequestFacts {
                     status: None,
                     perf_headers: want_headers,
@@ -334,9 +320,9 @@ struct RequestTrace {
     /// Taken by `drop`, which hands it to the emitter.
     recorder: ManuallyDrop<Recorder>,
     want_headers: bool,
-    /// Whether the request id is one this layer drew (a hyphenated UUID),
-    /// not that of a recorder found in scope.
-    own_id: bool,
+    /// The request id this layer drew, for the response's header (`None`
+    /// for a recorder found in scope, whose id is its own).
+    drawn_id: Option<request_id::DrawnId>,
     /// The status (set at response start) and trace, for the exits.
     facts: RequestFacts,
     layer: Arc<dyn LayerParts>,
@@ -354,16 +340,12 @@ impl RequestTrace {
                 headers.insert(HeaderName::from_static(TRACERESPONSE), value);
             }
         }
-        let id = self.recorder.request_id();
-        if let (false, Some(name)) = (id.is_empty(), self.layer.request_id()) {
-            let value = if self.own_id {
-                debug_assert!(HeaderValue::from_str(id).is_ok(), "{id:?}");
-                // SAFETY: an id the layer drew is a hyphenated UUID, hex
-                // digits and hyphens, every one valid in a header value;
-                // checking them again was a tenth of the layer's own cost.
-                Some(unsafe { HeaderValue::from_maybe_shared_unchecked(id_bytes(id)) })
-            } else {
-                HeaderValue::from_str(id).ok()
+        if let Some(name) = self.layer.request_id() {
+            let value = match self.drawn_id.take() {
+                Some(id) => Some(id.into_header_value()),
+                None => Some(self.recorder.request_id())
+                    .filter(|id| !id.is_empty())
+                    .and_then(|id| HeaderValue::from_str(id).ok()),
             };
             if let Some(value) = value {
                 headers.insert(name.clone(), value);
@@ -413,9 +395,27 @@ impl Drop for RequestTrace {
 pin_project_lite::pin_project! {
     /// The future of [`PerfTrace`]: polls the service with the recorder current.
     pub struct ResponseFuture<F> {
+        // Dropped by hand, with the recorder current until the response:
+        // phases cut short by cancellation still count, in the line the
+        // trace then writes.
         #[pin]
-        inner: Instrumented<F>,
+        inner: ManuallyDrop<F>,
         trace: Option<RequestTrace>,
+    }
+
+    impl<F> PinnedDrop for ResponseFuture<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            // SAFETY: the future is dropped in place, once, here; nothing
+            // reads it after.
+            let inner = unsafe { this.inner.get_unchecked_mut() };
+            match this.trace {
+                Some(trace) => trace
+                    .recorder
+                    .in_scope(|| unsafe { ManuallyDrop::drop(inner) }),
+                None => unsafe { ManuallyDrop::drop(inner) },
+            }
+        }
     }
 }
 
@@ -433,7 +433,14 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let result = match this.inner.poll(cx) {
+        // SAFETY: the future is pinned in place inside its `ManuallyDrop`,
+        // never moved out.
+        let inner = unsafe { this.inner.map_unchecked_mut(|inner| &mut **inner) };
+        let polled = match this.trace {
+            Some(trace) => trace.recorder.in_scope(|| inner.poll(cx)),
+            None => inner.poll(cx),
+        };
+        let result = match polled {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(result) => result,
         };
@@ -511,19 +518,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_id_keeps_its_own_bytes_across_the_blocks_it_is_sliced_from() {
-        let ids: Vec<String> = (0..3 * IDS_PER_BLOCK + 5)
-            .map(|_| request_id::draw().as_str().to_owned())
-            .collect();
-        let values: Vec<Bytes> = ids.iter().map(|id| id_bytes(id)).collect();
-        for (id, value) in ids.iter().zip(&values) {
-            assert_eq!(value.as_ref(), id.as_bytes());
+    fn a_header_is_found_by_name_among_few_headers_and_among_many() {
+        let trigger = HeaderName::from_static("x-orders-perf-trace");
+        for others in [0, 3, SCAN_HEADERS_MAX - 1, SCAN_HEADERS_MAX, 40] {
+            let mut headers = http::HeaderMap::new();
+            assert_eq!(header_value(&headers, &trigger), None);
+            for i in 0..others {
+                let name = HeaderName::from_bytes(format!("x-other-{i}").as_bytes()).unwrap();
+                headers.insert(name, HeaderValue::from_static("0"));
+            }
+            headers.insert(http::header::HOST, HeaderValue::from_static("a"));
+            assert_eq!(header_value(&headers, &trigger), None, "{others}");
+            headers.append(&trigger, HeaderValue::from_static("1"));
+            headers.append(&trigger, HeaderValue::from_static("2"));
+            assert_eq!(header_value(&headers, &trigger), headers.get(&trigger));
+            assert_eq!(header_value(&headers, &trigger).unwrap(), "1", "{others}");
         }
-        // A shorter or longer id than the block was sized for.
-        assert_eq!(id_bytes("a").as_ref(), b"a");
-        let long = "x".repeat(200);
-        assert_eq!(id_bytes(&long).as_ref(), long.as_bytes());
-        assert_eq!(values[0].as_ref(), ids[0].as_bytes());
     }
 
     #[test]

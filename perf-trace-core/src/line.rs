@@ -290,14 +290,16 @@ impl LineFormat {
             }
         }
         if let Some(db) = line.db().filter(|_| groups.pool) {
-            for (key, value) in [
-                (",\"db_wait_count\":", db.wait_count),
-                (",\"db_wait_us\":", micros(db.wait_time)),
-                (",\"db_in_use\":", db.in_use),
-                (",\"db_open\":", db.open),
-            ] {
-                push_field(out, key, value);
+            let wait_us = micros(db.wait_time);
+            if db.wait_count == 0 && wait_us == 0 {
+                // A request that waited for no connection is the rule.
+                out.push_str(",\"db_wait_count\":0,\"db_wait_us\":0");
+            } else {
+                push_field(out, ",\"db_wait_count\":", db.wait_count);
+                push_field(out, ",\"db_wait_us\":", wait_us);
             }
+            push_field(out, ",\"db_in_use\":", db.in_use);
+            push_field(out, ",\"db_open\":", db.open);
         }
         line.counters(|name, value| {
             match name {

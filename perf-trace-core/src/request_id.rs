@@ -1,21 +1,56 @@
 //! The ids the layer draws for requests: random (version 4) UUIDs in their
 //! hyphenated lowercase form.
 
+use std::cell::RefCell;
+
+use bytes::Bytes;
+use http::HeaderValue;
+
 /// The length of a hyphenated UUID.
 pub(crate) const LENGTH: usize = 36;
 
-/// A drawn request id: hex digits and hyphens only.
-pub(crate) struct DrawnId([u8; LENGTH]);
+/// A drawn request id: hex digits and hyphens only, a slice of a block of
+/// ids its thread drew together, which the response's header value shares.
+pub(crate) struct DrawnId(Bytes);
 
 impl DrawnId {
     /// The id as text.
     #[inline]
     pub(crate) fn as_str(&self) -> &str {
-        debug_assert!(self.0.is_ascii());
+        debug_assert!(self.0.len() == LENGTH && self.0.is_ascii());
         // SAFETY: `hyphenated_v4` writes hex digits and hyphens only, all
         // ASCII, so the bytes are UTF-8.
         unsafe { std::str::from_utf8_unchecked(&self.0) }
     }
+
+    /// The id as a header value, its bytes shared, not copied.
+    #[inline]
+    pub(crate) fn into_header_value(self) -> HeaderValue {
+        debug_assert!(HeaderValue::from_bytes(&self.0).is_ok());
+        // SAFETY: hex digits and hyphens, every one valid in a header
+        // value; checking them again was a tenth of the layer's own cost.
+        unsafe { HeaderValue::from_maybe_shared_unchecked(self.0) }
+    }
+}
+
+/// Ids drawn at once into one block: a request's id is then a slice of it,
+/// where drawing one and copying it into a header value of its own cost an
+/// allocation or a block's bookkeeping per request.
+const IDS_PER_BLOCK: usize = 64;
+
+/// A thread's block of drawn ids and the next one to hand out.
+struct IdBlock {
+    ids: Bytes,
+    next: usize,
+}
+
+thread_local! {
+    static ID_BLOCK: RefCell<IdBlock> = const {
+        RefCell::new(IdBlock {
+            ids: Bytes::new(),
+            next: IDS_PER_BLOCK,
+        })
+    };
 }
 
 /// A new request id: a random version 4 UUID, hyphenated, lowercase.
@@ -24,10 +59,35 @@ impl DrawnId {
 /// requests apart and guard nothing, and a cryptographic generator cost
 /// more than the rest of the id.
 pub(crate) fn draw() -> DrawnId {
-    DrawnId(hyphenated_v4(fastrand::u128(..)))
+    let sliced = ID_BLOCK.try_with(|block| {
+        let mut block = block.try_borrow_mut().ok()?;
+        if block.next == IDS_PER_BLOCK {
+            *block = IdBlock {
+                ids: draw_block(),
+                next: 0,
+            };
+        }
+        let at = block.next * LENGTH;
+        block.next += 1;
+        Some(DrawnId(block.ids.slice(at..at + LENGTH)))
+    });
+    sliced.ok().flatten().unwrap_or_else(|| {
+        // A thread tearing down its thread-locals draws one alone.
+        DrawnId(Bytes::copy_from_slice(&hyphenated_v4(fastrand::u128(..))))
+    })
+}
+
+/// [`IDS_PER_BLOCK`] new ids, one after the other.
+fn draw_block() -> Bytes {
+    let mut ids = vec![0; IDS_PER_BLOCK * LENGTH];
+    for id in ids.chunks_exact_mut(LENGTH) {
+        id.copy_from_slice(&hyphenated_v4(fastrand::u128(..)));
+    }
+    Bytes::from(ids)
 }
 
 /// `random` as a version 4, variant 1 UUID in its hyphenated form.
+#[inline]
 fn hyphenated_v4(random: u128) -> [u8; LENGTH] {
     let mut bytes = random.to_be_bytes();
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
@@ -57,6 +117,21 @@ static HEX_PAIRS: [[u8; 2]; 256] = {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn drawn_ids_are_distinct_uuids_across_blocks_and_keep_their_bytes() {
+        let ids: Vec<DrawnId> = (0..3 * IDS_PER_BLOCK + 5).map(|_| draw()).collect();
+        let texts: Vec<String> = ids.iter().map(|id| id.as_str().to_owned()).collect();
+        let distinct: std::collections::HashSet<&String> = texts.iter().collect();
+        assert_eq!(distinct.len(), texts.len());
+        for (id, text) in ids.into_iter().zip(&texts) {
+            let uuid = uuid::Uuid::parse_str(text).expect("a UUID");
+            assert_eq!(uuid.get_version_num(), 4);
+            assert_eq!(uuid.hyphenated().to_string(), *text);
+            // The header value is the same bytes, after the block moved on.
+            assert_eq!(id.into_header_value().as_bytes(), text.as_bytes());
+        }
+    }
 
     #[test]
     fn ids_are_the_uuid_crate_s_hyphenated_v4_of_the_same_bytes() {

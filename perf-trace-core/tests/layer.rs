@@ -56,12 +56,21 @@ impl PoolStats for FakePool {
 #[traced_phase(Phase::Load)]
 fn load() {}
 
+#[traced_phase(Phase::Render)]
+async fn render_for_a_minute() {
+    tokio::time::sleep(Duration::from_secs(60)).await;
+}
+
 type BoxBody = http_body_util::combinators::UnsyncBoxBody<Bytes, Infallible>;
 
 async fn handler(request: Request<()>) -> Result<Response<BoxBody>, Infallible> {
     load();
     match request.uri().path() {
         "/panic" => panic!("handler panicked"),
+        "/slow" => {
+            render_for_a_minute().await;
+            Ok(Response::new(Full::new(Bytes::new()).boxed_unsync()))
+        }
         "/discard" => {
             perf_trace_core::discard_line();
             Ok(Response::builder()
@@ -209,6 +218,21 @@ async fn a_panicking_handler_still_writes_its_line() {
     let lines = captured.json_lines();
     assert_eq!(lines.len(), 1);
     assert_eq!(lines[0]["phase_load_n"], 1);
+}
+
+#[tokio::test]
+async fn a_request_dropped_mid_phase_writes_its_line_with_the_phase() {
+    let captured = Captured::default();
+    let pending = traced(&captured).oneshot(get("/slow"));
+    let outcome = tokio::time::timeout(Duration::from_millis(20), pending).await;
+    assert!(outcome.is_err(), "dropped before the response");
+    let lines = captured.json_lines();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["phase_load_n"], 1);
+    // The phase the drop cut short counts, in the line the drop wrote.
+    assert_eq!(lines[0]["phase_render_n"], 1);
+    assert!(lines[0]["phase_render_us"].as_u64().unwrap() >= 20_000);
+    assert!(lines[0].get("phase_serialize_n").is_none());
 }
 
 #[tokio::test]
