@@ -28,7 +28,8 @@
 # too. The rows are read the same way.
 #
 # Settings (environment): ROUNDS (3), DURATION (10s), WARMUP (5s), USERS (300), AGENTS (100), PAIRED (0),
-# PORT (19821), OUT_DIR (a new temporary folder, kept: databases, logs,
+# PORT (19821), ON_BIN and OFF_BIN (the Hub binaries serving the traced and
+# the untraced side; the build's own by default), OUT_DIR (a new temporary folder, kept: databases, logs,
 # reports; each run's database copy is removed after it), and anything the Hub reads itself (SCION_CACHE_ENABLED=false runs
 # both sides without the response cache). The binaries are taken from
 # $CARGO_TARGET_DIR/release, or target/release.
@@ -44,11 +45,16 @@ AGENTS=${AGENTS:-100}
 PORT=${PORT:-19821}
 BIN=${CARGO_TARGET_DIR:-target}/release
 HUB_BIN=$BIN/hub-example
+# The Hub binary that serves each side (both the build's by default): an
+# experimental build of the traced side is compared with the untraced Hub
+# by setting ON_BIN.
+ON_BIN=${ON_BIN:-$HUB_BIN}
+OFF_BIN=${OFF_BIN:-$HUB_BIN}
 LOAD_BIN=$BIN/hub-bench
 OUT=${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/hub-load-on-off.XXXXXX")}
 SECRET=load-on-off-secret
 
-for bin in "$HUB_BIN" "$LOAD_BIN"; do
+for bin in "$HUB_BIN" "$ON_BIN" "$OFF_BIN" "$LOAD_BIN"; do
   [[ -x $bin ]] || { echo "$bin is missing: cargo build --release -p hub-example -p hub-bench" >&2; exit 1; }
 done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive integer, not '$ROUNDS'" >&2; exit 2; }
@@ -92,7 +98,9 @@ reset_run_db() {
 start_hub() {
   local trace=$1 name=$2 port=$3
   reset_run_db "$name" copy
-  SCION_SERVER_HUB_PERFTRACE=$trace "$HUB_BIN" serve --db "$OUT/run-$name.db" \
+  local bin=$OFF_BIN
+  [[ $trace == true ]] && bin=$ON_BIN
+  SCION_SERVER_HUB_PERFTRACE=$trace "$bin" serve --db "$OUT/run-$name.db" \
     --session-secret "$SECRET" --port "$port" > "$OUT/$name.log" 2> "$OUT/$name.err" &
   local hub=$!
   HUBS+=("$hub")
