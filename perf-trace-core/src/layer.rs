@@ -22,7 +22,7 @@ use crate::keys::{KeySet, Schema};
 use crate::pool::{PoolBaseline, PoolStats};
 use crate::recorder::{Recorder, RequestStart, Table};
 use crate::request_id;
-use crate::scope::current;
+use crate::scope::{current, in_scope_of};
 use crate::sink::Emitter;
 use crate::snapshot::SseStage;
 use crate::trace_context::{TraceContext, TRACEPARENT, TRACERESPONSE};
@@ -409,12 +409,8 @@ pin_project_lite::pin_project! {
             // SAFETY: the future is dropped in place, once, here; nothing
             // reads it after.
             let inner = unsafe { this.inner.get_unchecked_mut() };
-            match this.trace {
-                Some(trace) => trace
-                    .recorder
-                    .in_scope(|| unsafe { ManuallyDrop::drop(inner) }),
-                None => unsafe { ManuallyDrop::drop(inner) },
-            }
+            let recorder = this.trace.as_ref().map(|trace| &*trace.recorder);
+            in_scope_of(recorder, || unsafe { ManuallyDrop::drop(inner) });
         }
     }
 }
@@ -436,10 +432,8 @@ where
         // SAFETY: the future is pinned in place inside its `ManuallyDrop`,
         // never moved out.
         let inner = unsafe { this.inner.map_unchecked_mut(|inner| &mut **inner) };
-        let polled = match this.trace {
-            Some(trace) => trace.recorder.in_scope(|| inner.poll(cx)),
-            None => inner.poll(cx),
-        };
+        let recorder = this.trace.as_ref().map(|trace| &*trace.recorder);
+        let polled = in_scope_of(recorder, || inner.poll(cx));
         let result = match polled {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(result) => result,

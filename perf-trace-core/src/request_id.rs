@@ -38,19 +38,9 @@ impl DrawnId {
 /// allocation or a block's bookkeeping per request.
 const IDS_PER_BLOCK: usize = 64;
 
-/// A thread's block of drawn ids and the next one to hand out.
-struct IdBlock {
-    ids: Bytes,
-    next: usize,
-}
-
 thread_local! {
-    static ID_BLOCK: RefCell<IdBlock> = const {
-        RefCell::new(IdBlock {
-            ids: Bytes::new(),
-            next: IDS_PER_BLOCK,
-        })
-    };
+    /// The ids of this thread's block not handed out yet.
+    static ID_BLOCK: RefCell<Bytes> = const { RefCell::new(Bytes::new()) };
 }
 
 /// A new request id: a random version 4 UUID, hyphenated, lowercase.
@@ -61,15 +51,10 @@ thread_local! {
 pub(crate) fn draw() -> DrawnId {
     let sliced = ID_BLOCK.try_with(|block| {
         let mut block = block.try_borrow_mut().ok()?;
-        if block.next == IDS_PER_BLOCK {
-            *block = IdBlock {
-                ids: draw_block(),
-                next: 0,
-            };
+        if block.is_empty() {
+            *block = draw_block();
         }
-        let at = block.next * LENGTH;
-        block.next += 1;
-        Some(DrawnId(block.ids.slice(at..at + LENGTH)))
+        Some(DrawnId(block.split_to(LENGTH)))
     });
     sliced.ok().flatten().unwrap_or_else(|| {
         // A thread tearing down its thread-locals draws one alone.

@@ -123,10 +123,7 @@ impl<F: Future> Future for Instrumented<F> {
         // dropped in place by `Drop`.
         let this = unsafe { self.get_unchecked_mut() };
         let inner = unsafe { Pin::new_unchecked(&mut *this.inner) };
-        match &this.recorder {
-            Some(recorder) => recorder.in_scope(|| inner.poll(cx)),
-            None => inner.poll(cx),
-        }
+        in_scope_of(this.recorder.as_ref(), || inner.poll(cx))
     }
 }
 
@@ -135,11 +132,20 @@ impl<F> Drop for Instrumented<F> {
         // The inner future may end phases while it is dropped (a cancelled
         // request), so it is dropped with its recorder current.
         let inner = &mut self.inner;
-        match &self.recorder {
-            // SAFETY: `inner` is dropped exactly once, here.
-            Some(recorder) => recorder.in_scope(|| unsafe { ManuallyDrop::drop(inner) }),
-            None => unsafe { ManuallyDrop::drop(inner) },
-        }
+        // SAFETY: `inner` is dropped exactly once, here.
+        in_scope_of(self.recorder.as_ref(), || unsafe {
+            ManuallyDrop::drop(inner)
+        });
+    }
+}
+
+/// Runs `f` with `recorder` current, or with the current recorder left as
+/// it is when there is none.
+#[inline]
+pub(crate) fn in_scope_of<R>(recorder: Option<&Recorder>, f: impl FnOnce() -> R) -> R {
+    match recorder {
+        Some(recorder) => recorder.in_scope(f),
+        None => f(),
     }
 }
 
@@ -158,10 +164,7 @@ impl<F: Future> FutureExt for F {}
 /// e.g. before handing it to a thread pool.
 pub fn bind_current<R>(f: impl FnOnce() -> R) -> impl FnOnce() -> R {
     let recorder = current();
-    move || match recorder {
-        Some(recorder) => recorder.in_scope(f),
-        None => f(),
-    }
+    move || in_scope_of(recorder.as_ref(), f)
 }
 
 /// `tokio::task::spawn_blocking` that carries the current recorder onto the
