@@ -4,13 +4,16 @@
 # copy of the same seeded database, the order flipped every round so that neither side always
 # runs on a warmer machine. Prints one row per run, the on/off ratio of the
 # requests per second summed over the rounds, the median of the rounds'
-# own on/off ratios, their geometric mean with its 95 % interval, and the
-# Hub's CPU per request on each side.
+# own on/off ratios, their geometric mean with its 95 % interval, the
+# Hub's CPU per request on each side, and the Hub's CPU over its load
+# client's on each side.
 #
 #   cargo build --release -p hub-example -p hub-bench
 #   hub-bench/scripts/load-on-off.sh                       # 3 rounds x 10 s, 300 users
 #   ROUNDS=5 DURATION=30s hub-bench/scripts/load-on-off.sh
 #   PAIRED=1 ROUNDS=6 hub-bench/scripts/load-on-off.sh   # both sides at once
+#   ON_BIN=/path/to/new/hub-example OFF_TRACED=1 PAIRED=1 ROUNDS=20 \
+#     hub-bench/scripts/load-on-off.sh                     # two traced builds
 #
 # A warm-up run of each side (WARMUP, 5s; 0 for none) comes first and is not
 # counted: the first run after seeding otherwise meets a cold page cache and
@@ -29,7 +32,9 @@
 #
 # Settings (environment): ROUNDS (3), DURATION (10s), WARMUP (5s), USERS (300), AGENTS (100), PAIRED (0),
 # PORT (19821), ON_BIN and OFF_BIN (the Hub binaries serving the traced and
-# the untraced side; the build's own by default), OUT_DIR (a new temporary folder, kept: databases, logs,
+# the untraced side; the build's own by default), OFF_TRACED (0; 1 serves the
+# "off" side traced too, so that ON_BIN and OFF_BIN compare two traced
+# builds, "on" the first), OUT_DIR (a new temporary folder, kept: databases, logs,
 # reports; each run's database copy is removed after it), and anything the Hub reads itself (SCION_CACHE_ENABLED=false runs
 # both sides without the response cache). The binaries are taken from
 # $CARGO_TARGET_DIR/release, or target/release.
@@ -50,8 +55,8 @@ HUB_BIN=$BIN/hub-example
 # by setting ON_BIN.
 ON_BIN=${ON_BIN:-$HUB_BIN}
 OFF_BIN=${OFF_BIN:-$HUB_BIN}
+OFF_TRACED=${OFF_TRACED:-0}
 LOAD_BIN=$BIN/hub-bench
-OUT=${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/hub-load-on-off.XXXXXX")}
 SECRET=load-on-off-secret
 
 for bin in "$HUB_BIN" "$ON_BIN" "$OFF_BIN" "$LOAD_BIN"; do
@@ -59,11 +64,14 @@ for bin in "$HUB_BIN" "$ON_BIN" "$OFF_BIN" "$LOAD_BIN"; do
 done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive integer, not '$ROUNDS'" >&2; exit 2; }
 [[ $PAIRED == 0 || $PAIRED == 1 ]] || { echo "PAIRED must be 0 or 1, not '$PAIRED'" >&2; exit 2; }
+[[ $OFF_TRACED == 0 || $OFF_TRACED == 1 ]] || { echo "OFF_TRACED must be 0 or 1, not '$OFF_TRACED'" >&2; exit 2; }
 if [[ $PAIRED == 1 ]] && ! [[ $USERS =~ ^[0-9]+$ && $USERS -ge 2 && $((USERS % 2)) == 0 ]]; then
   echo "PAIRED=1 splits USERS between the two sides: an even number of at least 2, not '$USERS'" >&2
   exit 2
 fi
 command -v jq > /dev/null || { echo "jq is needed to read the reports" >&2; exit 1; }
+# Made once the settings are known to be good: a usage error leaves nothing.
+OUT=${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/hub-load-on-off.XXXXXX")}
 mkdir -p "$OUT"
 
 "$HUB_BIN" seed --db "$OUT/hub$AGENTS.db" --session-secret "$SECRET" --agents "$AGENTS" \
@@ -93,13 +101,14 @@ reset_run_db() {
   done
 }
 
-# Serves a Hub with tracing $1 (true/false) as run $2 on port $3 and waits
-# until it answers.
+# Serves the Hub of side "on" (tracing $1 true) or "off" (false) as run $2
+# on port $3 and waits until it answers.
 start_hub() {
   local trace=$1 name=$2 port=$3
   reset_run_db "$name" copy
   local bin=$OFF_BIN
   [[ $trace == true ]] && bin=$ON_BIN
+  [[ $OFF_TRACED == 1 ]] && trace=true
   SCION_SERVER_HUB_PERFTRACE=$trace "$bin" serve --db "$OUT/run-$name.db" \
     --session-secret "$SECRET" --port "$port" > "$OUT/$name.log" 2> "$OUT/$name.err" &
   local hub=$!
@@ -211,4 +220,20 @@ cpu_per_request() {
 }
 awk -v on="$(cpu_per_request on)" -v off="$(cpu_per_request off)" \
   'BEGIN {printf "Hub CPU per request (median of rounds): on %.1f us, off %.1f us; on/off %.3f\n", on, off, on / off}'
+# The Hub's CPU over its load client's in the same run: what moves both
+# from one run to the next (another guest on the host, the clock speed)
+# cancels, and what is left is the Hub's own cost per request against the
+# client's, which tracing does not change.
+cpu_over_client() {
+  jq -s 'map(select(.loadProcess) | .hubProcess.cpuPercentAvg / .loadProcess.cpuPercentAvg) | sort
+    | if length == 0 then empty elif length % 2 == 1 then .[length / 2 | floor]
+      else (.[length / 2 - 1] + .[length / 2]) / 2 end' \
+    "$OUT"/load-*-"$1".json
+}
+on_client=$(cpu_over_client on)
+off_client=$(cpu_over_client off)
+if [[ -n $on_client && -n $off_client ]]; then
+  awk -v on="$on_client" -v off="$off_client" \
+    'BEGIN {printf "Hub CPU over its load client'"'"'s (median of rounds): on %.3f, off %.3f; on/off %.3f\n", on, off, on / off}'
+fi
 echo "files: $OUT"

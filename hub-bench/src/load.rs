@@ -541,6 +541,8 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
             Ok(Sampler::spawn(pid, found_by, SAMPLE_EVERY))
         })
         .collect();
+    // The client's own process, sampled alongside.
+    let own_sampler = Sampler::spawn(std::process::id(), "self", SAMPLE_EVERY);
 
     let bar = progress_bar(args.duration);
     let ticker = {
@@ -584,6 +586,7 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
             Err(reason) => Err(reason),
         });
     }
+    let load_process = own_sampler.finish().await.ok();
     let replica_loads: Vec<ReplicaLoad> = bases
         .iter()
         .zip(&per_replica)
@@ -684,6 +687,7 @@ pub async fn run_load(args: LoadArgs) -> anyhow::Result<LoadReport> {
         endpoints,
         hub_process,
         hub_process_missing,
+        load_process,
         cache: Some(cache),
         audit,
         machine: machine_info,
@@ -895,6 +899,12 @@ pub fn hub_tables(report: &LoadReport) -> String {
     }
     if let Some(reason) = &report.hub_process_missing {
         out.push_str(&format!("hub process not sampled: {reason}\n"));
+    }
+    if let Some(p) = &report.load_process {
+        out.push_str(&format!(
+            "load client process {}: CPU {:.1}% avg, {:.1}% max; RSS {:.1} MiB max\n",
+            p.pid, p.cpu_percent_avg, p.cpu_percent_max, p.rss_mib_max
+        ));
     }
     match &report.cache {
         Some(cache) if cache.available => {

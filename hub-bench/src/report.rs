@@ -272,6 +272,13 @@ pub struct LoadReport {
     /// loopback, a process that is not visible).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hub_process_missing: Option<String>,
+    /// The load client's own process over the same samples (`foundBy`
+    /// `self`). On a machine the client shares with the Hub, what moves
+    /// both from run to run (another guest on the host, the clock speed)
+    /// moves the client's CPU per request with the Hub's: the Hub's CPU
+    /// over the client's compares runs taken at different moments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_process: Option<crate::hub_process::HubProcessReport>,
     /// The Hub's response cache per route, read at the end of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<crate::hub_state::CacheTable>,

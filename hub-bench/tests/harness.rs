@@ -852,6 +852,15 @@ async fn load_reports_p75_the_hub_process_csv_and_compares_with_an_earlier_run()
     assert_eq!(process.pid, std::process::id());
     assert_eq!(process.found_by, "port");
     assert!(process.samples >= 2 && process.rss_mib_max > 0.0);
+    // The client's own process, over the same samples.
+    let client = report
+        .load_process
+        .as_ref()
+        .expect("the load client sampled");
+    assert_eq!(client.pid, std::process::id());
+    assert_eq!(client.found_by, "self");
+    assert!(client.samples >= 2);
+    assert!(client.rss_mib_max > 0.0 && client.cpu_percent_avg >= 0.0);
     // The mock has no cache endpoint and no audit figures.
     let cache = report.cache.as_ref().unwrap();
     assert!(!cache.available);
@@ -860,10 +869,12 @@ async fn load_reports_p75_the_hub_process_csv_and_compares_with_an_earlier_run()
     let table = hub_bench::load::load_table(&report);
     assert!(table.contains("cache table unavailable"), "{table}");
     assert!(table.contains("p75 ms"), "{table}");
+    assert!(table.contains("load client process"), "{table}");
 
     let json = read_report(&hub.out("load.json"));
     assert_eq!(json["overall"]["p75Ms"], json!(report.overall.p75_ms));
     assert_eq!(json["hubProcess"]["pid"], std::process::id());
+    assert_eq!(json["loadProcess"]["foundBy"], "self");
 
     let csv = std::fs::read_to_string(csv_dir.join("load.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
