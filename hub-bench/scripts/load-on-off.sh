@@ -223,9 +223,9 @@ awk -v on="$(cpu_per_request on)" -v off="$(cpu_per_request off)" \
 # The Hub's CPU over its load client's in the same run: what moves both
 # from one run to the next (another guest on the host, the clock speed)
 # cancels, and what is left is the Hub's own cost per request against the
-# client's, which tracing does not change.
+# client's, which tracing hardly changes (the client reads one more header).
 cpu_over_client() {
-  jq -s 'map(select(.loadProcess) | .hubProcess.cpuPercentAvg / .loadProcess.cpuPercentAvg) | sort
+  jq -s 'map(select(.loadProcess and .hubProcess) | .hubProcess.cpuPercentAvg / .loadProcess.cpuPercentAvg) | sort
     | if length == 0 then empty elif length % 2 == 1 then .[length / 2 | floor]
       else (.[length / 2 - 1] + .[length / 2]) / 2 end' \
     "$OUT"/load-*-"$1".json

@@ -886,8 +886,9 @@ pub fn load_table(report: &LoadReport) -> String {
     )
 }
 
-/// The Hub's side of the run: its process, its cache per route, its audit
-/// health; each line only when the report has it.
+/// The Hub's side of the run: its process (and the load client's own, to
+/// set it against), its cache per route, its audit health; each line only
+/// when the report has it.
 pub fn hub_tables(report: &LoadReport) -> String {
     let mut out = String::new();
     if let Some(p) = &report.hub_process {
