@@ -213,11 +213,15 @@ done | sort -g | awk '{r[NR] = $1; l = log($1); s += l; ss += l * l} END {
 # The Hub's own CPU per request (its process's CPU samples over the run,
 # divided by the requests per second): steadier than the requests per
 # second, which also move with the load client sharing the machine.
-cpu_per_request() {
-  jq -s 'map(.hubProcess.cpuPercentAvg / .rps * 1e4) | sort
-    | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end' \
-    "$OUT"/load-*-"$1".json
+# The median of side $2's rounds of the jq expression $1 over a report
+# (nothing when no report has a figure).
+median_of_rounds() {
+  jq -s "map($1) | sort
+    | if length == 0 then empty elif length % 2 == 1 then .[length / 2 | floor]
+      else (.[length / 2 - 1] + .[length / 2]) / 2 end" \
+    "$OUT"/load-*-"$2".json
 }
+cpu_per_request() { median_of_rounds '.hubProcess.cpuPercentAvg / .rps * 1e4' "$1"; }
 awk -v on="$(cpu_per_request on)" -v off="$(cpu_per_request off)" \
   'BEGIN {printf "Hub CPU per request (median of rounds): on %.1f us, off %.1f us; on/off %.3f\n", on, off, on / off}'
 # The Hub's CPU over its load client's in the same run: what moves both
@@ -225,10 +229,8 @@ awk -v on="$(cpu_per_request on)" -v off="$(cpu_per_request off)" \
 # cancels, and what is left is the Hub's own cost per request against the
 # client's, which tracing hardly changes (the client reads one more header).
 cpu_over_client() {
-  jq -s 'map(select(.loadProcess and .hubProcess) | .hubProcess.cpuPercentAvg / .loadProcess.cpuPercentAvg) | sort
-    | if length == 0 then empty elif length % 2 == 1 then .[length / 2 | floor]
-      else (.[length / 2 - 1] + .[length / 2]) / 2 end' \
-    "$OUT"/load-*-"$1".json
+  median_of_rounds 'select(.loadProcess and .hubProcess)
+    | .hubProcess.cpuPercentAvg / .loadProcess.cpuPercentAvg' "$1"
 }
 on_client=$(cpu_over_client on)
 off_client=$(cpu_over_client off)
