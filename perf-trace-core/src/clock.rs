@@ -51,34 +51,40 @@ pub fn warm_up() {
 const ANCHOR_LIFE_NANOS: u64 = 100_000_000;
 
 thread_local! {
-    /// The system clock's time and the request clock's reading taken
-    /// together, last: `(time, ticks)`.
-    static ANCHOR: Cell<Option<(SystemTime, u64)>> = const { Cell::new(None) };
+    /// The system clock's time (nanoseconds since the epoch) and the
+    /// request clock's reading taken together, last: `(epoch nanos, ticks)`.
+    static ANCHOR: Cell<Option<(u64, u64)>> = const { Cell::new(None) };
 }
 
-/// The system clock's time at request-clock reading `ticks`, a reading this
-/// thread took just now: from an anchor the thread took at most 100 ms
-/// earlier, so that a line's time costs no read of the system clock (a
-/// call into the kernel's shared page, slower than the rest of the line's
-/// fields under a hypervisor). The two clocks drift apart within an
-/// anchor's life by the system clock's adjustment rate at most: a few
-/// microseconds; a step of the system clock shows within 100 ms.
-pub(crate) fn wall_time_at(ticks: u64) -> SystemTime {
+/// The system clock's time, in nanoseconds since the epoch, at request-clock
+/// reading `ticks`, a reading this thread took just now: from an anchor the
+/// thread took at most 100 ms earlier, so that a line's time costs no read
+/// of the system clock (a call into the kernel's shared page, slower than
+/// the rest of the line's fields under a hypervisor). The two clocks drift
+/// apart within an anchor's life by the system clock's adjustment rate at
+/// most: a few microseconds; a step of the system clock shows within 100 ms.
+/// Kept as an integer, not a `SystemTime`: the line wants the seconds and
+/// the nanoseconds, which a `SystemTime` gives only through a checked
+/// subtraction.
+pub(crate) fn epoch_nanos_at(ticks: u64) -> u64 {
     let anchored = ANCHOR.try_with(|anchor| {
-        if let Some((time, at)) = anchor.get() {
+        if let Some((epoch_nanos, at)) = anchor.get() {
             if ticks >= at {
                 let since = ticks_to_nanos(ticks - at);
                 if since < ANCHOR_LIFE_NANOS {
-                    return time + Duration::from_nanos(since);
+                    return epoch_nanos.saturating_add(since);
                 }
             }
         }
-        let (at, time) = (now(), SystemTime::now());
-        anchor.set(Some((time, at)));
-        let before = ticks_to_duration(at.saturating_sub(ticks));
-        time.checked_sub(before).unwrap_or(time)
+        let (at, epoch_nanos) = (now(), epoch_nanos_now());
+        anchor.set(Some((epoch_nanos, at)));
+        epoch_nanos.saturating_sub(ticks_to_nanos(at.saturating_sub(ticks)))
     });
-    anchored.unwrap_or_else(|_| SystemTime::now())
+    anchored.unwrap_or_else(|_| epoch_nanos_now())
+}
+
+fn epoch_nanos_now() -> u64 {
+    crate::timestamp::epoch_nanos(SystemTime::now())
 }
 
 #[cfg(test)]
@@ -88,6 +94,11 @@ mod tests {
     /// How far apart two times are, whichever is first.
     fn apart(a: SystemTime, b: SystemTime) -> Duration {
         a.duration_since(b).unwrap_or_else(|e| e.duration())
+    }
+
+    /// The system time at request-clock reading `ticks`.
+    fn wall_time_at(ticks: u64) -> SystemTime {
+        std::time::UNIX_EPOCH + Duration::from_nanos(epoch_nanos_at(ticks))
     }
 
     #[test]

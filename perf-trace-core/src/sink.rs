@@ -13,7 +13,7 @@ use std::io::{self, BufWriter, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -24,6 +24,7 @@ use crate::line::{LineFormat, LineSource};
 use crate::recorder::{self, Recorder};
 use crate::sampling::TailSampling;
 use crate::snapshot::Snapshot;
+use crate::timestamp;
 
 /// A writer behind a lock, which a service may share with its own log so
 /// that both write whole lines to one destination.
@@ -397,14 +398,15 @@ impl Emitter {
     /// request clock's reading as the request ended.
     pub(crate) fn finish(&self, recorder: Recorder, facts: RequestFacts, end_ticks: u64) {
         let end = recorder.end_at(end_ticks);
-        let time = clock::wall_time_at(end_ticks);
+        let epoch_nanos = clock::epoch_nanos_at(end_ticks);
         if self.exits.is_none() {
             // Nothing but the line reads the request: it is rendered from
             // the recorder's tables, with no snapshot taken.
-            self.write(&recorder.line_at(end), time, true, |_| ());
+            self.write(&recorder.line_at(end), epoch_nanos, true, |_| ());
             recorder::recycle(recorder);
             return;
         }
+        let time = UNIX_EPOCH + Duration::from_nanos(epoch_nanos);
         SNAPSHOT.with(|snapshot| match snapshot.try_borrow_mut() {
             Ok(mut snapshot) => {
                 recorder.snapshot_into(end, &mut snapshot);
@@ -471,7 +473,12 @@ impl Emitter {
     /// it to the exits, with no facts: see [`emit_request`](Self::emit_request)).
     pub fn emit(&self, snapshot: &Snapshot) {
         match &self.exits {
-            None => self.write(snapshot, SystemTime::now(), false, |_| ()),
+            None => self.write(
+                snapshot,
+                timestamp::epoch_nanos(SystemTime::now()),
+                false,
+                |_| (),
+            ),
             Some(_) => self.emit_request(snapshot, &RequestFacts::default()),
         }
     }
@@ -491,8 +498,9 @@ impl Emitter {
         end_time: SystemTime,
         buffered: bool,
     ) {
+        let epoch_nanos = timestamp::epoch_nanos(end_time);
         let Some(exits) = &self.exits else {
-            self.write(snapshot, end_time, buffered, |_| ());
+            self.write(snapshot, epoch_nanos, buffered, |_| ());
             return;
         };
         let sampled = exits
@@ -514,19 +522,21 @@ impl Emitter {
             }
         };
         if sampled {
-            self.write(snapshot, end_time, buffered, |line| hand_over(Some(line)));
+            self.write(snapshot, epoch_nanos, buffered, |line| {
+                hand_over(Some(line))
+            });
         } else {
             hand_over(None);
         }
     }
 
     /// Renders the line of `source` (a snapshot, or a recorder read in
-    /// place) stamped `time`, writes it (into this thread's buffer when
+    /// place) stamped `epoch_nanos` (since the epoch), writes it (into this thread's buffer when
     /// `buffered` and lines are buffered), then gives it to `then`.
     fn write(
         &self,
         source: &impl LineSource,
-        time: SystemTime,
+        epoch_nanos: u64,
         buffered: bool,
         then: impl FnOnce(&str),
     ) {
@@ -534,14 +544,14 @@ impl Emitter {
         if let (Some(background), None) = (background, &self.exits) {
             // Nothing but the sink reads the line: rendered where it is
             // buffered, with no copy.
-            background.push_with(|buffer| self.format.render_onto(source, time, buffer));
+            background.push_with(|buffer| self.format.render_onto(source, epoch_nanos, buffer));
             return;
         }
         LINE.with(|line| match line.try_borrow_mut() {
             // The line and its newline in the thread's buffer: no allocation.
             Ok(mut line) => {
                 line.clear();
-                self.format.render_onto(source, time, &mut line);
+                self.format.render_onto(source, epoch_nanos, &mut line);
                 match background {
                     Some(background) => background.push(&line),
                     None => {
@@ -555,7 +565,7 @@ impl Emitter {
             // Re-entered from a sink that itself emits: use a fresh buffer.
             Err(_) => {
                 let mut line = String::new();
-                self.format.render_onto(source, time, &mut line);
+                self.format.render_onto(source, epoch_nanos, &mut line);
                 match background {
                     Some(background) => background.push(&line),
                     None => self.sink.write_line(&line),

@@ -6,11 +6,20 @@
 use std::cell::Cell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Appends `time` as `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ`. Times before 1970 are
-/// written as the epoch (the line is only ever stamped with the current time).
-pub(crate) fn push_rfc3339_nanos(out: &mut String, time: SystemTime) {
-    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
+use crate::line::writer::{LineWriter, DIGIT_PAIRS};
+
+/// Nanoseconds since the epoch of `time`: 0 before it, saturating past
+/// the year 2554.
+pub(crate) fn epoch_nanos(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+    })
+}
+
+/// Appends the time `epoch_nanos` nanoseconds after the epoch as
+/// `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ`.
+pub(crate) fn push_rfc3339_nanos(out: &mut LineWriter<'_>, epoch_nanos: u64) {
+    let (secs, nanos) = (epoch_nanos / 1_000_000_000, epoch_nanos % 1_000_000_000);
     // Lines come many to a second: the date and time of day are written
     // once per second and thread, then copied.
     let mut text = LAST_SECOND.with(|last| {
@@ -22,12 +31,9 @@ pub(crate) fn push_rfc3339_nanos(out: &mut String, time: SystemTime) {
         last.set((secs, text));
         text
     });
-    write_nanos(&mut text, since.subsec_nanos());
+    write_nanos(&mut text, nanos as u32);
     text[LENGTH - 1] = b'Z';
-    debug_assert!(text[..LENGTH].is_ascii());
-    // SAFETY: every byte written above is an ASCII digit or separator, so
-    // the text is UTF-8; checking it again cost as much as writing it.
-    out.push_str(unsafe { std::str::from_utf8_unchecked(&text[..LENGTH]) });
+    out.ascii_prefix(&text, LENGTH);
 }
 
 /// The length of `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ`.
@@ -78,17 +84,6 @@ fn write_nanos(text: &mut Text, nanos: u32) {
     text[28] = b'0' + last as u8;
 }
 
-/// `00` to `99`.
-static DIGIT_PAIRS: [[u8; 2]; 100] = {
-    let mut pairs = [[0; 2]; 100];
-    let mut i = 0;
-    while i < 100 {
-        pairs[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
-        i += 1;
-    }
-    pairs
-};
-
 fn write_digits(dst: &mut [u8], mut value: u64) {
     for d in dst.iter_mut().rev() {
         *d = b'0' + (value % 10) as u8;
@@ -118,7 +113,7 @@ mod tests {
 
     fn render(time: SystemTime) -> String {
         let mut s = String::new();
-        push_rfc3339_nanos(&mut s, time);
+        push_rfc3339_nanos(&mut LineWriter::new(&mut s, 0), epoch_nanos(time));
         s
     }
 

@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use super::line_keys::{CounterKey, CounterKeys, TimedKeys};
+use super::line_keys::{CounterKey, CounterKeys, TimedTable};
 use super::{Inner, Recorder, RequestEnd, Stat, Table, ALL};
 use crate::clock;
 use crate::keys::{Groups, KeySetInfo};
@@ -91,8 +91,29 @@ impl LineSource for FinishedLine<'_> {
         for (keys, offset) in keys.iter().zip(inner.counter_offsets) {
             let offset = offset as usize;
             let table = &inner.counters[offset..offset + keys.rank.len()];
-            // The places of the touched counters in the line, a handful:
-            // sorted on the stack. Past a stack's worth, every slot is read.
+            let read = |key: &'static CounterKey| {
+                let value = table[usize::from(key.slot)].load(Relaxed);
+                (value > 0).then_some((CounterName::Key(&key.key), value))
+            };
+            if keys.rank.len() <= 64 {
+                // A bit per touched slot, at its place in the line: read
+                // back in order, with no sort.
+                let mut in_order = 0u64;
+                inner.each_touched_counter(offset, table.len(), |slot| {
+                    in_order |= 1 << keys.rank[slot];
+                });
+                while in_order != 0 {
+                    let place = in_order.trailing_zeros() as usize;
+                    in_order &= in_order - 1;
+                    if let Some((name, value)) = read(&keys.in_order[place]) {
+                        each(name, value);
+                    }
+                }
+                continue;
+            }
+            // A paired set of more slots: the places of its touched
+            // counters, a handful, sorted on the stack. Past a stack's
+            // worth, every slot is read.
             let mut places = [0u16; 16];
             let mut found = 0;
             inner.each_touched_counter(offset, table.len(), |slot| {
@@ -101,10 +122,6 @@ impl LineSource for FinishedLine<'_> {
                 }
                 found += 1;
             });
-            let read = |key: &'static CounterKey| {
-                let value = table[usize::from(key.slot)].load(Relaxed);
-                (value > 0).then_some((CounterName::Key(&key.key), value))
-            };
             if found > places.len() {
                 for (name, value) in keys.in_order.iter().filter_map(read) {
                     each(name, value);
@@ -123,7 +140,7 @@ impl LineSource for FinishedLine<'_> {
 
     fn timers(&self, mut each: impl FnMut(&'static KeySetInfo, FieldName, u64, Duration)) {
         let inner = self.inner;
-        let keys: &'static [Box<[TimedKeys]>] = &inner.line_keys.timers;
+        let keys: &'static [TimedTable] = &inner.line_keys.timers;
         let sets = inner
             .schema
             .timers
@@ -169,18 +186,22 @@ impl LineSource for FinishedLine<'_> {
 fn each_keyed(
     table: &[Stat],
     touched: u64,
-    keys: &'static [TimedKeys],
+    keys: &'static TimedTable,
     mut each: impl FnMut(FieldName, u64, Duration),
 ) {
-    if touched == 0 {
-        return;
+    // A bit per touched key at its place in the line, read back in order:
+    // a request touches a few of a set's keys, and the line visits those
+    // only.
+    let mut touched = touched & low_bits(keys.place.len());
+    let mut in_order = 0u64;
+    while touched != 0 {
+        in_order |= 1 << keys.place[touched.trailing_zeros() as usize];
+        touched &= touched - 1;
     }
-    for key in keys {
-        let index = usize::from(key.index);
-        if touched & 1 << index == 0 {
-            continue;
-        }
-        let (count, ticks) = table[index].read();
+    while in_order != 0 {
+        let key = &keys.in_order[in_order.trailing_zeros() as usize];
+        in_order &= in_order - 1;
+        let (count, ticks) = table[usize::from(key.index)].read();
         if count > 0 {
             let (first, second) = key.keys();
             each(
@@ -190,6 +211,12 @@ fn each_keyed(
             );
         }
     }
+}
+
+/// The lowest `n` bits (`n` at most 64).
+#[inline]
+fn low_bits(n: usize) -> u64 {
+    u64::MAX.checked_shr(64 - n as u32).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -299,7 +326,7 @@ mod tests {
         let end = recorder.end_now();
         let format = LineFormat::new("svc");
         let mut in_place = String::new();
-        format.render_onto(&recorder.line_at(end), UNIX_EPOCH, &mut in_place);
+        format.render_onto(&recorder.line_at(end), 0, &mut in_place);
         let mut from_snapshot = String::new();
         format.render(&recorder.snapshot_at(end), UNIX_EPOCH, &mut from_snapshot);
         (in_place, from_snapshot)

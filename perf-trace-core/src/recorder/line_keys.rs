@@ -58,15 +58,35 @@ pub(crate) struct CounterKeys {
     pub(crate) rank: Box<[u16]>,
 }
 
+/// The keys of one table of timed keys (a set has at most
+/// [`MAX_KEYS`](crate::keys::MAX_KEYS) = 64).
+#[derive(Debug)]
+pub(crate) struct TimedTable {
+    /// Every key, by name.
+    pub(crate) in_order: Box<[TimedKeys]>,
+    /// Each key's place in `in_order`, by its index in the table.
+    pub(crate) place: Box<[u8]>,
+}
+
+impl TimedTable {
+    fn new(in_order: Box<[TimedKeys]>) -> Self {
+        let mut place = vec![0; in_order.len()].into_boxed_slice();
+        for (at, key) in in_order.iter().enumerate() {
+            place[usize::from(key.index)] = u8::try_from(at).expect("at most 64 keys a set");
+        }
+        TimedTable { in_order, place }
+    }
+}
+
 /// Every field key of one schema, each set's in the line's order.
 #[derive(Debug)]
 pub(crate) struct LineKeys {
-    pub(crate) phases: Box<[TimedKeys]>,
-    pub(crate) stores: Box<[TimedKeys]>,
+    pub(crate) phases: TimedTable,
+    pub(crate) stores: TimedTable,
     /// Per counter set, in the schema's order.
     pub(crate) counters: Box<[CounterKeys]>,
-    /// Per timer set, in the schema's order: every key, by name.
-    pub(crate) timers: Box<[Box<[TimedKeys]>]>,
+    /// Per timer set, in the schema's order.
+    pub(crate) timers: Box<[TimedTable]>,
 }
 
 /// The keys of every schema a recorder was built for, made once each and
@@ -88,7 +108,7 @@ impl LineKeys {
 
     fn render(schema: &SchemaInfo) -> LineKeys {
         let timed = |names: &[&str], sorted: &[u16], prefix: &str, n_first: bool| {
-            sorted
+            let in_order = sorted
                 .iter()
                 .map(|&i| {
                     let name = names[usize::from(i)];
@@ -99,7 +119,8 @@ impl LineKeys {
                         true => TimedKeys::new(i, n, &us),
                     }
                 })
-                .collect()
+                .collect();
+            TimedTable::new(in_order)
         };
         LineKeys {
             phases: timed(schema.phases.names, schema.phases.sorted, "phase_", false),

@@ -1,0 +1,238 @@
+//! Writes a line's bytes straight into the spare capacity of the string it
+//! is rendered onto. A line is some thirty short copies (keys of 10 to 30
+//! bytes, one-digit counts) and `String::push_str` pays, per copy, a
+//! capacity check through the string, a call into `memcpy` and a store of
+//! the length; here the pointer, capacity and length stay in registers, a
+//! key is copied by two overlapping moves and the length is stored once,
+//! at the end.
+
+use std::ptr;
+
+/// A cursor over the spare capacity of a `String` being rendered onto.
+///
+/// Every write copies bytes of a `&str` or ASCII digits, so what it has
+/// written is UTF-8 at every moment; the string's length is set when the
+/// writer is dropped (a panic included).
+pub(crate) struct LineWriter<'a> {
+    out: &'a mut String,
+    /// The string's buffer, re-read when it grows.
+    start: *mut u8,
+    len: usize,
+    capacity: usize,
+}
+
+impl<'a> LineWriter<'a> {
+    /// Writes onto the end of `out`, with room for `expected` bytes made
+    /// now.
+    #[inline]
+    pub(crate) fn new(out: &'a mut String, expected: usize) -> Self {
+        out.reserve(expected);
+        let len = out.len();
+        let capacity = out.capacity();
+        // SAFETY: only the spare capacity is written through `start`, and
+        // only with UTF-8; the length is set in `drop`.
+        let start = unsafe { out.as_mut_vec().as_mut_ptr() };
+        LineWriter {
+            out,
+            start,
+            len,
+            capacity,
+        }
+    }
+
+    /// Where the next `n` bytes go, with room for them.
+    #[inline(always)]
+    fn room(&mut self, n: usize) -> *mut u8 {
+        if self.capacity - self.len < n {
+            self.grow(n);
+        }
+        // SAFETY: `len` is within the buffer's capacity.
+        unsafe { self.start.add(self.len) }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, n: usize) {
+        // SAFETY: the first `len` bytes were written, with UTF-8.
+        unsafe { self.out.as_mut_vec().set_len(self.len) };
+        self.out.reserve(n.max(512));
+        self.capacity = self.out.capacity();
+        // SAFETY: as in `new`.
+        self.start = unsafe { self.out.as_mut_vec().as_mut_ptr() };
+    }
+
+    /// Appends `s`.
+    #[inline(always)]
+    pub(crate) fn str(&mut self, s: &str) {
+        let n = s.len();
+        let at = self.room(n);
+        // SAFETY: `room` made space for `n` bytes.
+        unsafe { copy_short(s.as_ptr(), at, n) };
+        self.len += n;
+    }
+
+    /// Appends one ASCII byte.
+    #[inline(always)]
+    pub(crate) fn byte(&mut self, b: u8) {
+        debug_assert!(b.is_ascii());
+        let at = self.room(1);
+        // SAFETY: `room` made space for it.
+        unsafe { at.write(b) };
+        self.len += 1;
+    }
+
+    /// Appends the first `n` bytes of `bytes`, ASCII: a whole number of
+    /// words is moved, which the compiler turns into a few moves.
+    #[inline(always)]
+    pub(crate) fn ascii_prefix<const N: usize>(&mut self, bytes: &[u8; N], n: usize) {
+        debug_assert!(n <= N && bytes[..n].is_ascii());
+        let at = self.room(N);
+        // SAFETY: `room` made space for all `N` bytes; only `n` are kept.
+        unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), at, N) };
+        self.len += n;
+    }
+
+    /// Appends `value` in decimal.
+    #[inline(always)]
+    pub(crate) fn int(&mut self, value: u64) {
+        // Most counts and many times are one or two digits: written here;
+        // longer numbers through a call.
+        if value < 10 {
+            self.byte(b'0' + value as u8);
+        } else if value < 100 {
+            let at = self.room(2);
+            // SAFETY: `room` made space for two bytes.
+            unsafe { ptr::copy_nonoverlapping(DIGIT_PAIRS[value as usize].as_ptr(), at, 2) };
+            self.len += 2;
+        } else {
+            self.long_int(value);
+        }
+    }
+
+    #[inline(never)]
+    fn long_int(&mut self, value: u64) {
+        self.str(itoa::Buffer::new().format(value));
+    }
+
+    /// Appends `key`, a field's key with its separator and colon, then
+    /// `value`: one call a field, where the line's code is written out
+    /// once for every field it may have.
+    #[inline(never)]
+    pub(crate) fn field(&mut self, key: &str, value: u64) {
+        self.str(key);
+        self.int(value);
+    }
+}
+
+impl Drop for LineWriter<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the first `len` bytes were written, each write a whole
+        // `&str` or ASCII bytes, and `len` is within the capacity.
+        unsafe { self.out.as_mut_vec().set_len(self.len) };
+    }
+}
+
+/// Copies `n` bytes from `src` to `dst`: up to 32 as two moves that may
+/// overlap (of 16, 8, 4 or 1 bytes by size), longer ones through `memcpy`.
+///
+/// # Safety
+/// `src` is readable and `dst` writable for `n` bytes, and they do not
+/// overlap.
+#[inline(always)]
+unsafe fn copy_short(src: *const u8, dst: *mut u8, n: usize) {
+    unsafe {
+        if n > 32 {
+            ptr::copy_nonoverlapping(src, dst, n);
+        } else if n >= 16 {
+            copy_two::<u128>(src, dst, n);
+        } else if n >= 8 {
+            copy_two::<u64>(src, dst, n);
+        } else if n >= 4 {
+            copy_two::<u32>(src, dst, n);
+        } else {
+            for i in 0..n {
+                dst.add(i).write(src.add(i).read());
+            }
+        }
+    }
+}
+
+/// Copies `n` bytes, `n` from one to two words of `W`, as the first word
+/// and the last (which overlap when `n` is less than two words).
+///
+/// # Safety
+/// As [`copy_short`]'s, with `size_of::<W>() <= n`.
+#[inline(always)]
+unsafe fn copy_two<W: Copy>(src: *const u8, dst: *mut u8, n: usize) {
+    let last = n - std::mem::size_of::<W>();
+    unsafe {
+        let (first_word, last_word) = (
+            src.cast::<W>().read_unaligned(),
+            src.add(last).cast::<W>().read_unaligned(),
+        );
+        dst.cast::<W>().write_unaligned(first_word);
+        dst.add(last).cast::<W>().write_unaligned(last_word);
+    }
+}
+
+/// `00` to `99`.
+pub(crate) static DIGIT_PAIRS: [[u8; 2]; 100] = {
+    let mut pairs = [[0; 2]; 100];
+    let mut i = 0;
+    while i < 100 {
+        pairs[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+        i += 1;
+    }
+    pairs
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_length_of_copy_lands_whole_after_what_was_there() {
+        let source: String = (0..100u8).map(|i| char::from(b'a' + i % 26)).collect();
+        for n in 0..=source.len() {
+            let mut out = String::from("head:");
+            {
+                let mut writer = LineWriter::new(&mut out, 0);
+                writer.str(&source[..n]);
+                writer.byte(b'|');
+            }
+            assert_eq!(out, format!("head:{}|", &source[..n]), "{n}");
+        }
+    }
+
+    #[test]
+    fn integers_and_fields_read_as_decimal() {
+        let mut out = String::new();
+        {
+            let mut writer = LineWriter::new(&mut out, 8);
+            for value in [0, 7, 10, 42, 99, 100, 12_345, u64::MAX] {
+                writer.field(",\"k\":", value);
+            }
+        }
+        assert_eq!(
+            out,
+            ",\"k\":0,\"k\":7,\"k\":10,\"k\":42,\"k\":99,\"k\":100,\"k\":12345,\"k\":18446744073709551615"
+        );
+    }
+
+    #[test]
+    fn a_line_longer_than_the_room_made_first_grows_its_string() {
+        let mut out = String::with_capacity(4);
+        let key = ",\"a_rather_long_key_of_a_field\":";
+        {
+            let mut writer = LineWriter::new(&mut out, 1);
+            for i in 0..200 {
+                writer.field(key, i);
+            }
+            writer.ascii_prefix(b"0123456789abcdef", 10);
+        }
+        let expected: String =
+            (0..200).map(|i| format!("{key}{i}")).collect::<String>() + "0123456789";
+        assert_eq!(out, expected);
+    }
+}
