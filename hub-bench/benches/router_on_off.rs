@@ -11,7 +11,11 @@
 //! see the same machine at the same moments. Every pair is also kept, and
 //! the run ends with one table: per scenario and size, the median traced
 //! and untraced request and their ratio (the figure the README quotes).
-//! `ROUTER_BENCH_SIZES=25,100` limits the sizes.
+//! `ROUTER_BENCH_SIZES=25,100` limits the sizes. `ROUTER_BENCH_CACHED=1`
+//! serves both Hubs with the response cache on (its default settings):
+//! after criterion's warm-up every timed request is a cache hit, where the
+//! fixed cost of a traced request shows whole, in time where
+//! `on_off_instructions --cached` counts it in instructions.
 
 use std::time::{Duration, Instant};
 
@@ -53,6 +57,15 @@ fn sizes() -> Vec<u32> {
     }
 }
 
+/// Whether both Hubs serve with the response cache on.
+fn cached() -> bool {
+    match std::env::var("ROUTER_BENCH_CACHED").as_deref() {
+        Ok("1") => true,
+        Ok("0") | Err(_) => false,
+        Ok(other) => panic!("ROUTER_BENCH_CACHED: {other:?} is not 0 or 1"),
+    }
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -65,16 +78,18 @@ fn main() {
         .measurement_time(Duration::from_secs(3))
         .configure_from_args();
     let samples = Mutex::new(Samples { rows: Vec::new() });
+    let cached = cached();
+    let interval = hub_example::perf::LINE_FLUSH_INTERVAL;
 
     for agents in sizes() {
         let seed = in_process::seed(dir.path(), agents).expect("seed a Hub");
         let db = dir.path().join(format!("hub{agents}.db"));
-        let on = in_process::hub(&db, true, &dir.path().join(format!("on-{agents}.log")))
-            .expect("the traced Hub")
-            .router();
-        let off = in_process::hub(&db, false, &dir.path().join(format!("off-{agents}.log")))
-            .expect("the untraced Hub")
-            .router();
+        let hub = |traced: bool, log: &str| {
+            let log = dir.path().join(format!("{log}-{agents}.log"));
+            in_process::hub_writing_every(&db, traced, &log, interval, cached)
+        };
+        let on = hub(true, "on").expect("the traced Hub").router();
+        let off = hub(false, "off").expect("the untraced Hub").router();
         let token = seed.member_token.clone();
         for scenario in in_process::scenarios(&seed) {
             let row = {
@@ -118,6 +133,9 @@ fn main() {
 
     let mut samples = samples.into_inner();
     println!();
+    if cached {
+        println!("(response cache on: cache hits)");
+    }
     println!("scenario                     agents  on ms     off ms    on/off  pairs");
     println!("---------------------------  ------  --------  --------  ------  -----");
     for (name, agents, on, off) in &mut samples.rows {

@@ -42,16 +42,9 @@ pub fn seed(dir: &Path, agents: u32) -> anyhow::Result<SeedDocument> {
 }
 
 /// A Hub over the seeded database at `db_path`, tracing on or off, its log
-/// (and, traced, its perf_trace lines) written to a new file at `log_path`,
-/// as the demo serves it.
-#[allow(dead_code)] // the instruction counter calls `hub_writing_every`
-pub fn hub(db_path: &Path, perf_trace: bool, log_path: &Path) -> anyhow::Result<Hub> {
-    hub_bench::demo::seeded_hub(db_path, SESSION_SECRET, perf_trace, log_path)
-}
-
-/// [`hub`], its lines written out every `interval`, with the
+/// (and, traced, its perf_trace lines) written to a new file at `log_path`
+/// as the demo serves it, its lines written out every `interval`, with the
 /// response cache on (the Hub's default settings) when `cached`.
-#[allow(dead_code)] // the router benchmark calls `hub`
 pub fn hub_writing_every(
     db_path: &Path,
     perf_trace: bool,
