@@ -352,16 +352,19 @@ fn every_thread_s_lines_are_written_once_in_order_also_after_the_thread_is_gone(
         thread.join().unwrap();
     }
     // A thread with four chunks waiting wakes the emitter's thread, which
-    // writes them before its interval (an hour here).
+    // writes them before its interval (an hour here). Woken, it writes
+    // every thread's chunks, so a thread whose three were written with
+    // another's four may not gather four again: only the first four
+    // chunks of one thread are sure to be written early.
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut written_early = captured.lines().len();
-    while written_early < 4 * 4 * 100 && Instant::now() < deadline {
+    while written_early < 4 * 100 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
         written_early = captured.lines().len();
     }
     assert!(
-        written_early >= 4 * 4 * 100,
-        "each thread's four full buffers were written: {written_early}"
+        written_early >= 4 * 100,
+        "a thread's four full buffers were written: {written_early}"
     );
     assert!(written_early < (THREADS * PER_THREAD) as usize);
     // The threads are gone; their buffers still hold the rest.
