@@ -406,14 +406,13 @@ impl Emitter {
             recorder::recycle(recorder);
             return;
         }
-        let time = UNIX_EPOCH + Duration::from_nanos(epoch_nanos);
         SNAPSHOT.with(|snapshot| match snapshot.try_borrow_mut() {
             Ok(mut snapshot) => {
                 recorder.snapshot_into(end, &mut snapshot);
-                self.emit_at(&snapshot, &facts, time, true);
+                self.emit_at(&snapshot, &facts, epoch_nanos, true);
             }
             // Re-entered from an exit that itself finishes a request.
-            Err(_) => self.emit_at(&recorder.snapshot_at(end), &facts, time, true),
+            Err(_) => self.emit_at(&recorder.snapshot_at(end), &facts, epoch_nanos, true),
         });
         recorder::recycle(recorder);
     }
@@ -486,23 +485,23 @@ impl Emitter {
     /// Finishes one request: decides whether sampling keeps it, writes its
     /// line if so, and hands it to the exits.
     pub fn emit_request(&self, snapshot: &Snapshot, facts: &RequestFacts) {
-        self.emit_at(snapshot, facts, SystemTime::now(), false);
+        self.emit_at(
+            snapshot,
+            facts,
+            timestamp::epoch_nanos(SystemTime::now()),
+            false,
+        );
     }
 
-    /// [`emit_request`](Self::emit_request) for a request that ended at
-    /// `end_time`; its line `buffered` when lines are.
-    fn emit_at(
-        &self,
-        snapshot: &Snapshot,
-        facts: &RequestFacts,
-        end_time: SystemTime,
-        buffered: bool,
-    ) {
-        let epoch_nanos = timestamp::epoch_nanos(end_time);
+    /// [`emit_request`](Self::emit_request) for a request that ended
+    /// `epoch_nanos` nanoseconds after the epoch; its line `buffered` when
+    /// lines are.
+    fn emit_at(&self, snapshot: &Snapshot, facts: &RequestFacts, epoch_nanos: u64, buffered: bool) {
         let Some(exits) = &self.exits else {
             self.write(snapshot, epoch_nanos, buffered, |_| ());
             return;
         };
+        let end_time = UNIX_EPOCH + Duration::from_nanos(epoch_nanos);
         let sampled = exits
             .sampling
             .as_ref()
