@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::Request;
-use perf_trace_core::pool::{PoolBaseline, PoolStats};
+use perf_trace_core::pool::{PoolFigures, PoolStats};
 use perf_trace_core::{Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy};
 
 use crate::authz::Principal;
@@ -71,12 +71,15 @@ pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) 
 
 /// The pool's figures as a traced request arrives, read by authentication
 /// before it reads the database (a traced Hub's state notes them:
-/// [`crate::state::AppState::noting_pool_baseline`]), so the tracing layer
+/// [`crate::state::AppState::noting_pool_baseline`]) and handed to the
+/// tracing layer ([`perf_trace_core::pool::with_baseline`]), so the layer
 /// counts those waits in the request's line too (a 503 answered while
 /// authenticating for an exhausted pool then shows the wait that ran out).
 /// Read there rather than by a layer of its own: axum clones a route's
-/// layered service for every request, one boxed service per layer.
-pub fn pool_baseline(db: &Db) -> PoolBaseline {
+/// layered service for every request, one boxed service per layer; and
+/// handed over for the poll that starts the request rather than put in its
+/// extensions, which cost an allocation and a map insert a request.
+pub fn pool_baseline(db: &Db) -> PoolFigures {
     // Only its wait figures are read: `in_use` and `open` are the end's.
-    PoolBaseline(db.pool_wait_figures())
+    db.pool_wait_figures()
 }

@@ -75,6 +75,21 @@ impl TimedGuard {
     }
 }
 
+impl TimedGuard {
+    /// Ends the timing on the body's normal path, recording as the drop
+    /// does. With a call in the body that may unwind, the compiler calls
+    /// the drop's glue out of line on every path (it is needed on the
+    /// unwinding one too); ended here, the normal path records inline,
+    /// and the drop is left to an early return, a `?` or a panic.
+    #[inline(always)]
+    pub fn finish(self) {
+        let this = std::mem::ManuallyDrop::new(self);
+        if this.start != 0 {
+            record_now(this.table, this.set, this.index, this.start);
+        }
+    }
+}
+
 impl Drop for TimedGuard {
     #[inline(always)]
     fn drop(&mut self) {

@@ -19,7 +19,7 @@ use crate::contract::{suffix, REQUEST_ID_HEADER};
 use crate::export::RequestFacts;
 use crate::headers::render_headers;
 use crate::keys::{KeySet, Schema};
-use crate::pool::{PoolBaseline, PoolStats};
+use crate::pool::{self, PoolBaseline, PoolStats};
 use crate::recorder::{Recorder, RequestStart, Table};
 use crate::request_id;
 use crate::scope::{current, in_scope_of};
@@ -241,12 +241,15 @@ where
         let shared = &self.shared;
         // A recorder already in scope (a test helper tracing one request) is reused.
         let reused = current();
-        let mut drawn_id = None;
+        let drew_id = reused.is_none();
         let recorder = reused.unwrap_or_else(|| {
-            let id = drawn_id.insert(request_id::draw());
+            let id = request_id::draw();
             let pool = shared.pool.as_ref().map(|pool| {
-                let baseline = request.extensions().get::<PoolBaseline>();
-                (pool, baseline.map(|PoolBaseline(start)| *start))
+                let baseline = pool::take_handed().or_else(|| {
+                    let baseline = request.extensions().get::<PoolBaseline>();
+                    baseline.map(|PoolBaseline(start)| *start)
+                });
+                (pool, baseline)
             });
             let start = RequestStart {
                 method: method_name(request.method()),
@@ -278,7 +281,7 @@ where
             trace: Some(RequestTrace {
                 recorder: ManuallyDrop::new(recorder),
                 want_headers,
-                drawn_id,
+                drew_id,
                 facts: RequestFacts {
                     status: None,
                     perf_headers: want_headers,
@@ -320,9 +323,9 @@ struct RequestTrace {
     /// Taken by `drop`, which hands it to the emitter.
     recorder: ManuallyDrop<Recorder>,
     want_headers: bool,
-    /// The request id this layer drew, for the response's header (`None`
-    /// for a recorder found in scope, whose id is its own).
-    drawn_id: Option<request_id::DrawnId>,
+    /// Whether this layer drew the recorder's request id (not so for a
+    /// recorder found in scope, whose id is its own).
+    drew_id: bool,
     /// The status (set at response start) and trace, for the exits.
     facts: RequestFacts,
     layer: Arc<dyn LayerParts>,
@@ -341,9 +344,10 @@ impl RequestTrace {
             }
         }
         if let Some(name) = self.layer.request_id() {
-            let value = match self.drawn_id.take() {
-                Some(id) => Some(id.into_header_value()),
-                None => Some(self.recorder.request_id())
+            let id = self.recorder.request_id();
+            let value = match self.drew_id {
+                true => Some(request_id::header_value(id)),
+                false => Some(id)
                     .filter(|id| !id.is_empty())
                     .and_then(|id| HeaderValue::from_str(id).ok()),
             };

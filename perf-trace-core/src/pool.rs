@@ -1,6 +1,10 @@
 //! Database pool figures: a store that owns a connection pool exposes them so
 //! each request line can say how contended the pool was.
 
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// Cumulative figures of a connection pool, read at the start and end of a request.
@@ -29,6 +33,8 @@ pub trait PoolStats: Send + Sync + 'static {
 /// request arrived. Put in the request's extensions, it is where the
 /// layer's wait deltas start, so a checkout made before the layer (while
 /// authenticating the caller, say) shows in the request's line.
+/// [`with_baseline`] hands the same figures over without the extension's
+/// allocation and map insert.
 ///
 /// ```
 /// use perf_trace_core::pool::{PoolBaseline, PoolFigures};
@@ -39,6 +45,76 @@ pub trait PoolStats: Send + Sync + 'static {
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PoolBaseline(pub PoolFigures);
+
+thread_local! {
+    /// The baseline [`WithBaseline`] hands over for the length of its
+    /// future's first poll, for the request the layer starts in it.
+    static HANDED: Cell<Option<PoolFigures>> = const { Cell::new(None) };
+}
+
+/// Hands `baseline` to the request the tracing layer starts while `future`
+/// is first polled: a middleware in front of the layer reads the pool's
+/// figures as the request arrives and wraps the rest of the stack's future,
+/// so that checkouts it makes itself (authenticating the caller, say) show
+/// in the request's line. The same as a [`PoolBaseline`] in the request's
+/// extensions, with no allocation; where both are given, this one counts.
+///
+/// The figures are set for the first poll only, which is when a service
+/// stack calls the layer, and taken by the first request the layer starts
+/// in it: a request started later, or inside that request's handler, starts
+/// from its own reading.
+///
+/// ```
+/// use perf_trace_core::pool::{with_baseline, PoolFigures};
+///
+/// # async fn run(next: impl std::future::Future<Output = ()>) {
+/// let arrived = PoolFigures::default(); // read as the request arrived
+/// with_baseline(arrived, next).await;
+/// # }
+/// ```
+pub fn with_baseline<F: Future>(baseline: PoolFigures, future: F) -> WithBaseline<F> {
+    WithBaseline {
+        inner: future,
+        baseline: Some(baseline),
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`with_baseline`].
+    #[derive(Debug)]
+    pub struct WithBaseline<F> {
+        #[pin]
+        inner: F,
+        baseline: Option<PoolFigures>,
+    }
+}
+
+impl<F: Future> Future for WithBaseline<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let Some(baseline) = this.baseline.take() else {
+            return this.inner.poll(cx);
+        };
+        /// Restores the slot however the poll ends (a panic included), so
+        /// figures no request took never reach a later one.
+        struct Restore(Option<PoolFigures>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                HANDED.set(self.0.take());
+            }
+        }
+        let _restore = Restore(HANDED.replace(Some(baseline)));
+        this.inner.poll(cx)
+    }
+}
+
+/// The baseline handed to the request starting now, if any (taken: a
+/// second request in the same poll starts from its own reading).
+pub(crate) fn take_handed() -> Option<PoolFigures> {
+    HANDED.take()
+}
 
 /// The pool figures of one request: pool-wide wait deltas over the request and
 /// the gauges read at its end.

@@ -1,46 +1,37 @@
 //! The ids the layer draws for requests: random (version 4) UUIDs in their
 //! hyphenated lowercase form.
 
-use std::cell::RefCell;
-
 use bytes::Bytes;
 use http::HeaderValue;
 
 /// The length of a hyphenated UUID.
 pub(crate) const LENGTH: usize = 36;
 
-/// A drawn request id: hex digits and hyphens only, a slice of a block of
-/// ids its thread drew together, which the response's header value shares.
-pub(crate) struct DrawnId(Bytes);
+/// A drawn request id: hex digits and hyphens only.
+pub(crate) struct DrawnId([u8; LENGTH]);
 
 impl DrawnId {
     /// The id as text.
     #[inline]
     pub(crate) fn as_str(&self) -> &str {
-        debug_assert!(self.0.len() == LENGTH && self.0.is_ascii());
+        debug_assert!(self.0.is_ascii());
         // SAFETY: `hyphenated_v4` writes hex digits and hyphens only, all
         // ASCII, so the bytes are UTF-8.
         unsafe { std::str::from_utf8_unchecked(&self.0) }
     }
-
-    /// The id as a header value, its bytes shared, not copied.
-    #[inline]
-    pub(crate) fn into_header_value(self) -> HeaderValue {
-        debug_assert!(HeaderValue::from_bytes(&self.0).is_ok());
-        // SAFETY: hex digits and hyphens, every one valid in a header
-        // value; checking them again was a tenth of the layer's own cost.
-        unsafe { HeaderValue::from_maybe_shared_unchecked(self.0) }
-    }
 }
 
-/// Ids drawn at once into one block: a request's id is then a slice of it,
-/// where drawing one and copying it into a header value of its own cost an
-/// allocation or a block's bookkeeping per request.
-const IDS_PER_BLOCK: usize = 64;
-
-thread_local! {
-    /// The ids of this thread's block not handed out yet.
-    static ID_BLOCK: RefCell<Bytes> = const { RefCell::new(Bytes::new()) };
+/// A drawn id (`id`, as the request's recorder holds it) as a header value,
+/// in bytes of its own. (Ids sliced from a block drawn per thread saved the
+/// allocation, but every response's header then wrote the block's shared
+/// reference count from whichever core dropped it: under load that cost
+/// more than the allocation.)
+#[inline]
+pub(crate) fn header_value(id: &str) -> HeaderValue {
+    debug_assert!(id.len() == LENGTH && HeaderValue::from_str(id).is_ok());
+    // SAFETY: a drawn id is hex digits and hyphens, every one valid in a
+    // header value; checking them again was a tenth of the layer's own cost.
+    unsafe { HeaderValue::from_maybe_shared_unchecked(Bytes::copy_from_slice(id.as_bytes())) }
 }
 
 /// A new request id: a random version 4 UUID, hyphenated, lowercase.
@@ -48,27 +39,9 @@ thread_local! {
 /// Drawn from the thread's fast generator, seeded at random: the ids tell
 /// requests apart and guard nothing, and a cryptographic generator cost
 /// more than the rest of the id.
+#[inline]
 pub(crate) fn draw() -> DrawnId {
-    let sliced = ID_BLOCK.try_with(|block| {
-        let mut block = block.try_borrow_mut().ok()?;
-        if block.is_empty() {
-            *block = draw_block();
-        }
-        Some(DrawnId(block.split_to(LENGTH)))
-    });
-    sliced.ok().flatten().unwrap_or_else(|| {
-        // A thread tearing down its thread-locals draws one alone.
-        DrawnId(Bytes::copy_from_slice(&hyphenated_v4(fastrand::u128(..))))
-    })
-}
-
-/// [`IDS_PER_BLOCK`] new ids, one after the other.
-fn draw_block() -> Bytes {
-    let mut ids = vec![0; IDS_PER_BLOCK * LENGTH];
-    for id in ids.chunks_exact_mut(LENGTH) {
-        id.copy_from_slice(&hyphenated_v4(fastrand::u128(..)));
-    }
-    Bytes::from(ids)
+    DrawnId(hyphenated_v4(fastrand::u128(..)))
 }
 
 /// `random` as a version 4, variant 1 UUID in its hyphenated form.
@@ -104,8 +77,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn drawn_ids_are_distinct_uuids_across_blocks_and_keep_their_bytes() {
-        let ids: Vec<DrawnId> = (0..3 * IDS_PER_BLOCK + 5).map(|_| draw()).collect();
+    fn drawn_ids_are_distinct_uuids_and_their_header_values_keep_their_bytes() {
+        let ids: Vec<DrawnId> = (0..1000).map(|_| draw()).collect();
         let texts: Vec<String> = ids.iter().map(|id| id.as_str().to_owned()).collect();
         let distinct: std::collections::HashSet<&String> = texts.iter().collect();
         assert_eq!(distinct.len(), texts.len());
@@ -113,8 +86,8 @@ mod tests {
             let uuid = uuid::Uuid::parse_str(text).expect("a UUID");
             assert_eq!(uuid.get_version_num(), 4);
             assert_eq!(uuid.hyphenated().to_string(), *text);
-            // The header value is the same bytes, after the block moved on.
-            assert_eq!(id.into_header_value().as_bytes(), text.as_bytes());
+            // The header value is the same bytes.
+            assert_eq!(header_value(id.as_str()).as_bytes(), text.as_bytes());
         }
     }
 

@@ -156,6 +156,44 @@ async fn a_baseline_from_a_middleware_in_front_counts_its_waits_too() {
 }
 
 #[tokio::test]
+async fn a_baseline_handed_for_the_first_poll_counts_and_is_not_kept() {
+    use perf_trace_core::pool::{with_baseline, PoolBaseline};
+    let captured = Captured::default();
+    let svc = traced(&captured);
+    // Each read of the fake pool adds 5 waits (10 µs each): a request that
+    // reads both its ends counts 5, one handed a baseline of 0 counts every
+    // wait up to its end (10 for the second request, 15 for the third).
+    let response = svc.clone().oneshot(get("/things")).await.unwrap();
+    response.into_body().collect().await.unwrap();
+    let response = with_baseline(PoolFigures::default(), svc.clone().oneshot(get("/things")));
+    response.await.unwrap().into_body().collect().await.unwrap();
+    // Handed over and in the extensions: the handed one counts.
+    let mut request = get("/things");
+    let in_extensions = PoolFigures {
+        wait_count: 10,
+        ..PoolFigures::default()
+    };
+    request.extensions_mut().insert(PoolBaseline(in_extensions));
+    let response = with_baseline(PoolFigures::default(), svc.clone().oneshot(request));
+    response.await.unwrap().into_body().collect().await.unwrap();
+    // A poll that panics leaves nothing behind for the next request.
+    let panicked = std::panic::AssertUnwindSafe(with_baseline(PoolFigures::default(), async {
+        panic!("inside the first poll")
+    }))
+    .catch_unwind()
+    .await;
+    assert!(panicked.is_err());
+    // Started after the handed polls, a request reads its own start.
+    let response = svc.clone().oneshot(get("/things")).await.unwrap();
+    response.into_body().collect().await.unwrap();
+    let lines = captured.json_lines();
+    let waits: Vec<_> = lines.iter().map(|line| &line["db_wait_count"]).collect();
+    assert_eq!(waits, [5, 10, 15, 5]);
+    let wait_us: Vec<_> = lines.iter().map(|line| &line["db_wait_us"]).collect();
+    assert_eq!(wait_us, [50, 100, 150, 50]);
+}
+
+#[tokio::test]
 async fn headers_need_the_exact_trigger_and_an_allowed_caller() {
     let captured = Captured::default();
     let svc = traced(&captured);

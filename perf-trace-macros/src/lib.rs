@@ -25,6 +25,7 @@ mod key_path;
 mod key_set;
 mod phase;
 mod store;
+mod timed;
 
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};

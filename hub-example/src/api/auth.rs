@@ -20,6 +20,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use perf_trace_core::pool::{self, PoolFigures};
 
 use super::failed_logins::FailedLogins;
 use super::ApiError;
@@ -150,6 +151,7 @@ pub struct AuthenticationFailure(ApiError);
 async fn refuse_or_pass_on(
     mut request: Request,
     next: Next,
+    baseline: Option<PoolFigures>,
     error: ApiError,
     credential: Option<&str>,
 ) -> Response {
@@ -157,9 +159,19 @@ async fn refuse_or_pass_on(
         request
             .extensions_mut()
             .insert(AuthenticationFailure(error));
-        return next.run(request).await;
+        return pass_on(request, next, baseline).await;
     }
     refuse(&request, error, credential)
+}
+
+/// Runs the rest of the stack, handing a traced request's tracing layer
+/// the pool's figures as authentication began (see
+/// [`crate::perf::pool_baseline`]).
+async fn pass_on(request: Request, next: Next, baseline: Option<PoolFigures>) -> Response {
+    match baseline {
+        Some(baseline) => pool::with_baseline(baseline, next.run(request)).await,
+        None => next.run(request).await,
+    }
 }
 
 /// Innermost, inside the tracing layer: answers the [`AuthenticationFailure`]
@@ -178,13 +190,13 @@ pub async fn authenticate<S: AuthzStore, A: AuditEmitter>(
     mut request: Request,
     next: Next,
 ) -> Response {
-    if state.notes_pool_baseline() {
-        let baseline = crate::perf::pool_baseline(state.db());
-        request.extensions_mut().insert(baseline);
-    }
     if PUBLIC_PATHS.contains(&request.uri().path()) {
+        // Nothing read here: the layer's own reading is the baseline.
         return next.run(request).await;
     }
+    let baseline = state
+        .notes_pool_baseline()
+        .then(|| crate::perf::pool_baseline(state.db()));
     if let Some(session) = crate::web::cookie_session(&request) {
         let resolved = match session {
             Ok(id) => crate::web::resolve_cookie_session(&state, id).await,
@@ -195,9 +207,9 @@ pub async fn authenticate<S: AuthzStore, A: AuditEmitter>(
                 request.extensions_mut().insert(principal);
                 request.extensions_mut().insert(expiry);
                 request.extensions_mut().insert(crate::web::BrowserSession);
-                next.run(request).await
+                pass_on(request, next, baseline).await
             }
-            Err(e) => refuse_or_pass_on(request, next, e, None).await,
+            Err(e) => refuse_or_pass_on(request, next, baseline, e, None).await,
         };
     }
     let token = match bearer(request.headers()) {
@@ -214,10 +226,10 @@ pub async fn authenticate<S: AuthzStore, A: AuditEmitter>(
         Ok(Ok((principal, expiry))) => {
             request.extensions_mut().insert(principal);
             request.extensions_mut().insert(expiry);
-            next.run(request).await
+            pass_on(request, next, baseline).await
         }
-        Ok(Err(e)) => refuse_or_pass_on(request, next, e, Some(&token)).await,
-        Err(_) => refuse_or_pass_on(request, next, ApiError::internal(), None).await,
+        Ok(Err(e)) => refuse_or_pass_on(request, next, baseline, e, Some(&token)).await,
+        Err(_) => refuse_or_pass_on(request, next, baseline, ApiError::internal(), None).await,
     }
 }
 

@@ -31,12 +31,12 @@ pub(crate) fn traced(mut item: ItemFn, key: &Key) -> TokenStream {
             );
         }
         Body::Sync => {
-            let guard = Ident::new("__perf_trace_guard", Span::mixed_site());
             let block = &item.block;
-            let new: Block = parse_quote!({
-                let #guard = ::perf_trace_core::__private01::TimedGuard::phase(#key_expr);
-                #block
-            });
+            let body = crate::timed::sync_body(
+                quote!(::perf_trace_core::__private01::TimedGuard::phase(#key_expr)),
+                quote!(#block),
+            );
+            let new: Block = parse_quote!({ #body });
             *item.block = new;
         }
     }

@@ -1,6 +1,6 @@
 //! The method enum, the decorator type and its forwarding impl.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::{GenericParam, Ident, ItemTrait};
 
@@ -232,13 +232,10 @@ fn forward_method(m: &Method, inner: &TokenStream, methods: &Ident) -> TokenStre
             let key = &v.ident;
             let key = quote!(#methods::#key);
             match m.kind {
-                Kind::Sync => {
-                    let guard = Ident::new("__perf_trace_guard", Span::mixed_site());
-                    quote! {
-                        let #guard = ::perf_trace_core::__private01::TimedGuard::store_call(#key);
-                        #call
-                    }
-                }
+                Kind::Sync => crate::timed::sync_body(
+                    quote!(::perf_trace_core::__private01::TimedGuard::store_call(#key)),
+                    call,
+                ),
                 Kind::AsyncFn => quote! {
                     ::perf_trace_core::__private01::TimedFuture::store_call(#key, #call).await
                 },
