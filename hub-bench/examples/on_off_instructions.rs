@@ -9,7 +9,14 @@
 //! target/release/examples/on_off_instructions            # needs valgrind
 //! target/release/examples/on_off_instructions --sizes 25 --requests 20
 //! target/release/examples/on_off_instructions --cached --sizes 100   # cache hits
+//! target/release/examples/on_off_instructions --mix --cached --sizes 100
 //! ```
+//!
+//! `--mix` counts the requests of the 300-user load's mix instead (`hub-bench
+//! load`: the two lists, an agent by id, a missing agent, `/healthz`, the
+//! public settings, the forbidden server-config PUT), one scenario per
+//! entry, and adds the mix's row: the entries weighted as the load weights
+//! them.
 //!
 //! The program seeds the databases, then runs itself `--repeats` times per
 //! scenario, size and side (the sides alternating, each run on a fresh copy
@@ -38,6 +45,8 @@ use clap::Parser;
 
 #[path = "../benches/support/in_process.rs"]
 mod in_process;
+#[path = "../benches/support/load_mix.rs"]
+mod load_mix;
 
 #[derive(Debug, Parser)]
 #[command(about = "Instructions per Hub request, tracing on and off, under callgrind")]
@@ -64,6 +73,10 @@ struct Args {
     /// a loaded Hub's are (`hub-bench load` with 300 users).
     #[arg(long)]
     cached: bool,
+    /// Count the load's mix (`hub-bench load`) entry by entry, and the
+    /// mix weighted as the load sends it, instead of the demo's lists.
+    #[arg(long)]
+    mix: bool,
     /// The valgrind to run.
     #[arg(long, default_value = "valgrind")]
     valgrind: PathBuf,
@@ -115,10 +128,6 @@ fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
         other => anyhow::bail!("--serve: the side is `on` or `off`, not {other:?}"),
     };
     let seed = hub_bench::LoadedSeed::load(Path::new(seed))?.seed;
-    let scenario = in_process::scenarios(&seed)
-        .into_iter()
-        .find(|s| s.name == scenario.as_str())
-        .with_context(|| format!("--serve: no scenario {scenario:?}"))?;
     let log = std::env::temp_dir().join(format!("on-off-instructions-{}.log", std::process::id()));
     // Lines written out when this program says, not on a timer: under
     // valgrind a request takes some fifty times longer, and a 50 ms timer
@@ -131,14 +140,36 @@ fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let token = &seed.member_token;
+    let target = match args.mix {
+        false => Target::List(
+            in_process::scenarios(&seed)
+                .into_iter()
+                .find(|s| s.name == scenario.as_str())
+                .with_context(|| format!("--serve: no scenario {scenario:?}"))?,
+        ),
+        true => Target::Mix(
+            runtime
+                .block_on(load_mix::load_mix(&router, &seed))?
+                .into_iter()
+                .find(|entry| entry.name == scenario.as_str())
+                .with_context(|| format!("--serve: no mix entry {scenario:?}"))?,
+        ),
+    };
+    let (router, target) = (&router, &target);
+    let request = |turn: usize| async move {
+        match target {
+            Target::List(scenario) => in_process::get(router, scenario, token).await,
+            Target::Mix(entry) => load_mix::send_mix(router, entry, turn, token).await,
+        }
+    };
     let result = runtime.block_on(async {
-        for _ in 0..args.warmup {
-            in_process::get(&router, &scenario, token).await?;
+        for turn in 0..args.warmup {
+            request(turn as usize).await?;
         }
         hub.logger().flush();
         measure_start();
-        for _ in 0..args.requests {
-            in_process::get(&router, &scenario, token).await?;
+        for turn in 0..args.requests {
+            request((args.warmup + turn) as usize).await?;
         }
         // The measured requests' lines, written out in one batch.
         hub.logger().flush();
@@ -147,6 +178,12 @@ fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
     });
     let _ = std::fs::remove_file(&log);
     result
+}
+
+/// What one side sends: one of the demo's lists, or one entry of the load's mix.
+enum Target {
+    List(in_process::Scenario),
+    Mix(load_mix::MixRequest),
 }
 
 /// Seeds, runs every side under callgrind, prints the table.
@@ -166,40 +203,60 @@ fn drive(args: &Args) -> anyhow::Result<()> {
         let seed = in_process::seed(dir, agents)?;
         let db = dir.join(format!("hub{agents}.db"));
         let seed_path = dir.join(format!("seed-{agents}.json"));
-        for scenario in in_process::scenarios(&seed) {
+        // Each scenario's name and its weight in the mix's row (none for
+        // the demo's lists).
+        let scenarios: Vec<(&str, Option<u32>)> = match args.mix {
+            false => in_process::scenarios(&seed)
+                .into_iter()
+                .map(|s| (s.name, None))
+                .collect(),
+            true => load_mix::load_mix_names()
+                .into_iter()
+                .map(|(name, weight)| (name, Some(weight)))
+                .collect(),
+        };
+        let mut weighted = [0.0, 0.0];
+        for (name, weight) in scenarios {
             let mut runs = [Vec::new(), Vec::new()];
             for repeat in 0..args.repeats {
                 // Alternate which side goes first.
                 let order = if repeat % 2 == 0 { [0, 1] } else { [1, 0] };
                 for index in order {
                     let side = ["on", "off"][index];
-                    let out = dir.join(format!(
-                        "callgrind-{agents}-{}-{side}-{repeat}",
-                        scenario.name
-                    ));
+                    let out = dir.join(format!("callgrind-{agents}-{name}-{side}-{repeat}"));
                     let run_db = fresh_copy(&db, &dir.join("run.db"))?;
                     runs[index].push(instructions(
                         args,
                         &me,
                         &out,
                         [&run_db, &seed_path],
-                        scenario.name,
+                        name,
                         side,
                     )?);
                 }
             }
-            let [on, off] = runs.map(|mut counts| median(&mut counts));
             let per = f64::from(args.requests);
-            println!(
-                "{:<27}  {agents:>6}  {:>16.0}  {:>17.0}  {:>6.4}",
-                scenario.name,
-                on / per,
-                off / per,
-                on / off
-            );
+            let [on, off] = runs.map(|mut counts| median(&mut counts) / per);
+            print_row(name, agents, on, off);
+            if let Some(weight) = weight {
+                weighted[0] += f64::from(weight) * on;
+                weighted[1] += f64::from(weight) * off;
+            }
+        }
+        if args.mix {
+            let total: u32 = load_mix::load_mix_names().iter().map(|(_, w)| w).sum();
+            let [on, off] = weighted.map(|sum| sum / f64::from(total));
+            print_row("the mix, weighted", agents, on, off);
         }
     }
     Ok(())
+}
+
+fn print_row(name: &str, agents: u32, on: f64, off: f64) {
+    println!(
+        "{name:<27}  {agents:>6}  {on:>16.0}  {off:>17.0}  {:>6.4}",
+        on / off
+    );
 }
 
 /// The median of `counts` (not empty), as a float.
@@ -262,6 +319,7 @@ fn instructions(
         .args(["--requests", &args.requests.to_string()])
         .args(["--warmup", &args.warmup.to_string()])
         .args(args.cached.then_some("--cached"))
+        .args(args.mix.then_some("--mix"))
         .arg("--serve")
         .args([db.as_os_str(), seed.as_os_str()])
         .args([scenario, side])

@@ -84,16 +84,33 @@ pub fn scenarios(seed: &SeedDocument) -> Vec<Scenario> {
 /// Sends one GET of `scenario` as `token` to `router` and reads the whole
 /// body; fails unless the answer is 200. Returns the body's length.
 pub async fn get(router: &Router, scenario: &Scenario, token: &str) -> anyhow::Result<usize> {
-    let request = http::Request::get(&scenario.uri)
-        .header("authorization", format!("Bearer {token}"))
-        .body(Body::empty())?;
-    let response = router.clone().oneshot(request).await?;
-    let status = response.status();
-    let body = response.into_body().collect().await?.to_bytes();
+    let (status, body) = send(router, &scenario.uri, http::Method::GET, Some(token), None).await?;
     anyhow::ensure!(
         status == http::StatusCode::OK,
         "{} answered {status}",
         scenario.name
     );
     Ok(body.len())
+}
+
+/// Sends one request to `router` and reads the whole body.
+pub async fn send(
+    router: &Router,
+    uri: &str,
+    method: http::Method,
+    token: Option<&str>,
+    body: Option<&'static str>,
+) -> anyhow::Result<(http::StatusCode, axum::body::Bytes)> {
+    let mut request = http::Request::builder().method(method).uri(uri);
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    if body.is_some() {
+        request = request.header("content-type", "application/json");
+    }
+    let request = request.body(body.map_or_else(Body::empty, Body::from))?;
+    let response = router.clone().oneshot(request).await?;
+    let status = response.status();
+    let body = response.into_body().collect().await?.to_bytes();
+    Ok((status, body))
 }
