@@ -73,9 +73,7 @@ impl TimedGuard {
     pub fn store_call<M: StoreMethodKey>(key: M) -> Self {
         Self::enter(Table::Stores, key)
     }
-}
 
-impl TimedGuard {
     /// Ends the timing on the body's normal path, recording as the drop
     /// does. With a call in the body that may unwind, the compiler calls
     /// the drop's glue out of line on every path (it is needed on the
