@@ -36,13 +36,15 @@
 //! how many transactions, depends on when the scheduler wakes it, which
 //! moved the whole figure by several percent from run to run.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::Context as _;
 use clap::Parser;
 
+#[path = "../../perf-trace-core/benches/support/callgrind.rs"]
+mod callgrind;
+use callgrind::{measure_end, measure_start};
 #[path = "../benches/support/in_process.rs"]
 mod in_process;
 #[path = "../benches/support/load_mix.rs"]
@@ -89,25 +91,6 @@ struct Args {
 
 /// Longer than any run: the lines are written out by the explicit flushes.
 const LINES_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
-
-/// How often each mark was entered. Each mark touches its own counter, so
-/// the linker cannot fold the two into one address (callgrind would then
-/// see one name for both and never zero).
-static MARKS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
-
-/// Entered after the warm-up: callgrind zeroes its counts here.
-#[inline(never)]
-#[no_mangle]
-pub extern "C" fn measure_start() {
-    MARKS[0].fetch_add(1, Ordering::Relaxed);
-}
-
-/// Entered after the measured requests: callgrind dumps its counts here.
-#[inline(never)]
-#[no_mangle]
-pub extern "C" fn measure_end() {
-    MARKS[1].fetch_add(1, Ordering::Relaxed);
-}
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -306,37 +289,27 @@ fn instructions(
     scenario: &str,
     side: &str,
 ) -> anyhow::Result<u64> {
-    let status = Command::new(&args.valgrind)
-        .arg("--tool=callgrind")
-        .arg("--zero-before=measure_start")
-        .arg("--dump-before=measure_end")
-        .arg("--toggle-collect=hub_example::authz::audit::write_until_stopped")
+    let options = [
+        "--toggle-collect=hub_example::authz::audit::write_until_stopped",
         // Counting from the start (a `--toggle-collect` turns that off unless
         // this follows): the writer's loop alone stops it, on its thread.
-        .arg("--collect-atstart=yes")
-        .arg(format!("--callgrind-out-file={}", out.display()))
-        .arg(me)
-        .args(["--requests", &args.requests.to_string()])
-        .args(["--warmup", &args.warmup.to_string()])
-        .args(args.cached.then_some("--cached"))
-        .args(args.mix.then_some("--mix"))
-        .arg("--serve")
-        .args([db.as_os_str(), seed.as_os_str()])
-        .args([scenario, side])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .with_context(|| format!("run {}", args.valgrind.display()))?;
-    anyhow::ensure!(
-        status.success(),
-        "{scenario} {side} under callgrind: {status}"
-    );
-    // The first dump (`<out>.1`) is what ran between the two marks.
-    let dump = PathBuf::from(format!("{}.1", out.display()));
-    let text = std::fs::read_to_string(&dump)
-        .with_context(|| format!("read {} (was measure_end reached?)", dump.display()))?;
-    text.lines()
-        .find_map(|line| line.strip_prefix("totals:"))
-        .and_then(|total| total.split_whitespace().next()?.parse().ok())
-        .with_context(|| format!("no totals in {}", dump.display()))
+        "--collect-atstart=yes",
+    ];
+    let mut program_args: Vec<OsString> = vec![
+        "--requests".into(),
+        args.requests.to_string().into(),
+        "--warmup".into(),
+        args.warmup.to_string().into(),
+    ];
+    program_args.extend(args.cached.then(|| "--cached".into()));
+    program_args.extend(args.mix.then(|| "--mix".into()));
+    program_args.extend([
+        "--serve".into(),
+        db.into(),
+        seed.into(),
+        scenario.into(),
+        side.into(),
+    ]);
+    callgrind::instructions_between_marks(&args.valgrind, &options, out, me, &program_args)
+        .map_err(|e| anyhow::anyhow!("{scenario} {side}: {e}"))
 }

@@ -13,12 +13,14 @@
 //! It needs valgrind; without it, it says so and counts nothing.
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 
+#[path = "support/callgrind.rs"]
+mod callgrind;
 #[path = "support/calls.rs"]
 mod calls;
+use callgrind::{measure_end, measure_start};
 use calls::*;
 use perf_trace_core::Recorder;
 
@@ -75,24 +77,6 @@ fn traced_store_call(x: u64) -> u64 {
 fn counted_store_call(x: u64) -> u64 {
     // A unit struct: making the wrapper costs nothing.
     CountedStore::new(Direct).get_user(x)
-}
-
-/// How often each mark was entered; each touches its own counter, so the
-/// linker cannot fold the two functions into one address.
-static MARKS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
-
-/// Entered after the warm-up: callgrind zeroes its counts here.
-#[inline(never)]
-#[no_mangle]
-pub extern "C" fn measure_start() {
-    MARKS[0].fetch_add(1, Ordering::Relaxed);
-}
-
-/// Entered after the counted calls: callgrind dumps its counts here.
-#[inline(never)]
-#[no_mangle]
-pub extern "C" fn measure_end() {
-    MARKS[1].fetch_add(1, Ordering::Relaxed);
 }
 
 fn main() -> ExitCode {
@@ -181,26 +165,7 @@ fn drive() -> Result<(), String> {
 /// Runs kind `kind` under callgrind; the instructions between the marks.
 fn instructions(me: &Path, dir: &Path, kind: usize) -> Result<u64, String> {
     let out = dir.join(format!("callgrind-{kind}"));
-    let status = Command::new("valgrind")
-        .arg("--tool=callgrind")
-        .arg("--zero-before=measure_start")
-        .arg("--dump-before=measure_end")
-        .arg(format!("--callgrind-out-file={}", out.display()))
-        .arg(me)
-        .args(["--measure", &kind.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| format!("run valgrind: {e}"))?;
-    if !status.success() {
-        return Err(format!("{} under callgrind: {status}", KINDS[kind].0));
-    }
-    // The first dump (`<out>.1`) is what ran between the two marks.
-    let dump = PathBuf::from(format!("{}.1", out.display()));
-    let text = std::fs::read_to_string(&dump)
-        .map_err(|e| format!("read {}: {e} (was measure_end reached?)", dump.display()))?;
-    text.lines()
-        .find_map(|line| line.strip_prefix("totals:"))
-        .and_then(|total| total.split_whitespace().next()?.parse().ok())
-        .ok_or_else(|| format!("no totals in {}", dump.display()))
+    let args = ["--measure".into(), kind.to_string().into()];
+    callgrind::instructions_between_marks(Path::new("valgrind"), &[], &out, me, &args)
+        .map_err(|e| format!("{}: {e}", KINDS[kind].0))
 }

@@ -5,7 +5,9 @@
 
 use std::cell::Cell;
 use std::sync::LazyLock;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
+
+use crate::timestamp;
 
 static CLOCK: LazyLock<quanta::Clock> = LazyLock::new(quanta::Clock::new);
 
@@ -76,20 +78,17 @@ pub(crate) fn epoch_nanos_at(ticks: u64) -> u64 {
                 }
             }
         }
-        let (at, epoch_nanos) = (now(), epoch_nanos_now());
+        let (at, epoch_nanos) = (now(), timestamp::epoch_nanos_now());
         anchor.set(Some((epoch_nanos, at)));
         epoch_nanos.saturating_sub(ticks_to_nanos(at.saturating_sub(ticks)))
     });
-    anchored.unwrap_or_else(|_| epoch_nanos_now())
-}
-
-fn epoch_nanos_now() -> u64 {
-    crate::timestamp::epoch_nanos(SystemTime::now())
+    anchored.unwrap_or_else(|_| timestamp::epoch_nanos_now())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::SystemTime;
 
     /// How far apart two times are, whichever is first.
     fn apart(a: SystemTime, b: SystemTime) -> Duration {

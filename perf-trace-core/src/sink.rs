@@ -13,7 +13,7 @@ use std::io::{self, BufWriter, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -472,12 +472,7 @@ impl Emitter {
     /// it to the exits, with no facts: see [`emit_request`](Self::emit_request)).
     pub fn emit(&self, snapshot: &Snapshot) {
         match &self.exits {
-            None => self.write(
-                snapshot,
-                timestamp::epoch_nanos(SystemTime::now()),
-                false,
-                |_| (),
-            ),
+            None => self.write(snapshot, timestamp::epoch_nanos_now(), false, |_| ()),
             Some(_) => self.emit_request(snapshot, &RequestFacts::default()),
         }
     }
@@ -485,12 +480,7 @@ impl Emitter {
     /// Finishes one request: decides whether sampling keeps it, writes its
     /// line if so, and hands it to the exits.
     pub fn emit_request(&self, snapshot: &Snapshot, facts: &RequestFacts) {
-        self.emit_at(
-            snapshot,
-            facts,
-            timestamp::epoch_nanos(SystemTime::now()),
-            false,
-        );
+        self.emit_at(snapshot, facts, timestamp::epoch_nanos_now(), false);
     }
 
     /// [`emit_request`](Self::emit_request) for a request that ended

@@ -16,6 +16,11 @@ pub(crate) fn epoch_nanos(time: SystemTime) -> u64 {
     })
 }
 
+/// The system clock's time now, in nanoseconds since the epoch.
+pub(crate) fn epoch_nanos_now() -> u64 {
+    epoch_nanos(SystemTime::now())
+}
+
 /// Appends the time `epoch_nanos` nanoseconds after the epoch as
 /// `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ`.
 pub(crate) fn push_rfc3339_nanos(out: &mut LineWriter<'_>, epoch_nanos: u64) {
