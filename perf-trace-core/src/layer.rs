@@ -265,14 +265,9 @@ where
             .and_then(|trigger| header_value(request.headers(), trigger))
             .is_some_and(|v| v.as_bytes() == b"1")
             && shared.policy.headers_allowed(&request);
-        let trace = shared.trace_context.then(|| {
-            let ids = fastrand::u128(..).to_le_bytes();
-            let span_id = fastrand::u64(..).to_le_bytes();
-            let incoming = request.headers().get(TRACEPARENT).map(|v| v.as_bytes());
-            let context = TraceContext::continue_or_start(incoming, ids, span_id);
-            request.extensions_mut().insert(context);
-            context
-        });
+        let trace = shared
+            .trace_context
+            .then(|| start_trace_context(&mut request));
         // Handlers reach the recorder as the current one (`current()`), not
         // through the request's extensions: no map insert per request.
         let inner = recorder.in_scope(|| self.inner.call(request));
@@ -294,6 +289,22 @@ where
             }),
         }
     }
+}
+
+/// The request's W3C trace context, continued from its `traceparent` or
+/// started, and put in its extensions for the service. Out of line, as are
+/// the other paths only some requests take: the layer's call and futures
+/// run once per request among all of a service's code, and the fewer
+/// instructions they bring into the cache with them, the less a loaded
+/// service spends fetching them.
+#[inline(never)]
+fn start_trace_context<B>(request: &mut Request<B>) -> TraceContext {
+    let ids = fastrand::u128(..).to_le_bytes();
+    let span_id = fastrand::u64(..).to_le_bytes();
+    let incoming = request.headers().get(TRACEPARENT).map(|v| v.as_bytes());
+    let context = TraceContext::continue_or_start(incoming, ids, span_id);
+    request.extensions_mut().insert(context);
+    context
 }
 
 /// What a request's trace needs of its layer, the policy type erased.
@@ -339,9 +350,7 @@ impl RequestTrace {
         self.facts.status = Some(response.status().as_u16());
         let headers = response.headers_mut();
         if let Some(trace) = &self.facts.trace {
-            if let Ok(value) = HeaderValue::from_str(&trace.traceresponse()) {
-                headers.insert(HeaderName::from_static(TRACERESPONSE), value);
-            }
+            insert_traceresponse(trace, headers);
         }
         if let Some(name) = self.layer.request_id() {
             let id = self.recorder.request_id();
@@ -356,12 +365,19 @@ impl RequestTrace {
             }
         }
         if self.want_headers {
-            // Taken now, before the body: the headers never include serialize.
-            for header in render_headers(&self.recorder.snapshot()) {
-                let name = self.layer.name(header.suffix);
-                if let (Some(name), Ok(value)) = (name, HeaderValue::from_str(&header.value)) {
-                    headers.insert(name.clone(), value);
-                }
+            self.insert_perf_headers(headers);
+        }
+    }
+
+    /// The perf headers, for the few requests that ask and may have them.
+    #[cold]
+    #[inline(never)]
+    fn insert_perf_headers(&self, headers: &mut http::HeaderMap) {
+        // Taken now, before the body: the headers never include serialize.
+        for header in render_headers(&self.recorder.snapshot()) {
+            let name = self.layer.name(header.suffix);
+            if let (Some(name), Ok(value)) = (name, HeaderValue::from_str(&header.value)) {
+                headers.insert(name.clone(), value);
             }
         }
     }
@@ -393,6 +409,14 @@ impl Drop for RequestTrace {
             let facts = std::mem::take(&mut self.facts);
             self.layer.emitter().finish(recorder, facts, end);
         }
+    }
+}
+
+/// The response's `traceresponse` header, from the request's trace context.
+#[inline(never)]
+fn insert_traceresponse(trace: &TraceContext, headers: &mut http::HeaderMap) {
+    if let Ok(value) = HeaderValue::from_str(&trace.traceresponse()) {
+        headers.insert(HeaderName::from_static(TRACERESPONSE), value);
     }
 }
 

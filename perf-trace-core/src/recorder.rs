@@ -454,16 +454,7 @@ impl Recorder {
     pub(crate) fn for_request<S: Schema>(start: RequestStart<'_>) -> Recorder {
         let schema = SchemaInfo::of::<S>();
         let Some(mut reused) = take_spare(TypeId::of::<S>()) else {
-            let mut builder = Recorder::builder()
-                .method(start.method)
-                .request_id(start.request_id);
-            if let Some((pool, since)) = start.pool {
-                builder = builder.pool(Arc::clone(pool));
-                if let Some(since) = since {
-                    builder = builder.pool_since(since);
-                }
-            }
-            return builder.build::<S>();
+            return Recorder::first_for_request::<S>(start);
         };
         let inner = Arc::get_mut(&mut reused).expect("a recycled recorder is unique");
         // Only the keys the last request touched are reset, and the timers.
@@ -515,6 +506,24 @@ impl Recorder {
         // Last, as in `build`: the clock starts when the recorder is ready.
         inner.start_ticks = clock::now();
         Recorder(reused)
+    }
+
+    /// A request's recorder built afresh, on a thread with none to reuse.
+    /// Out of line: a thread builds a few, then reuses them, and inlined
+    /// into every request's path the builder's code was fetched with it.
+    #[cold]
+    #[inline(never)]
+    fn first_for_request<S: Schema>(start: RequestStart<'_>) -> Recorder {
+        let mut builder = Recorder::builder()
+            .method(start.method)
+            .request_id(start.request_id);
+        if let Some((pool, since)) = start.pool {
+            builder = builder.pool(Arc::clone(pool));
+            if let Some(since) = since {
+                builder = builder.pool_since(since);
+            }
+        }
+        builder.build::<S>()
     }
 
     /// The request id given at creation.
