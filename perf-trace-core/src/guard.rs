@@ -81,9 +81,14 @@ impl TimedGuard {
     /// and the drop is left to an early return, a `?` or a panic.
     #[inline(always)]
     pub fn finish(self) {
-        let this = std::mem::ManuallyDrop::new(self);
-        if this.start != 0 {
-            record_now(this.table, this.set, this.index, this.start);
+        std::mem::ManuallyDrop::new(self).record_end();
+    }
+
+    /// Records the time since the guard started, if it started.
+    #[inline(always)]
+    fn record_end(&self) {
+        if self.start != 0 {
+            record_now(self.table, self.set, self.index, self.start);
         }
     }
 }
@@ -91,9 +96,7 @@ impl TimedGuard {
 impl Drop for TimedGuard {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.start != 0 {
-            record_now(self.table, self.set, self.index, self.start);
-        }
+        self.record_end();
     }
 }
 

@@ -354,11 +354,12 @@ impl RequestTrace {
         }
         if let Some(name) = self.layer.request_id() {
             let id = self.recorder.request_id();
-            let value = match self.drew_id {
-                true => Some(request_id::header_value(id)),
-                false => Some(id)
+            let value = if self.drew_id {
+                Some(request_id::header_value(id))
+            } else {
+                Some(id)
                     .filter(|id| !id.is_empty())
-                    .and_then(|id| HeaderValue::from_str(id).ok()),
+                    .and_then(|id| HeaderValue::from_str(id).ok())
             };
             if let Some(value) = value {
                 headers.insert(name.clone(), value);

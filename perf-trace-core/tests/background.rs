@@ -445,10 +445,10 @@ fn a_thread_whose_chunks_pile_up_behind_a_stuck_sink_waits_and_loses_nothing() {
     });
     // The emitter's thread, woken by the fourth chunk (each about 140
     // lines), takes the four and is stuck on the first; past eight more
-    // waiting, the request thread waits to write its own.
-    // The request thread is taken as stopped once a window passes with no
-    // request done: on a loaded machine it may still be short of where it
-    // stops when the first requests are counted.
+    // waiting, the request thread waits to write its own. It is taken as
+    // stopped once a window passes with no request done: on a loaded
+    // machine it may still be short of where it stops when the first
+    // requests are counted.
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut held = done.load(Ordering::Relaxed);
     while Instant::now() < deadline {

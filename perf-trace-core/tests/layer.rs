@@ -108,6 +108,16 @@ fn get(path: &str) -> Request<()> {
     Request::get(path).body(()).unwrap()
 }
 
+/// Waits for `response` and reads its body to the end, which writes the
+/// request's line.
+async fn drain<B>(response: impl std::future::Future<Output = Result<Response<B>, Infallible>>)
+where
+    B: http_body::Body,
+    B::Error: std::fmt::Debug,
+{
+    response.await.unwrap().into_body().collect().await.unwrap();
+}
+
 #[tokio::test]
 async fn one_line_per_request_with_request_id_header() {
     let captured = Captured::default();
@@ -139,16 +149,14 @@ async fn a_baseline_from_a_middleware_in_front_counts_its_waits_too() {
     let svc = traced(&captured);
     // The fake pool gains 5 waits per read: the layer reads it at the
     // request's start (0) and end (5).
-    let response = svc.clone().oneshot(get("/things")).await.unwrap();
-    response.into_body().collect().await.unwrap();
+    drain(svc.clone().oneshot(get("/things"))).await;
     // A middleware in front read 0 waits; the layer then reads only the end
     // (10): its own start (10) would have said 5.
     let mut request = get("/things");
     request
         .extensions_mut()
         .insert(perf_trace_core::pool::PoolBaseline(PoolFigures::default()));
-    let response = svc.oneshot(request).await.unwrap();
-    response.into_body().collect().await.unwrap();
+    drain(svc.oneshot(request)).await;
     let lines = captured.json_lines();
     assert_eq!(lines[0]["db_wait_count"], 5);
     assert_eq!(lines[1]["db_wait_count"], 10);
@@ -163,10 +171,12 @@ async fn a_baseline_handed_for_the_first_poll_counts_and_is_not_kept() {
     // Each read of the fake pool adds 5 waits (10 µs each): a request that
     // reads both its ends counts 5, one handed a baseline of 0 counts every
     // wait up to its end (10 for the second request, 15 for the third).
-    let response = svc.clone().oneshot(get("/things")).await.unwrap();
-    response.into_body().collect().await.unwrap();
-    let response = with_baseline(PoolFigures::default(), svc.clone().oneshot(get("/things")));
-    response.await.unwrap().into_body().collect().await.unwrap();
+    drain(svc.clone().oneshot(get("/things"))).await;
+    drain(with_baseline(
+        PoolFigures::default(),
+        svc.clone().oneshot(get("/things")),
+    ))
+    .await;
     // Handed over and in the extensions: the handed one counts.
     let mut request = get("/things");
     let in_extensions = PoolFigures {
@@ -174,8 +184,11 @@ async fn a_baseline_handed_for_the_first_poll_counts_and_is_not_kept() {
         ..PoolFigures::default()
     };
     request.extensions_mut().insert(PoolBaseline(in_extensions));
-    let response = with_baseline(PoolFigures::default(), svc.clone().oneshot(request));
-    response.await.unwrap().into_body().collect().await.unwrap();
+    drain(with_baseline(
+        PoolFigures::default(),
+        svc.clone().oneshot(request),
+    ))
+    .await;
     // A poll that panics leaves nothing behind for the next request.
     let panicked = std::panic::AssertUnwindSafe(with_baseline(PoolFigures::default(), async {
         panic!("inside the first poll")
@@ -184,8 +197,7 @@ async fn a_baseline_handed_for_the_first_poll_counts_and_is_not_kept() {
     .await;
     assert!(panicked.is_err());
     // Started after the handed polls, a request reads its own start.
-    let response = svc.clone().oneshot(get("/things")).await.unwrap();
-    response.into_body().collect().await.unwrap();
+    drain(svc.clone().oneshot(get("/things"))).await;
     let lines = captured.json_lines();
     let waits: Vec<_> = lines.iter().map(|line| &line["db_wait_count"]).collect();
     assert_eq!(waits, [5, 10, 15, 5]);
