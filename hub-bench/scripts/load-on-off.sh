@@ -30,13 +30,25 @@
 # runs'). Which side starts first, on the first port, flips every round
 # too. The rows are read the same way.
 #
-# Settings (environment): ROUNDS (3), DURATION (10s), WARMUP (5s), USERS (300), AGENTS (100), PAIRED (0),
-# PORT (19821), ON_BIN and OFF_BIN (the Hub binaries serving the traced and
-# the untraced side; the build's own by default), OFF_TRACED (0; 1 serves the
-# "off" side traced too, so that ON_BIN and OFF_BIN compare two traced
-# builds, "on" the first), OUT_DIR (a new temporary folder, kept: databases, logs,
-# reports; each run's database copy is removed after it), and anything the Hub reads itself (SCION_CACHE_ENABLED=false runs
-# both sides without the response cache). The binaries are taken from
+# PIN=1 (with PAIRED=1) also keeps each side, its Hub and its load client,
+# on a core of its own (taskset), the sides swapping cores every round:
+# the scheduler's split of the machine between the two Hubs then plays no
+# part, and what is left is each core's own speed. That is for a host
+# whose cores keep one speed: on a virtual machine whose cores slow down
+# and speed up apart, with the host's other guests, the rounds spread as
+# widely as without it.
+#
+# Settings (environment): ROUNDS (3), DURATION (10s), WARMUP (5s), USERS
+# (300), AGENTS (100), PAIRED (0), PIN (0), PORT (19821), ON_BIN and
+# OFF_BIN (the Hub binaries serving the traced and the untraced side; the
+# build's own by default), OFF_TRACED (0; 1 serves the "off" side traced
+# too, so that ON_BIN and OFF_BIN compare two traced builds, "on" the
+# first), OFF_STDOUT (where the "off" side's standard output goes instead
+# of its log file: with OFF_TRACED=1, /dev/null measures what writing the
+# lines to the log file costs), OUT_DIR (a new temporary folder, kept:
+# databases, logs, reports; each run's database copy is removed after it),
+# and anything the Hub reads itself (SCION_CACHE_ENABLED=false runs both
+# sides without the response cache). The binaries are taken from
 # $CARGO_TARGET_DIR/release, or target/release.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -46,6 +58,7 @@ DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-5s}
 USERS=${USERS:-300}
 PAIRED=${PAIRED:-0}
+PIN=${PIN:-0}
 AGENTS=${AGENTS:-100}
 PORT=${PORT:-19821}
 BIN=${CARGO_TARGET_DIR:-target}/release
@@ -56,6 +69,7 @@ HUB_BIN=$BIN/hub-example
 ON_BIN=${ON_BIN:-$HUB_BIN}
 OFF_BIN=${OFF_BIN:-$HUB_BIN}
 OFF_TRACED=${OFF_TRACED:-0}
+OFF_STDOUT=${OFF_STDOUT:-}
 LOAD_BIN=$BIN/hub-bench
 SECRET=load-on-off-secret
 
@@ -64,6 +78,15 @@ for bin in "$HUB_BIN" "$ON_BIN" "$OFF_BIN" "$LOAD_BIN"; do
 done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive integer, not '$ROUNDS'" >&2; exit 2; }
 [[ $PAIRED == 0 || $PAIRED == 1 ]] || { echo "PAIRED must be 0 or 1, not '$PAIRED'" >&2; exit 2; }
+[[ $PIN == 0 || $PIN == 1 ]] || { echo "PIN must be 0 or 1, not '$PIN'" >&2; exit 2; }
+if [[ $PIN == 1 ]] && ! [[ $PAIRED == 1 ]]; then
+  echo "PIN=1 gives each side of PAIRED=1 a core of its own: set PAIRED=1 too" >&2
+  exit 2
+fi
+if [[ $PIN == 1 ]] && ! command -v taskset > /dev/null; then
+  echo "PIN=1 needs taskset (util-linux)" >&2
+  exit 1
+fi
 [[ $OFF_TRACED == 0 || $OFF_TRACED == 1 ]] || { echo "OFF_TRACED must be 0 or 1, not '$OFF_TRACED'" >&2; exit 2; }
 if [[ $PAIRED == 1 ]] && ! [[ $USERS =~ ^[0-9]+$ && $USERS -ge 2 && $((USERS % 2)) == 0 ]]; then
   echo "PAIRED=1 splits USERS between the two sides: an even number of at least 2, not '$USERS'" >&2
@@ -109,8 +132,10 @@ start_hub() {
   local bin=$OFF_BIN
   [[ $trace == true ]] && bin=$ON_BIN
   [[ $OFF_TRACED == 1 ]] && trace=true
-  SCION_SERVER_HUB_PERFTRACE=$trace "$bin" serve --db "$OUT/run-$name.db" \
-    --session-secret "$SECRET" --port "$port" > "$OUT/$name.log" 2> "$OUT/$name.err" &
+  local log=$OUT/$name.log
+  [[ $1 == false && -n $OFF_STDOUT ]] && log=$OFF_STDOUT
+  SCION_SERVER_HUB_PERFTRACE=$trace ${PINNED:-} "$bin" serve --db "$OUT/run-$name.db" \
+    --session-secret "$SECRET" --port "$port" > "$log" 2> "$OUT/$name.err" &
   local hub=$!
   HUBS+=("$hub")
   local tries=0
@@ -126,7 +151,7 @@ start_hub() {
 
 # Loads the Hub on port $1 with $2 users for $3; the report is run $4's.
 load_hub() {
-  "$LOAD_BIN" load --hub "http://127.0.0.1:$1" --seed "$OUT/seed-$AGENTS.json" \
+  ${PINNED:-} "$LOAD_BIN" load --hub "http://127.0.0.1:$1" --seed "$OUT/seed-$AGENTS.json" \
     --users "$2" --duration "$3" --spawn-rate 100 \
     --out "$OUT/$4.json" > "$OUT/$4.txt"
 }
@@ -140,6 +165,15 @@ run() {
   reset_run_db "$name"
 }
 
+# With PIN=1, the command prefix that keeps the side served on port $1 (its
+# Hub and its load client) on a core of its own: the first port's side on
+# the first core, the second's on the second, so that the sides swap cores
+# as they swap places every round.
+pinned() {
+  [[ $PIN == 1 ]] && echo "taskset -c $((($1 - PORT) % $(nproc)))"
+  return 0
+}
+
 # Both sides of round $1 at once, for $2 (PAIRED=1), the traced side
 # first when $3 is odd. The side started first, on the first port and
 # loaded by the client started first, swaps every round: the two places
@@ -151,12 +185,12 @@ run_paired() {
   port=$PORT
   for side in "${sides[@]}"; do
     [[ $side == on ]] && trace=true || trace=false
-    start_hub "$trace" "load-$round-$side" "$port"
+    PINNED=$(pinned "$port") start_hub "$trace" "load-$round-$side" "$port"
     port=$((port + 1))
   done
   port=$PORT
   for side in "${sides[@]}"; do
-    load_hub "$port" "$((USERS / 2))" "$duration" "load-$round-$side" & pids+=($!)
+    PINNED=$(pinned "$port") load_hub "$port" "$((USERS / 2))" "$duration" "load-$round-$side" & pids+=($!)
     port=$((port + 1))
   done
   for pid in "${pids[@]}"; do
