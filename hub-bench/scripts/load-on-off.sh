@@ -79,13 +79,9 @@ done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive integer, not '$ROUNDS'" >&2; exit 2; }
 [[ $PAIRED == 0 || $PAIRED == 1 ]] || { echo "PAIRED must be 0 or 1, not '$PAIRED'" >&2; exit 2; }
 [[ $PIN == 0 || $PIN == 1 ]] || { echo "PIN must be 0 or 1, not '$PIN'" >&2; exit 2; }
-if [[ $PIN == 1 ]] && ! [[ $PAIRED == 1 ]]; then
-  echo "PIN=1 gives each side of PAIRED=1 a core of its own: set PAIRED=1 too" >&2
-  exit 2
-fi
-if [[ $PIN == 1 ]] && ! command -v taskset > /dev/null; then
-  echo "PIN=1 needs taskset (util-linux)" >&2
-  exit 1
+if [[ $PIN == 1 ]]; then
+  [[ $PAIRED == 1 ]] || { echo "PIN=1 gives each side of PAIRED=1 a core of its own: set PAIRED=1 too" >&2; exit 2; }
+  command -v taskset > /dev/null || { echo "PIN=1 needs taskset (util-linux)" >&2; exit 1; }
 fi
 [[ $OFF_TRACED == 0 || $OFF_TRACED == 1 ]] || { echo "OFF_TRACED must be 0 or 1, not '$OFF_TRACED'" >&2; exit 2; }
 if [[ $PAIRED == 1 ]] && ! [[ $USERS =~ ^[0-9]+$ && $USERS -ge 2 && $((USERS % 2)) == 0 ]]; then
@@ -129,11 +125,10 @@ reset_run_db() {
 start_hub() {
   local trace=$1 name=$2 port=$3
   reset_run_db "$name" copy
-  local bin=$OFF_BIN
+  local bin=$OFF_BIN log=$OUT/$name.log
   [[ $trace == true ]] && bin=$ON_BIN
+  [[ $trace == false && -n $OFF_STDOUT ]] && log=$OFF_STDOUT
   [[ $OFF_TRACED == 1 ]] && trace=true
-  local log=$OUT/$name.log
-  [[ $1 == false && -n $OFF_STDOUT ]] && log=$OFF_STDOUT
   SCION_SERVER_HUB_PERFTRACE=$trace ${PINNED:-} "$bin" serve --db "$OUT/run-$name.db" \
     --session-secret "$SECRET" --port "$port" > "$log" 2> "$OUT/$name.err" &
   local hub=$!
