@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Tracing's cost under load: rounds of `hub-bench load` against the Hub served
 # with tracing on and with tracing off, one Hub process at a time, each on a
-# copy of the same seeded database, the order flipped every round so that neither side always
-# runs on a warmer machine. Prints one row per run, the on/off ratio of the
-# requests per second summed over the rounds, the median of the rounds'
-# own on/off ratios, their geometric mean with its 95 % interval, the
-# Hub's CPU per request on each side, and the Hub's CPU over its load
-# client's on each side.
+# copy of the same seeded database, the order flipped every round so that
+# neither side always runs on a warmer machine. Prints one row per run, the
+# on/off ratio of the requests per second summed over the rounds, the
+# median of the rounds' own on/off ratios, their geometric mean with its
+# 95 % interval, the same at equal CPU (each side's requests per second
+# over the CPU its Hub and load client used), the Hub's CPU per request on
+# each side, the Hub's CPU over its load client's on each side, the part
+# of the Hub's CPU spent in the kernel on each side, and the part the
+# traced Hub's line writer thread takes.
 #
 #   cargo build --release -p hub-example -p hub-bench
 #   hub-bench/scripts/load-on-off.sh                       # 3 rounds x 10 s, 300 users
@@ -225,20 +228,36 @@ off=$(sum_rps off)
 awk -v on="$on" -v off="$off" -v r="$ROUNDS" \
   'BEGIN {printf "mean rps: on %.1f, off %.1f; on/off %.3f\n", on / r, off / r, on / off}'
 # Each round's two runs are neighbours in time: their ratio moves less with
-# the machine's drift than the sums do.
-for round in $(seq 1 "$ROUNDS"); do
-  jq -n --slurpfile on "$OUT/load-$round-on.json" --slurpfile off "$OUT/load-$round-off.json" \
-    '$on[0].rps / $off[0].rps'
-done | sort -g | awk '{r[NR] = $1; l = log($1); s += l; ss += l * l} END {
-  m = (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
-  printf "rounds on/off: median %.3f, lowest %.3f, highest %.3f\n", m, r[1], r[NR]
-  # How far the rounds leave the ratio uncertain: the geometric mean of
-  # the ratios of the rounds and its 95 % interval (normal, from the
-  # spread of their logarithms; two rounds at least).
-  if (NR > 1) {
-    mean = s / NR; sd = sqrt((ss - NR * mean * mean) / (NR - 1)); half = 1.96 * sd / sqrt(NR)
-    printf "rounds on/off: geometric mean %.3f, 95 %% interval %.3f to %.3f\n", exp(mean), exp(mean - half), exp(mean + half)
-  }}'
+# the machine's drift than the sums do. `round_ratios LABEL EXPR` prints
+# the rounds' median, lowest and highest of EXPR, a jq expression over a
+# round's two reports ($on and $off), and how far the rounds leave it
+# uncertain: the geometric mean of the rounds' values and its 95 %
+# interval (normal, from the spread of their logarithms; two rounds at
+# least). Rounds without the figure are left out.
+round_ratios() {
+  for round in $(seq 1 "$ROUNDS"); do
+    jq -n --slurpfile on "$OUT/load-$round-on.json" --slurpfile off "$OUT/load-$round-off.json" \
+      "\$on[0] as \$on | \$off[0] as \$off | $2"
+  done | sort -g | awk -v label="$1" '{r[NR] = $1; l = log($1); s += l; ss += l * l} END {
+    if (NR == 0) exit
+    m = (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+    printf "%s: median %.3f, lowest %.3f, highest %.3f\n", label, m, r[1], r[NR]
+    if (NR > 1) {
+      mean = s / NR; sd = sqrt((ss - NR * mean * mean) / (NR - 1)); half = 1.96 * sd / sqrt(NR)
+      printf "%s: geometric mean %.3f, 95 %% interval %.3f to %.3f\n", label, exp(mean), exp(mean - half), exp(mean + half)
+    }}'
+}
+round_ratios "rounds on/off" '$on.rps / $off.rps'
+# The same at equal CPU: each side's requests per second over the CPU its
+# Hub and its load client used. Paired sides split the machine as the
+# scheduler has it, a few percent either way from one round to the next,
+# and each side's requests follow its share; over the CPU the side had,
+# the ratio is what each side makes of the same machine, and its rounds
+# spread several times less.
+round_ratios "rounds on/off at equal CPU" 'select($on.loadProcess and $off.loadProcess
+  and $on.hubProcess and $off.hubProcess)
+  | ($on.rps / ($on.hubProcess.cpuPercentAvg + $on.loadProcess.cpuPercentAvg))
+  / ($off.rps / ($off.hubProcess.cpuPercentAvg + $off.loadProcess.cpuPercentAvg))'
 # The Hub's own CPU per request (its process's CPU samples over the run,
 # divided by the requests per second): steadier than the requests per
 # second, which also move with the load client sharing the machine.
@@ -266,5 +285,26 @@ off_client=$(cpu_over_client off)
 if [[ -n $on_client && -n $off_client ]]; then
   awk -v on="$on_client" -v off="$off_client" \
     'BEGIN {printf "Hub CPU over its load client'"'"'s (median of rounds): on %.3f, off %.3f; on/off %.3f\n", on, off, on / off}'
+fi
+# Where the Hub's CPU goes, from its threads' own times: the kernel's
+# part, and the part of the traced Hub's background line writer (the
+# thread that writes the buffered lines to standard output, named
+# `perf-trace-lines`, which the kernel keeps as its first 15 bytes).
+share_of_hub() {
+  median_of_rounds "select(.hubProcess.cpuPercentAvg > 0)
+    | ($1) / .hubProcess.cpuPercentAvg * 100" "$2"
+}
+kernel_on=$(share_of_hub '.hubProcess.systemPercentAvg // empty' on)
+kernel_off=$(share_of_hub '.hubProcess.systemPercentAvg // empty' off)
+if [[ -n $kernel_on && -n $kernel_off ]]; then
+  awk -v on="$kernel_on" -v off="$kernel_off" \
+    'BEGIN {printf "Hub CPU in the kernel (median of rounds): on %.1f %%, off %.1f %%\n", on, off}'
+fi
+writer='[.hubProcess.threads[]? | select(.name == "perf-trace-line") | .cpuPercentAvg] | add // empty'
+writer_on=$(share_of_hub "$writer" on)
+if [[ -n $writer_on ]]; then
+  writer_kernel=$(share_of_hub "${writer//cpuPercentAvg/systemPercentAvg}" on)
+  awk -v w="$writer_on" -v k="${writer_kernel:-0}" \
+    'BEGIN {printf "traced Hub'"'"'s line writer thread (median of rounds): %.2f %% of its CPU, %.2f %% in the kernel\n", w, k}'
 fi
 echo "files: $OUT"

@@ -8,8 +8,14 @@
 //! reason instead of figures.
 //!
 //! CPU% is CPU time over wall time between two samples: 100% is one core
-//! busy, so a Hub using both cores of a 2-core machine reads 200%.
+//! busy, so a Hub using both cores of a 2-core machine reads 200%. The
+//! report splits it two ways: the part spent in the kernel (system time),
+//! and each kind of thread's part, by thread name (`/proc/PID/task/*/comm`:
+//! the runtime's workers, the audit writer, the traced Hub's line writer),
+//! which shows under load what a background thread costs beside the
+//! request threads.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -46,6 +52,30 @@ pub struct HubProcessReport {
     /// killed during the run): the figures cover its life until then.
     #[serde(default)]
     pub exited_during_run: bool,
+    /// The part of [`cpu_percent_avg`](Self::cpu_percent_avg) spent in the
+    /// kernel (system time), on the same scale.
+    #[serde(default)]
+    pub system_percent_avg: f64,
+    /// The process's threads by name, the busiest first (empty in reports
+    /// written before threads were sampled).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadCpu>,
+}
+
+/// The CPU of a process's threads of one name over the run, on the
+/// process's scale (100 = one core). A thread that ended before the last
+/// sample drops out of its name's figure (its time stays in the process's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadCpu {
+    /// The threads' name as the kernel keeps it (at most 15 bytes).
+    pub name: String,
+    /// Threads of this name at the last sample.
+    pub threads: u32,
+    /// Their mean CPU% over the run.
+    pub cpu_percent_avg: f64,
+    /// The part of it spent in the kernel.
+    pub system_percent_avg: f64,
 }
 
 /// One reading of a process.
@@ -53,20 +83,90 @@ pub struct HubProcessReport {
 pub struct ProcSample {
     /// User plus system CPU time, in clock ticks.
     pub cpu_ticks: u64,
+    /// System CPU time alone, in clock ticks.
+    pub system_ticks: u64,
     /// Resident set, KiB.
     pub rss_kib: u64,
 }
 
-/// User plus system time (fields 14 and 15) of a `/proc/PID/stat` line. The
-/// command name (field 2) may hold spaces and parentheses, so fields are
-/// counted after its last `)`.
-pub fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
+/// The user and system times (fields 14 and 15) of a `/proc/PID/stat` (or
+/// `/proc/PID/task/TID/stat`) line, in clock ticks. The command name
+/// (field 2) may hold spaces and parentheses, so fields are counted after
+/// its last `)`.
+pub fn parse_stat_times(stat: &str) -> Option<(u64, u64)> {
     let after_name = &stat[stat.rfind(')')? + 1..];
     let fields: Vec<&str> = after_name.split_whitespace().collect();
     // Field 3 (state) is fields[0]; utime is field 14, stime field 15.
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
+    Some((utime, stime))
+}
+
+/// User plus system time of a `/proc/PID/stat` line, in clock ticks.
+pub fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
+    parse_stat_times(stat).map(|(user, system)| user + system)
+}
+
+/// CPU time of a process's threads by thread id: each one's name, then its
+/// user and system clock ticks.
+pub type ThreadTicks = BTreeMap<u32, (String, u64, u64)>;
+
+/// `pid`'s threads now; threads that end while they are read are skipped.
+pub fn sample_threads(pid: u32) -> ThreadTicks {
+    let mut threads = ThreadTicks::new();
+    let Ok(tasks) = std::fs::read_dir(Path::new("/proc").join(pid.to_string()).join("task")) else {
+        return threads;
+    };
+    for task in tasks.flatten() {
+        let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+            continue;
+        };
+        let path = task.path();
+        let (Ok(comm), Ok(stat)) = (
+            std::fs::read_to_string(path.join("comm")),
+            std::fs::read_to_string(path.join("stat")),
+        ) else {
+            continue;
+        };
+        if let Some((user, system)) = parse_stat_times(&stat) {
+            threads.insert(tid, (comm.trim_end().to_owned(), user, system));
+        }
+    }
+    threads
+}
+
+/// Each thread name's CPU between two readings of the threads, `wall`
+/// apart, the busiest first: every thread's own time since the first
+/// reading (all of it for a thread started since), summed by name. A
+/// thread gone by the last reading is left out.
+pub fn thread_cpu(first: &ThreadTicks, last: &ThreadTicks, wall: Duration) -> Vec<ThreadCpu> {
+    let mut by_name: BTreeMap<&str, (u32, u64, u64)> = BTreeMap::new();
+    for (tid, (name, user, system)) in last {
+        let (user0, system0) = match first.get(tid) {
+            // A thread id the kernel gave again to a new thread of another name.
+            Some((name0, user0, system0)) if name0 == name => (*user0, *system0),
+            _ => (0, 0),
+        };
+        let entry = by_name.entry(name).or_default();
+        entry.0 += 1;
+        entry.1 += user.saturating_sub(user0);
+        entry.2 += system.saturating_sub(system0);
+    }
+    let mut threads: Vec<ThreadCpu> = by_name
+        .into_iter()
+        .map(|(name, (count, user, system))| ThreadCpu {
+            name: name.to_owned(),
+            threads: count,
+            cpu_percent_avg: round1(cpu_percent(user + system, wall)),
+            system_percent_avg: round1(cpu_percent(system, wall)),
+        })
+        .collect();
+    threads.sort_by(|a, b| {
+        b.cpu_percent_avg
+            .total_cmp(&a.cpu_percent_avg)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    threads
 }
 
 /// `VmRSS` of a `/proc/PID/status` file, in KiB.
@@ -83,8 +183,10 @@ pub fn sample(pid: u32) -> Option<ProcSample> {
     let proc_dir = Path::new("/proc").join(pid.to_string());
     let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
     let status = std::fs::read_to_string(proc_dir.join("status")).ok()?;
+    let (user, system) = parse_stat_times(&stat)?;
     Some(ProcSample {
-        cpu_ticks: parse_stat_cpu_ticks(&stat)?,
+        cpu_ticks: user + system,
+        system_ticks: system,
         rss_kib: parse_status_rss_kib(&status)?,
     })
 }
@@ -183,6 +285,8 @@ pub struct Samples {
     found_by: String,
     first: Option<(Instant, ProcSample)>,
     last: Option<(Instant, ProcSample)>,
+    first_threads: ThreadTicks,
+    last_threads: ThreadTicks,
     count: u32,
     cpu_percent_max: f64,
     rss_kib_max: u64,
@@ -197,6 +301,8 @@ impl Samples {
             found_by: found_by.to_owned(),
             first: None,
             last: None,
+            first_threads: ThreadTicks::new(),
+            last_threads: ThreadTicks::new(),
             count: 0,
             cpu_percent_max: 0.0,
             rss_kib_max: 0,
@@ -207,6 +313,15 @@ impl Samples {
     /// Notes that the process was gone at a sample.
     pub fn mark_exited(&mut self) {
         self.exited = true;
+    }
+
+    /// Adds a reading of the process's threads, taken with the reading
+    /// [`add`](Self::add) is given next.
+    pub fn add_threads(&mut self, threads: ThreadTicks) {
+        if self.first.is_none() {
+            self.first_threads = threads.clone();
+        }
+        self.last_threads = threads;
     }
 
     /// Adds a reading taken at `at`.
@@ -233,19 +348,25 @@ impl Samples {
             return None;
         }
         let mib = |kib: u64| round1(kib as f64 / 1024.0);
+        let wall = t1.duration_since(t0);
         Some(HubProcessReport {
             pid: self.pid,
             found_by: self.found_by.clone(),
             samples: self.count,
             cpu_percent_avg: round1(cpu_percent(
                 last.cpu_ticks.saturating_sub(first.cpu_ticks),
-                t1.duration_since(t0),
+                wall,
             )),
             cpu_percent_max: round1(self.cpu_percent_max),
             rss_mib_start: mib(first.rss_kib),
             rss_mib_max: mib(self.rss_kib_max),
             rss_mib_end: mib(last.rss_kib),
             exited_during_run: self.exited,
+            system_percent_avg: round1(cpu_percent(
+                last.system_ticks.saturating_sub(first.system_ticks),
+                wall,
+            )),
+            threads: thread_cpu(&self.first_threads, &self.last_threads, wall),
         })
     }
 }
@@ -261,6 +382,12 @@ pub fn cpu_percent(ticks: u64, wall: Duration) -> f64 {
         return 0.0;
     }
     ticks as f64 / TICKS_PER_SECOND / seconds * 100.0
+}
+
+/// `pid` and its threads now; `None` once the process is gone.
+fn sample_with_threads(pid: u32) -> Option<(ProcSample, ThreadTicks)> {
+    let threads = sample_threads(pid);
+    Some((sample(pid)?, threads))
 }
 
 /// A sampler running in the background; [`Sampler::finish`] stops it.
@@ -281,8 +408,11 @@ impl Sampler {
             loop {
                 tokio::select! {
                     _ = &mut stopped => break,
-                    _ = tick.tick() => match sample(pid) {
-                        Some(reading) => samples.add(Instant::now(), reading),
+                    _ = tick.tick() => match sample_with_threads(pid) {
+                        Some((reading, threads)) => {
+                            samples.add_threads(threads);
+                            samples.add(Instant::now(), reading);
+                        }
                         None => {
                             samples.mark_exited();
                             break;
@@ -290,8 +420,11 @@ impl Sampler {
                     },
                 }
             }
-            match sample(pid) {
-                Some(reading) => samples.add(Instant::now(), reading),
+            match sample_with_threads(pid) {
+                Some((reading, threads)) => {
+                    samples.add_threads(threads);
+                    samples.add(Instant::now(), reading);
+                }
                 None => samples.mark_exited(),
             }
             samples
@@ -317,6 +450,7 @@ mod tests {
     #[test]
     fn stat_times_are_read_after_a_command_name_with_spaces() {
         let stat = "4242 (hub (x) y) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 9 0 100 123456789 4096";
+        assert_eq!(parse_stat_times(stat), Some((250, 75)));
         assert_eq!(parse_stat_cpu_ticks(stat), Some(325));
         assert_eq!(parse_stat_cpu_ticks("garbage"), None);
     }
@@ -354,6 +488,7 @@ mod tests {
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         let reading = |cpu_ticks, rss_mib: u64| ProcSample {
             cpu_ticks,
+            system_ticks: cpu_ticks / 4,
             rss_kib: rss_mib * 1024,
         };
         samples.add(at(0), reading(0, 10));
@@ -364,14 +499,64 @@ mod tests {
         assert_eq!(
             (
                 report.cpu_percent_avg,
+                report.system_percent_avg,
                 report.cpu_percent_max,
                 report.samples
             ),
-            (100.0, 150.0, 3)
+            (100.0, 25.0, 150.0, 3)
         );
         assert_eq!(
             (report.rss_mib_start, report.rss_mib_max, report.rss_mib_end),
             (10.0, 64.0, 60.0)
+        );
+    }
+
+    #[test]
+    fn threads_are_summed_by_name_over_the_run_busiest_first() {
+        let ticks = |rows: &[(u32, &str, u64, u64)]| -> ThreadTicks {
+            rows.iter()
+                .map(|&(tid, name, user, system)| (tid, (name.to_owned(), user, system)))
+                .collect()
+        };
+        let t0 = Instant::now();
+        let mut samples = Samples::new(7, "port");
+        let reading = |cpu_ticks| ProcSample {
+            cpu_ticks,
+            system_ticks: 0,
+            rss_kib: 1,
+        };
+        samples.add_threads(ticks(&[
+            (10, "tokio-rt-worker", 60, 40),
+            (11, "tokio-rt-worker", 40, 60),
+            (12, "gone", 5, 5),
+            (13, "blocking", 900, 100),
+        ]));
+        samples.add(t0, reading(1210));
+        // A thread started since counts from nothing; one that ended drops
+        // out, taking nothing from the others of its name; a thread id
+        // given again to a thread of another name counts as a new thread.
+        samples.add_threads(ticks(&[
+            (10, "tokio-rt-worker", 160, 140),
+            (11, "tokio-rt-worker", 90, 90),
+            (14, "tokio-rt-worker", 20, 20),
+            (15, "perf-trace-line", 1, 3),
+            (13, "r2d2-worker-0", 0, 0),
+        ]));
+        samples.add(t0 + Duration::from_secs(2), reading(1700));
+        let report = samples.report().unwrap();
+        let row = |name: &str, threads, cpu, system| ThreadCpu {
+            name: name.to_owned(),
+            threads,
+            cpu_percent_avg: cpu,
+            system_percent_avg: system,
+        };
+        assert_eq!(
+            report.threads,
+            vec![
+                row("tokio-rt-worker", 3, 160.0, 75.0),
+                row("perf-trace-line", 1, 2.0, 1.5),
+                row("r2d2-worker-0", 1, 0.0, 0.0),
+            ]
         );
     }
 
@@ -384,7 +569,16 @@ mod tests {
         assert_eq!(find_pid_for_url(&url), Ok(std::process::id()));
         let reading = sample(std::process::id()).unwrap();
         assert!(reading.rss_kib > 0);
+        assert!(reading.system_ticks <= reading.cpu_ticks);
         assert_eq!(sample(u32::MAX), None);
+        let threads = sample_threads(std::process::id());
+        // The main thread's id is the process's.
+        assert!(threads.contains_key(&std::process::id()), "{threads:?}");
+        assert!(
+            threads.values().all(|(name, _, _)| !name.is_empty()),
+            "{threads:?}"
+        );
+        assert!(sample_threads(u32::MAX).is_empty());
     }
 
     #[test]

@@ -893,10 +893,24 @@ pub fn hub_tables(report: &LoadReport) -> String {
     let mut out = String::new();
     if let Some(p) = &report.hub_process {
         out.push_str(&format!(
-            "hub process {} (found by {}): CPU {:.1}% avg, {:.1}% max (100% = one core); RSS {:.1} MiB at start, {:.1} MiB max, {:.1} MiB at end{}\n",
-            p.pid, p.found_by, p.cpu_percent_avg, p.cpu_percent_max, p.rss_mib_start, p.rss_mib_max, p.rss_mib_end,
+            "hub process {} (found by {}): CPU {:.1}% avg ({:.1}% in the kernel), {:.1}% max (100% = one core); RSS {:.1} MiB at start, {:.1} MiB max, {:.1} MiB at end{}\n",
+            p.pid, p.found_by, p.cpu_percent_avg, p.system_percent_avg, p.cpu_percent_max, p.rss_mib_start, p.rss_mib_max, p.rss_mib_end,
             if p.exited_during_run { "; exited during the run" } else { "" }
         ));
+        let threads: Vec<String> = p
+            .threads
+            .iter()
+            .filter(|t| t.cpu_percent_avg > 0.0)
+            .map(|t| {
+                format!(
+                    "{} x{} {:.1}% ({:.1}% kernel)",
+                    t.name, t.threads, t.cpu_percent_avg, t.system_percent_avg
+                )
+            })
+            .collect();
+        if !threads.is_empty() {
+            out.push_str(&format!("hub threads by name: {}\n", threads.join(", ")));
+        }
     }
     if let Some(reason) = &report.hub_process_missing {
         out.push_str(&format!("hub process not sampled: {reason}\n"));

@@ -852,6 +852,21 @@ async fn load_reports_p75_the_hub_process_csv_and_compares_with_an_earlier_run()
     assert_eq!(process.pid, std::process::id());
     assert_eq!(process.found_by, "port");
     assert!(process.samples >= 2 && process.rss_mib_max > 0.0);
+    // Its CPU split by thread name (this test's own threads) and kernel
+    // time: no part larger than the whole, beyond rounding and the clock
+    // tick or two by which the threads' readings, a moment before the
+    // process's, can differ over a run this short.
+    assert!(!process.threads.is_empty());
+    assert!(process.system_percent_avg <= process.cpu_percent_avg + 0.1);
+    let threads: f64 = process.threads.iter().map(|t| t.cpu_percent_avg).sum();
+    assert!(
+        threads <= process.cpu_percent_avg + 2.0 + 0.05 * process.threads.len() as f64,
+        "{process:?}"
+    );
+    for thread in &process.threads {
+        assert!(thread.threads >= 1 && !thread.name.is_empty(), "{thread:?}");
+        assert!(thread.system_percent_avg <= thread.cpu_percent_avg + 0.1);
+    }
     // The client's own process, over the same samples.
     let client = report
         .load_process
