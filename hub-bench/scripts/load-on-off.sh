@@ -254,10 +254,11 @@ round_ratios "rounds on/off" '$on.rps / $off.rps'
 # and each side's requests follow its share; over the CPU the side had,
 # the ratio is what each side makes of the same machine, and its rounds
 # spread several times less.
-round_ratios "rounds on/off at equal CPU" 'select($on.loadProcess and $off.loadProcess
-  and $on.hubProcess and $off.hubProcess)
-  | ($on.rps / ($on.hubProcess.cpuPercentAvg + $on.loadProcess.cpuPercentAvg))
-  / ($off.rps / ($off.hubProcess.cpuPercentAvg + $off.loadProcess.cpuPercentAvg))'
+round_ratios "rounds on/off at equal CPU" '[$on, $off]
+  | map(select(.hubProcess and .loadProcess)
+    | {rps, cpu: (.hubProcess.cpuPercentAvg + .loadProcess.cpuPercentAvg)} | select(.cpu > 0))
+  | select(length == 2 and .[1].rps > 0)
+  | (.[0].rps / .[0].cpu) / (.[1].rps / .[1].cpu)'
 # The Hub's own CPU per request (its process's CPU samples over the run,
 # divided by the requests per second): steadier than the requests per
 # second, which also move with the load client sharing the machine.
