@@ -301,10 +301,15 @@ if [[ -n $kernel_on && -n $kernel_off ]]; then
   awk -v on="$kernel_on" -v off="$kernel_off" \
     'BEGIN {printf "Hub CPU in the kernel (median of rounds): on %.1f %%, off %.1f %%\n", on, off}'
 fi
-writer='[.hubProcess.threads[]? | select(.name == "perf-trace-line") | .cpuPercentAvg] | add // empty'
-writer_on=$(share_of_hub "$writer" on)
+# The traced side's line writer's share, of its field $1 (its CPU, or its
+# kernel part).
+writer_share() {
+  share_of_hub "[.hubProcess.threads[]? | select(.name == \"perf-trace-line\") | .$1]
+    | add // empty" on
+}
+writer_on=$(writer_share cpuPercentAvg)
 if [[ -n $writer_on ]]; then
-  writer_kernel=$(share_of_hub "${writer//cpuPercentAvg/systemPercentAvg}" on)
+  writer_kernel=$(writer_share systemPercentAvg)
   awk -v w="$writer_on" -v k="${writer_kernel:-0}" \
     'BEGIN {printf "traced Hub'"'"'s line writer thread (median of rounds): %.2f %% of its CPU, %.2f %% in the kernel\n", w, k}'
 fi

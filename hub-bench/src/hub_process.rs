@@ -102,11 +102,6 @@ pub fn parse_stat_times(stat: &str) -> Option<(u64, u64)> {
     Some((utime, stime))
 }
 
-/// User plus system time of a `/proc/PID/stat` line, in clock ticks.
-pub fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
-    parse_stat_times(stat).map(|(user, system)| user + system)
-}
-
 /// CPU time of a process's threads by thread id: each one's name, then its
 /// user and system clock ticks.
 pub type ThreadTicks = BTreeMap<u32, (String, u64, u64)>;
@@ -384,10 +379,21 @@ pub fn cpu_percent(ticks: u64, wall: Duration) -> f64 {
     ticks as f64 / TICKS_PER_SECOND / seconds * 100.0
 }
 
-/// `pid` and its threads now; `None` once the process is gone.
-fn sample_with_threads(pid: u32) -> Option<(ProcSample, ThreadTicks)> {
+/// Reads `pid` and its threads now into `samples`; false (and the process
+/// marked as exited) once it is gone.
+fn sample_into(samples: &mut Samples, pid: u32) -> bool {
     let threads = sample_threads(pid);
-    Some((sample(pid)?, threads))
+    match sample(pid) {
+        Some(reading) => {
+            samples.add_threads(threads);
+            samples.add(Instant::now(), reading);
+            true
+        }
+        None => {
+            samples.mark_exited();
+            false
+        }
+    }
 }
 
 /// A sampler running in the background; [`Sampler::finish`] stops it.
@@ -408,25 +414,12 @@ impl Sampler {
             loop {
                 tokio::select! {
                     _ = &mut stopped => break,
-                    _ = tick.tick() => match sample_with_threads(pid) {
-                        Some((reading, threads)) => {
-                            samples.add_threads(threads);
-                            samples.add(Instant::now(), reading);
-                        }
-                        None => {
-                            samples.mark_exited();
-                            break;
-                        }
+                    _ = tick.tick() => if !sample_into(&mut samples, pid) {
+                        break;
                     },
                 }
             }
-            match sample_with_threads(pid) {
-                Some((reading, threads)) => {
-                    samples.add_threads(threads);
-                    samples.add(Instant::now(), reading);
-                }
-                None => samples.mark_exited(),
-            }
+            sample_into(&mut samples, pid);
             samples
                 .report()
                 .ok_or_else(|| format!("process {pid} exited before it was sampled twice"))
@@ -451,8 +444,7 @@ mod tests {
     fn stat_times_are_read_after_a_command_name_with_spaces() {
         let stat = "4242 (hub (x) y) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 9 0 100 123456789 4096";
         assert_eq!(parse_stat_times(stat), Some((250, 75)));
-        assert_eq!(parse_stat_cpu_ticks(stat), Some(325));
-        assert_eq!(parse_stat_cpu_ticks("garbage"), None);
+        assert_eq!(parse_stat_times("garbage"), None);
     }
 
     #[test]
