@@ -26,7 +26,7 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::sink::LineSink;
 
@@ -127,21 +127,7 @@ impl Buffers {
             let at = buffers
                 .iter()
                 .position(|(owner, _)| std::ptr::eq(owner.as_ptr(), Arc::as_ptr(self)));
-            let at = at.unwrap_or_else(|| {
-                // Emitters dropped since this thread last wrote leave their
-                // entries behind: dropped here, on a first line.
-                buffers.retain(|(owner, _)| owner.strong_count() > 0);
-                let buffer = Arc::new(Mutex::new(Buffer {
-                    chunks: Vec::new(),
-                    current: Chunk {
-                        text: String::with_capacity(BUFFER_CAPACITY),
-                        lines: 0,
-                    },
-                }));
-                self.threads.lock().push(Arc::clone(&buffer));
-                buffers.push((Arc::downgrade(self), buffer));
-                buffers.len() - 1
-            });
+            let at = at.unwrap_or_else(|| self.add_thread_buffer(&mut buffers));
             let shared = &buffers[at].1;
             let mut buffer = shared.lock();
             if let Some(render) = render.take() {
@@ -152,21 +138,7 @@ impl Buffers {
             if buffer.current.text.len() < CHUNK_BYTES {
                 return Pushed::Buffered;
             }
-            let chunk = self.take_current(&mut buffer);
-            buffer.chunks.push(chunk);
-            let queued = buffer.chunks.len();
-            drop(buffer);
-            if queued > QUEUED_CHUNKS_MAX {
-                return Pushed::BackedUp(Arc::clone(shared));
-            }
-            if queued < WAKE_AT_CHUNKS {
-                // Written on the emitter's thread's next round.
-                return Pushed::Buffered;
-            }
-            let mut wake = self.wake.lock();
-            wake.chunk_ready = true;
-            self.woken.notify_one();
-            Pushed::Buffered
+            self.hand_over(shared, buffer)
         });
         match pushed.unwrap_or(Pushed::Nowhere) {
             Pushed::Buffered => {}
@@ -185,6 +157,52 @@ impl Buffers {
                 }
             }
         }
+    }
+
+    /// A buffer for this thread's lines, added to `buffers` (this thread's)
+    /// and to every thread's: at its index in `buffers`. Out of line, as
+    /// the rest of what a line does only now and then, so that a line's
+    /// common path stays small in the instruction cache.
+    #[cold]
+    #[inline(never)]
+    fn add_thread_buffer(
+        self: &Arc<Self>,
+        buffers: &mut Vec<(Weak<Buffers>, SharedBuffer)>,
+    ) -> usize {
+        // Emitters dropped since this thread last wrote leave their
+        // entries behind: dropped here, on a first line.
+        buffers.retain(|(owner, _)| owner.strong_count() > 0);
+        let buffer = Arc::new(Mutex::new(Buffer {
+            chunks: Vec::new(),
+            current: Chunk {
+                text: String::with_capacity(BUFFER_CAPACITY),
+                lines: 0,
+            },
+        }));
+        self.threads.lock().push(Arc::clone(&buffer));
+        buffers.push((Arc::downgrade(self), buffer));
+        buffers.len() - 1
+    }
+
+    /// Hands this thread's full buffer, `buffer` (locked, of `shared`),
+    /// over as a chunk, and wakes the emitter's thread when chunks pile up.
+    #[inline(never)]
+    fn hand_over(&self, shared: &SharedBuffer, mut buffer: MutexGuard<'_, Buffer>) -> Pushed {
+        let chunk = self.take_current(&mut buffer);
+        buffer.chunks.push(chunk);
+        let queued = buffer.chunks.len();
+        drop(buffer);
+        if queued > QUEUED_CHUNKS_MAX {
+            return Pushed::BackedUp(Arc::clone(shared));
+        }
+        if queued < WAKE_AT_CHUNKS {
+            // Written on the emitter's thread's next round.
+            return Pushed::Buffered;
+        }
+        let mut wake = self.wake.lock();
+        wake.chunk_ready = true;
+        self.woken.notify_one();
+        Pushed::Buffered
     }
 
     /// Takes `buffer`'s lines since its last chunk, leaving it an empty

@@ -28,7 +28,12 @@ pub(crate) fn ticks_to_nanos(ticks: u64) -> u64 {
 }
 
 /// Converts raw ticks to a [`Duration`].
-#[inline]
+///
+/// Called, never inlined: a line converts up to a dozen sums, and each
+/// inlined conversion (the calibration's lazy check, the scaling, the
+/// `Duration`) added its own copy to the renderer's code, which a loaded
+/// service fetches afresh for every line.
+#[inline(never)]
 pub(crate) fn ticks_to_duration(ticks: u64) -> Duration {
     Duration::from_nanos(ticks_to_nanos(ticks))
 }

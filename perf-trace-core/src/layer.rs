@@ -407,8 +407,7 @@ impl Drop for RequestTrace {
         // SAFETY: taken once, here, as the trace is dropped; never used after.
         let recorder = unsafe { ManuallyDrop::take(&mut self.recorder) };
         if !recorder.is_discarded() {
-            let facts = std::mem::take(&mut self.facts);
-            self.layer.emitter().finish(recorder, facts, end);
+            self.layer.emitter().finish(recorder, &mut self.facts, end);
         }
     }
 }

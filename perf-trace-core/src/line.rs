@@ -231,28 +231,22 @@ impl LineFormat {
                 out.field(n, count);
             }
             // Key-set names are checked at compile time to need no escaping.
-            FieldName::Name(name) => {
-                out.str(",\"phase_");
-                out.str(name);
-                out.field("_us\":", micros(duration));
-                out.str(",\"phase_");
-                out.str(name);
-                out.field("_n\":", count);
-            }
+            FieldName::Name(name) => named_pair(
+                out,
+                ["phase", name],
+                [("_us\":", micros(duration)), ("_n\":", count)],
+            ),
         });
         line.store_calls(|name, count, duration| match name {
             FieldName::Keys(n, us) => {
                 out.field(n, count);
                 out.field(us, micros(duration));
             }
-            FieldName::Name(name) => {
-                out.str(",\"store_");
-                out.str(name);
-                out.field("_n\":", count);
-                out.str(",\"store_");
-                out.str(name);
-                out.field("_us\":", micros(duration));
-            }
+            FieldName::Name(name) => named_pair(
+                out,
+                ["store", name],
+                [("_n\":", count), ("_us\":", micros(duration))],
+            ),
         });
         let groups = line.groups();
         if groups.store_total {
@@ -302,32 +296,18 @@ impl LineFormat {
         }
         line.counters(|name, value| match name {
             CounterName::Key(key) => out.field(key, value),
-            CounterName::Name { set, by, name } => {
-                out.str(",\"");
-                out.str(set.prefix);
-                out.byte(b'_');
-                if let Some(by) = by {
-                    out.str(by);
-                    out.byte(b'_');
-                }
-                out.str(name);
-                out.field("\":", value);
-            }
+            CounterName::Name { set, by, name } => named_counter(out, set.prefix, by, name, value),
         });
         line.timers(|set, name, count, duration| match name {
             FieldName::Keys(us, n) => {
                 out.field(us, micros(duration));
                 out.field(n, count);
             }
-            FieldName::Name(name) => {
-                for (suffix, value) in [("_us\":", micros(duration)), ("_n\":", count)] {
-                    out.str(",\"");
-                    out.str(set.prefix);
-                    out.byte(b'_');
-                    out.str(name);
-                    out.field(suffix, value);
-                }
-            }
+            FieldName::Name(name) => named_pair(
+                out,
+                [set.prefix, name],
+                [("_us\":", micros(duration)), ("_n\":", count)],
+            ),
         });
         if let Some(stage) = line.sse_stage().filter(|_| groups.sse) {
             out.str(",\"sse_stage\":\"");
@@ -351,6 +331,37 @@ impl LineFormat {
         }
         out.byte(b'}');
     }
+}
+
+/// Two fields `,"<prefix>_<name><suffix><value>` of a key whose JSON keys
+/// were not rendered for the schema. Out of line, as is every path a line
+/// rarely takes: the renderer's code, which a loaded service fetches afresh
+/// for every line, then holds its common path only.
+#[cold]
+#[inline(never)]
+fn named_pair(out: &mut LineWriter<'_>, [prefix, name]: [&str; 2], fields: [(&str, u64); 2]) {
+    for (suffix, value) in fields {
+        out.str(",\"");
+        out.str(prefix);
+        out.byte(b'_');
+        out.str(name);
+        out.field(suffix, value);
+    }
+}
+
+/// A counter's field whose JSON key was not rendered for the schema.
+#[cold]
+#[inline(never)]
+fn named_counter(out: &mut LineWriter<'_>, prefix: &str, by: Option<&str>, name: &str, value: u64) {
+    out.str(",\"");
+    out.str(prefix);
+    out.byte(b'_');
+    if let Some(by) = by {
+        out.str(by);
+        out.byte(b'_');
+    }
+    out.str(name);
+    out.field("\":", value);
 }
 
 /// A timed field's name as a [`LineSource`] gives it.

@@ -21,7 +21,7 @@ use crate::background::{Background, QueuedLines};
 use crate::clock;
 use crate::export::{FinishedRequest, RequestFacts, RequestSink};
 use crate::line::{LineFormat, LineSource};
-use crate::recorder::{self, Recorder};
+use crate::recorder::{self, Recorder, RequestEnd};
 use crate::sampling::TailSampling;
 use crate::snapshot::Snapshot;
 use crate::timestamp;
@@ -396,7 +396,7 @@ impl Emitter {
     /// else from a snapshot that is then handed to the exits; then keeps
     /// the recorder for this thread's next request. `end_ticks` is the
     /// request clock's reading as the request ended.
-    pub(crate) fn finish(&self, recorder: Recorder, facts: RequestFacts, end_ticks: u64) {
+    pub(crate) fn finish(&self, recorder: Recorder, facts: &mut RequestFacts, end_ticks: u64) {
         let end = recorder.end_at(end_ticks);
         let epoch_nanos = clock::epoch_nanos_at(end_ticks);
         if self.exits.is_none() {
@@ -406,6 +406,21 @@ impl Emitter {
             recorder::recycle(recorder);
             return;
         }
+        // The facts are the exits' alone: taken only for them.
+        self.finish_with_exits(recorder, std::mem::take(facts), end, epoch_nanos);
+    }
+
+    /// [`finish`](Self::finish) for an emitter with exits, which read the
+    /// request's snapshot. Out of line: the common request, with the line
+    /// its only reader, then brings none of this code into the cache.
+    #[inline(never)]
+    fn finish_with_exits(
+        &self,
+        recorder: Recorder,
+        facts: RequestFacts,
+        end: RequestEnd,
+        epoch_nanos: u64,
+    ) {
         SNAPSHOT.with(|snapshot| match snapshot.try_borrow_mut() {
             Ok(mut snapshot) => {
                 recorder.snapshot_into(end, &mut snapshot);

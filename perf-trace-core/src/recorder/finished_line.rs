@@ -109,31 +109,8 @@ impl LineSource for FinishedLine<'_> {
                         each(name, value);
                     }
                 }
-                continue;
-            }
-            // A paired set of more slots: the places of its touched
-            // counters, a handful, sorted on the stack. Past a stack's
-            // worth, every slot is read.
-            let mut places = [0u16; 16];
-            let mut found = 0;
-            inner.each_touched_counter(offset, table.len(), |slot| {
-                if let Some(place) = places.get_mut(found) {
-                    *place = keys.rank[slot];
-                }
-                found += 1;
-            });
-            if found > places.len() {
-                for (name, value) in keys.in_order.iter().filter_map(read) {
-                    each(name, value);
-                }
-                continue;
-            }
-            let places = &mut places[..found];
-            places.sort_unstable();
-            for &place in places.iter() {
-                if let Some((name, value)) = read(&keys.in_order[usize::from(place)]) {
-                    each(name, value);
-                }
+            } else {
+                paired_counters(inner, keys, offset, &mut each);
             }
         }
     }
@@ -177,6 +154,46 @@ impl LineSource for FinishedLine<'_> {
 
     fn groups(&self) -> Groups {
         self.inner.schema.groups
+    }
+}
+
+/// The touched counters of a paired set of more than 64 slots, in line
+/// order: the places of a handful sorted on the stack, every slot read
+/// past a stack's worth. Out of line and called through `dyn`, so that the
+/// renderer's common path stays small.
+#[cold]
+#[inline(never)]
+fn paired_counters(
+    inner: &Inner,
+    keys: &'static CounterKeys,
+    offset: usize,
+    each: &mut dyn FnMut(CounterName, u64),
+) {
+    let table = &inner.counters[offset..offset + keys.rank.len()];
+    let read = |key: &'static CounterKey| {
+        let value = table[usize::from(key.slot)].load(Relaxed);
+        (value > 0).then_some((CounterName::Key(&key.key), value))
+    };
+    let mut places = [0u16; 16];
+    let mut found = 0;
+    inner.each_touched_counter(offset, table.len(), |slot| {
+        if let Some(place) = places.get_mut(found) {
+            *place = keys.rank[slot];
+        }
+        found += 1;
+    });
+    if found > places.len() {
+        for (name, value) in keys.in_order.iter().filter_map(read) {
+            each(name, value);
+        }
+        return;
+    }
+    let places = &mut places[..found];
+    places.sort_unstable();
+    for &place in places.iter() {
+        if let Some((name, value)) = read(&keys.in_order[usize::from(place)]) {
+            each(name, value);
+        }
     }
 }
 
