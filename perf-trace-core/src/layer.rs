@@ -407,7 +407,7 @@ impl Drop for RequestTrace {
         // SAFETY: taken once, here, as the trace is dropped; never used after.
         let recorder = unsafe { ManuallyDrop::take(&mut self.recorder) };
         if !recorder.is_discarded() {
-            self.layer.emitter().finish(recorder, &mut self.facts, end);
+            self.layer.emitter().finish(recorder, &self.facts, end);
         }
     }
 }

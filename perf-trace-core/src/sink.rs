@@ -396,7 +396,7 @@ impl Emitter {
     /// else from a snapshot that is then handed to the exits; then keeps
     /// the recorder for this thread's next request. `end_ticks` is the
     /// request clock's reading as the request ended.
-    pub(crate) fn finish(&self, recorder: Recorder, facts: &mut RequestFacts, end_ticks: u64) {
+    pub(crate) fn finish(&self, recorder: Recorder, facts: &RequestFacts, end_ticks: u64) {
         let end = recorder.end_at(end_ticks);
         let epoch_nanos = clock::epoch_nanos_at(end_ticks);
         if self.exits.is_none() {
@@ -406,8 +406,7 @@ impl Emitter {
             recorder::recycle(recorder);
             return;
         }
-        // The facts are the exits' alone: taken only for them.
-        self.finish_with_exits(recorder, std::mem::take(facts), end, epoch_nanos);
+        self.finish_with_exits(recorder, facts, end, epoch_nanos);
     }
 
     /// [`finish`](Self::finish) for an emitter with exits, which read the
@@ -417,17 +416,17 @@ impl Emitter {
     fn finish_with_exits(
         &self,
         recorder: Recorder,
-        facts: RequestFacts,
+        facts: &RequestFacts,
         end: RequestEnd,
         epoch_nanos: u64,
     ) {
         SNAPSHOT.with(|snapshot| match snapshot.try_borrow_mut() {
             Ok(mut snapshot) => {
                 recorder.snapshot_into(end, &mut snapshot);
-                self.emit_at(&snapshot, &facts, epoch_nanos, true);
+                self.emit_at(&snapshot, facts, epoch_nanos, true);
             }
             // Re-entered from an exit that itself finishes a request.
-            Err(_) => self.emit_at(&recorder.snapshot_at(end), &facts, epoch_nanos, true),
+            Err(_) => self.emit_at(&recorder.snapshot_at(end), facts, epoch_nanos, true),
         });
         recorder::recycle(recorder);
     }
