@@ -6,10 +6,12 @@
 # on/off ratio of the requests per second summed over the rounds, the
 # median of the rounds' own on/off ratios, their geometric mean with its
 # 95 % interval, the same at equal CPU (each side's requests per second
-# over the CPU its Hub and load client used), the Hub's CPU per request on
-# each side, the Hub's CPU over its load client's on each side, the part
-# of the Hub's CPU spent in the kernel on each side, and the part the
-# traced Hub's line writer thread takes.
+# over the CPU its Hub and load client used), the rounds' on/off ratios of
+# the Hub's CPU per request (all of it, in user space, in the kernel) and
+# of the load client's, the Hub's CPU per request on each side, the Hub's
+# CPU over its load client's on each side, the part of the Hub's CPU
+# spent in the kernel on each side, and the part the traced Hub's line
+# writer thread takes.
 #
 #   cargo build --release -p hub-example -p hub-bench
 #   hub-bench/scripts/load-on-off.sh                       # 3 rounds x 10 s, 300 users
@@ -259,6 +261,26 @@ round_ratios "rounds on/off at equal CPU" '[$on, $off]
     | {rps, cpu: (.hubProcess.cpuPercentAvg + .loadProcess.cpuPercentAvg)} | select(.cpu > 0))
   | select(length == 2 and .[1].rps > 0)
   | (.[0].rps / .[0].cpu) / (.[1].rps / .[1].cpu)'
+# Where a round's difference at equal CPU comes from: each process's CPU
+# per request, the traced side's over the untraced side's in the same
+# round. (The medians of each side's rounds, below, pair no rounds: a
+# side's busier rounds serve their requests with less CPU each, so two
+# medians taken apart can sit closer than the rounds do.)
+# `cpu_per_request_ratio PART` is that ratio's jq expression for PART, a
+# jq expression over one side's report (`$r`) for the CPU it counts.
+cpu_per_request_ratio() {
+  echo "[\$on, \$off] | map(. as \$r | {rps, cpu: ($1)})
+    | select(all(.rps > 0 and .cpu != null and .cpu > 0))
+    | (.[0].cpu / .[0].rps) / (.[1].cpu / .[1].rps)"
+}
+round_ratios "rounds Hub CPU per request on/off" \
+  "$(cpu_per_request_ratio '$r.hubProcess.cpuPercentAvg')"
+round_ratios "rounds Hub CPU per request in user space on/off" \
+  "$(cpu_per_request_ratio '$r.hubProcess | .cpuPercentAvg - .systemPercentAvg')"
+round_ratios "rounds Hub CPU per request in the kernel on/off" \
+  "$(cpu_per_request_ratio '$r.hubProcess.systemPercentAvg')"
+round_ratios "rounds load client CPU per request on/off" \
+  "$(cpu_per_request_ratio '$r.loadProcess.cpuPercentAvg')"
 # The Hub's own CPU per request (its process's CPU samples over the run,
 # divided by the requests per second): steadier than the requests per
 # second, which also move with the load client sharing the machine.
