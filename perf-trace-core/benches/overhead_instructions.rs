@@ -1,5 +1,5 @@
-//! What a recorded phase, a counted store call and a counter cost in
-//! instructions: the figure that repeats from run to run, where a few
+//! What a recorded phase, a counted store call, a counter and the seed's
+//! line rendered cost in instructions: the figure that repeats from run to run, where a few
 //! nanoseconds of time move with the machine. Each call is made 100,000
 //! times in a process of its own under valgrind's callgrind, counted only
 //! between a mark after a warm-up and a mark after the calls, with a
@@ -12,17 +12,21 @@
 //!
 //! It needs valgrind; without it, it says so and counts nothing.
 
+use std::cell::RefCell;
 use std::hint::black_box;
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, UNIX_EPOCH};
 
 #[path = "support/callgrind.rs"]
 mod callgrind;
 #[path = "support/calls.rs"]
 mod calls;
+#[path = "../tests/seed_example/mod.rs"]
+mod seed_example;
 use callgrind::{measure_end, measure_start};
 use calls::*;
-use perf_trace_core::Recorder;
+use perf_trace_core::{LineFormat, Recorder, Snapshot};
 
 /// Calls counted per kind.
 const CALLS: u64 = 100_000;
@@ -48,7 +52,35 @@ const KINDS: &[(&str, Call)] = &[
     ("count_n of a max key, recorded", counted_max),
     ("count_by, recorded", counted_by),
     ("time (timer set), recorded", timed),
+    (SEED_LINE, seed_line),
 ];
+
+/// The kind that renders a whole line rather than wrapping a call.
+const SEED_LINE: &str = "seed line, rendered (LineFormat::render)";
+
+thread_local! {
+    /// The seed's example line as a snapshot, its format, and the string
+    /// it is rendered into, made once per thread.
+    static SEED: (Snapshot, LineFormat, RefCell<String>) = (
+        seed_example::seed_snapshot(),
+        LineFormat::new("scion-hub"),
+        RefCell::new(String::with_capacity(2048)),
+    );
+}
+
+/// Renders the seed's line, stamped `x` nanoseconds after the epoch.
+#[inline(never)]
+fn seed_line(x: u64) -> u64 {
+    SEED.with(|(snapshot, format, out)| {
+        let out = &mut *out.borrow_mut();
+        format.render(
+            black_box(snapshot),
+            UNIX_EPOCH + Duration::from_nanos(x),
+            out,
+        );
+        out.len() as u64
+    })
+}
 
 #[cfg(target_arch = "x86_64")]
 fn floor_or_plain(x: u64) -> u64 {
@@ -142,6 +174,11 @@ fn drive() -> Result<(), String> {
     println!("{:<45}  {:>16}  {:>10}", "call", "instr/call", "added");
     println!("{:-<45}  {:->16}  {:->10}", "", "", "");
     for ((name, _), &n) in KINDS.iter().zip(&per_call) {
+        if *name == SEED_LINE {
+            // A line wraps no call: nothing added to show.
+            println!("{name:<45}  {n:>16.2}  {:>10}", "");
+            continue;
+        }
         let wraps_the_store = name.starts_with("store call") || name.contains("same call");
         let wrapped = match wraps_the_store {
             true => of("store call, direct"),

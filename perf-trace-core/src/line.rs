@@ -231,22 +231,14 @@ impl LineFormat {
                 out.field(n, count);
             }
             // Key-set names are checked at compile time to need no escaping.
-            FieldName::Name(name) => named_pair(
-                out,
-                ["phase", name],
-                [("_us\":", micros(duration)), ("_n\":", count)],
-            ),
+            FieldName::Name(name) => named_phase(out, name, micros(duration), count),
         });
         line.store_calls(|name, count, duration| match name {
             FieldName::Keys(n, us) => {
                 out.field(n, count);
                 out.field(us, micros(duration));
             }
-            FieldName::Name(name) => named_pair(
-                out,
-                ["store", name],
-                [("_n\":", count), ("_us\":", micros(duration))],
-            ),
+            FieldName::Name(name) => named_store(out, name, count, micros(duration)),
         });
         let groups = line.groups();
         if groups.store_total {
@@ -303,11 +295,7 @@ impl LineFormat {
                 out.field(us, micros(duration));
                 out.field(n, count);
             }
-            FieldName::Name(name) => named_pair(
-                out,
-                [set.prefix, name],
-                [("_us\":", micros(duration)), ("_n\":", count)],
-            ),
+            FieldName::Name(name) => named_timer(out, set.prefix, name, micros(duration), count),
         });
         if let Some(stage) = line.sse_stage().filter(|_| groups.sse) {
             out.str(",\"sse_stage\":\"");
@@ -333,35 +321,68 @@ impl LineFormat {
     }
 }
 
-/// Two fields `,"<prefix>_<name><suffix><value>` of a key whose JSON keys
-/// were not rendered for the schema. Out of line, as is every path a line
-/// rarely takes: the renderer's code, which a loaded service fetches afresh
-/// for every line, then holds its common path only.
-#[cold]
+/// A phase's two fields, `,"phase_<name>_us":<us>,"phase_<name>_n":<n>`,
+/// for a key whose JSON keys were not rendered for the schema: every
+/// phase of a snapshot's line, none of a finished request's. Called, never
+/// inlined, as are the store's and a timer's below, so that the
+/// renderer's code, which a loaded service fetches afresh for every line,
+/// holds the finished request's path only; within each, the copies are
+/// inlined and all but the name's of a known length (copied through
+/// calls, or with lengths known only at run time, they made the seed's
+/// line a third slower).
 #[inline(never)]
-fn named_pair(out: &mut LineWriter<'_>, [prefix, name]: [&str; 2], fields: [(&str, u64); 2]) {
-    for (suffix, value) in fields {
-        out.str(",\"");
-        out.str(prefix);
+fn named_phase(out: &mut LineWriter<'_>, name: &str, us: u64, n: u64) {
+    named_fields(out, ",\"phase_", name, [("_us\":", us), ("_n\":", n)]);
+}
+
+/// A store method's two fields, `,"store_<name>_n":<n>,"store_<name>_us":<us>`,
+/// as [`named_phase`] writes a phase's.
+#[inline(never)]
+fn named_store(out: &mut LineWriter<'_>, name: &str, n: u64, us: u64) {
+    named_fields(out, ",\"store_", name, [("_n\":", n), ("_us\":", us)]);
+}
+
+/// A timer's two fields, `,"<prefix>_<name>_us":<us>,"<prefix>_<name>_n":<n>`,
+/// as [`named_phase`] writes a phase's.
+#[inline(never)]
+fn named_timer(out: &mut LineWriter<'_>, prefix: &str, name: &str, us: u64, n: u64) {
+    for (suffix, value) in [("_us\":", us), ("_n\":", n)] {
+        out.str_inline(",\"");
+        out.str_inline(prefix);
         out.byte(b'_');
-        out.str(name);
-        out.field(suffix, value);
+        out.str_inline(name);
+        out.str_inline(suffix);
+        out.int(value);
     }
 }
 
-/// A counter's field whose JSON key was not rendered for the schema.
-#[cold]
+/// Fields `<head><name><suffix><value>`, inlined where `head` and the
+/// suffixes are literals.
+#[inline(always)]
+fn named_fields(out: &mut LineWriter<'_>, head: &str, name: &str, fields: [(&str, u64); 2]) {
+    for (suffix, value) in fields {
+        out.str_inline(head);
+        out.str_inline(name);
+        out.str_inline(suffix);
+        out.int(value);
+    }
+}
+
+/// A counter's field whose JSON key was not rendered for the schema (every
+/// counter of a snapshot's line); called, with its copies inlined, as
+/// [`named_phase`] is.
 #[inline(never)]
 fn named_counter(out: &mut LineWriter<'_>, prefix: &str, by: Option<&str>, name: &str, value: u64) {
-    out.str(",\"");
-    out.str(prefix);
+    out.str_inline(",\"");
+    out.str_inline(prefix);
     out.byte(b'_');
     if let Some(by) = by {
-        out.str(by);
+        out.str_inline(by);
         out.byte(b'_');
     }
-    out.str(name);
-    out.field("\":", value);
+    out.str_inline(name);
+    out.str_inline("\":");
+    out.int(value);
 }
 
 /// A timed field's name as a [`LineSource`] gives it.

@@ -72,7 +72,7 @@ impl<'a> LineWriter<'a> {
     /// [`str`](Self::str) in place, for the helpers that are themselves
     /// called.
     #[inline(always)]
-    fn str_inline(&mut self, s: &str) {
+    pub(crate) fn str_inline(&mut self, s: &str) {
         let n = s.len();
         let at = self.room(n);
         // SAFETY: `room` made space for `n` bytes.
