@@ -1,9 +1,9 @@
 //! What a recorded phase, a counted store call, a counter and the seed's
-//! line rendered cost in instructions: the figure that repeats from run to run, where a few
-//! nanoseconds of time move with the machine. Each call is made 100,000
-//! times in a process of its own under valgrind's callgrind, counted only
-//! between a mark after a warm-up and a mark after the calls, with a
-//! recorder in scope; the table gives instructions per call and what each
+//! line rendered cost in instructions: the figure that repeats from run to
+//! run, where a few nanoseconds of time move with the machine. Each call
+//! is made 100,000 times in a process of its own under valgrind's
+//! callgrind, counted only between a mark after a warm-up and a mark after
+//! the calls, with a recorder in scope; the table gives instructions per call and what each
 //! adds over the call it wraps (a plain call, or the store's own method).
 //!
 //! ```text

@@ -332,36 +332,38 @@ impl LineFormat {
 /// line a third slower).
 #[inline(never)]
 fn named_phase(out: &mut LineWriter<'_>, name: &str, us: u64, n: u64) {
-    named_fields(out, ",\"phase_", name, [("_us\":", us), ("_n\":", n)]);
+    named_fields(out, [",\"phase_"], name, [("_us\":", us), ("_n\":", n)]);
 }
 
 /// A store method's two fields, `,"store_<name>_n":<n>,"store_<name>_us":<us>`,
 /// as [`named_phase`] writes a phase's.
 #[inline(never)]
 fn named_store(out: &mut LineWriter<'_>, name: &str, n: u64, us: u64) {
-    named_fields(out, ",\"store_", name, [("_n\":", n), ("_us\":", us)]);
+    named_fields(out, [",\"store_"], name, [("_n\":", n), ("_us\":", us)]);
 }
 
 /// A timer's two fields, `,"<prefix>_<name>_us":<us>,"<prefix>_<name>_n":<n>`,
 /// as [`named_phase`] writes a phase's.
 #[inline(never)]
 fn named_timer(out: &mut LineWriter<'_>, prefix: &str, name: &str, us: u64, n: u64) {
-    for (suffix, value) in [("_us\":", us), ("_n\":", n)] {
-        out.str_inline(",\"");
-        out.str_inline(prefix);
-        out.byte(b'_');
-        out.str_inline(name);
-        out.str_inline(suffix);
-        out.int(value);
-    }
+    let head = [",\"", prefix, "_"];
+    named_fields(out, head, name, [("_us\":", us), ("_n\":", n)]);
 }
 
-/// Fields `<head><name><suffix><value>`, inlined where `head` and the
-/// suffixes are literals.
+/// Fields `<head><name><suffix><value>`, the head in pieces: inlined,
+/// so that the pieces and suffixes that are literals copy with their
+/// lengths known.
 #[inline(always)]
-fn named_fields(out: &mut LineWriter<'_>, head: &str, name: &str, fields: [(&str, u64); 2]) {
+fn named_fields<const N: usize>(
+    out: &mut LineWriter<'_>,
+    head: [&str; N],
+    name: &str,
+    fields: [(&str, u64); 2],
+) {
     for (suffix, value) in fields {
-        out.str_inline(head);
+        for piece in head {
+            out.str_inline(piece);
+        }
         out.str_inline(name);
         out.str_inline(suffix);
         out.int(value);
