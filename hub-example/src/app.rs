@@ -10,8 +10,12 @@
 //!
 //! [`Hub::router`] wraps the routes in the guards of [`ServerLimits`] (the
 //! request timeout, outermost; the event-stream caps) and the log of
-//! refused credentials; [`Hub::serve`] adds the connection timeouts and the
-//! graceful shutdown of [`crate::server`].
+//! refused credentials; [`Hub::guarded`] puts routes of other listeners
+//! (the web client's pages, the metrics port) behind the same request
+//! guards. [`Hub::serving_listeners`] serves every listener of the process
+//! with the connection timeouts and caps of [`crate::server`], and shuts
+//! them down together: one deadline for the requests in flight on all of
+//! them, then the audit queue drained once, then `shutdown finished`.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -41,9 +45,9 @@ use crate::events::{EventBus, PgEventRelay};
 use crate::exits::HubExits;
 use crate::limits::ServerLimits;
 use crate::log::{Logger, SharedWriter};
-use crate::perf::{trace_layer, HubTraceLayer};
+use crate::perf::{trace_layers, HubTraceLayer, WebTraceLayer};
 use crate::replicas::ReplicaInbox;
-use crate::server::ServerCounters;
+use crate::server::{Listener, ServerCounters};
 use crate::settings::{Settings, PERF_TRACE_KEY};
 use crate::state::AppState;
 use crate::store::{AuthzStore, CountedAuthzStore, PostgresStore, SqliteStore};
@@ -170,6 +174,7 @@ impl std::fmt::Debug for HubOptions {
 /// A built Hub, ready to serve.
 pub struct Hub {
     router: Router,
+    web_trace: Option<WebTraceLayer>,
     limits: ServerLimits,
     streams: StreamLimiter,
     failed_logins: FailedLogins,
@@ -331,10 +336,14 @@ impl Hub {
             extra,
             cache.clone(),
         );
-        let trace = perf_trace.then(|| {
+        let layers = perf_trace.then(|| {
             logger.warn(PERF_TRACE_WARNING, &[("setting", PERF_TRACE_KEY.into())]);
-            trace_layer(&logger, db.pool_stats(), &exits)
+            trace_layers(&logger, db.pool_stats(), &exits)
         });
+        let (trace, web_trace) = match layers {
+            Some(layers) => (Some(layers.hub), Some(layers.web)),
+            None => (None, None),
+        };
         let (router, store_type, audit_type) = match db.dialect() {
             Dialect::Sqlite => traced_or_not(SqliteStore::new(db.clone()), sink, parts, trace),
             Dialect::Postgres => traced_or_not(PostgresStore::new(db.clone()), sink, parts, trace),
@@ -342,6 +351,7 @@ impl Hub {
         let limits = ServerLimits::default();
         Hub {
             router,
+            web_trace,
             streams: StreamLimiter::new(limits.max_streams_per_principal, limits.max_streams),
             limits,
             failed_logins: FailedLogins::new(logger.clone()),
@@ -449,6 +459,37 @@ impl Hub {
         &self.signer
     }
 
+    /// `routes` of another listener (the metrics port's) behind the
+    /// request guards of the Hub's own: the request timeout (a JSON 408,
+    /// the body's upload included), a handler's panic answered as a JSON
+    /// 500, and the limits on the path, query and headers. Untraced.
+    pub fn guarded(&self, routes: Router) -> Router {
+        self.guard(routes, None)
+    }
+
+    /// The web client's own routes behind the same guards as
+    /// [`Hub::guarded`], and traced (when tracing is on) with the web
+    /// client's endpoint classes (`web.page`, `web.asset`, `web.auth`).
+    pub fn guarded_web(&self, routes: Router) -> Router {
+        self.guard(routes, self.web_trace.clone())
+    }
+
+    fn guard(&self, routes: Router, trace: Option<WebTraceLayer>) -> Router {
+        let routes = match trace {
+            Some(trace) => routes.layer(trace),
+            None => routes,
+        };
+        routes.layer(
+            ServiceBuilder::new()
+                .layer(axum::middleware::from_fn_with_state(
+                    self.limits.request_timeout,
+                    enforce_request_timeout,
+                ))
+                .layer(CatchPanicLayer::custom(panic_response))
+                .layer(axum::middleware::from_fn(limit_request_size)),
+        )
+    }
+
     /// Serves on `listener` until `shutdown` completes, then shuts down
     /// gracefully within the shutdown deadline (see [`crate::server`]).
     pub async fn serve(
@@ -466,7 +507,10 @@ impl Hub {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
-        self.serving_router(listener, self.router(), shutdown)
+        self.serving_listeners(
+            vec![Listener::new("api", listener, self.router())],
+            shutdown,
+        )
     }
 
     /// [`Hub::serving`] with another router over the Hub's parts (the web
@@ -478,31 +522,46 @@ impl Hub {
         router: Router,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
+        self.serving_listeners(vec![Listener::new("web", listener, router)], shutdown)
+    }
+
+    /// Serves every listener in one accept loop until `shutdown` completes,
+    /// then shuts them all down together (see [`crate::server`]): each
+    /// stops accepting, the requests in flight on any of them finish or are
+    /// cut off at one deadline, the audit queue is drained once, and
+    /// `shutdown finished` is the last line.
+    pub fn serving_listeners(
+        &self,
+        listeners: Vec<Listener>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
         let logger = self.logger.clone();
         let (limits, streams) = (self.limits, self.streams.clone());
         let counters = Arc::clone(&self.counters);
         let perf_trace = self.perf_trace;
         let audit_log = self.audit_log.clone();
         async move {
-            let addr = listener.local_addr()?;
-            logger.info(
-                "hub listening",
-                &[
-                    ("addr", addr.to_string().into()),
-                    ("perf_trace", perf_trace.into()),
-                ],
-            );
-            crate::server::serve(
-                listener,
-                router,
+            for listener in &listeners {
+                logger.info(
+                    "hub listening",
+                    &[
+                        ("addr", listener.local_addr()?.to_string().into()),
+                        ("serves", listener.name().into()),
+                        ("perf_trace", perf_trace.into()),
+                    ],
+                );
+            }
+            let cut_off = crate::server::serve(
+                listeners,
                 logger.clone(),
                 limits,
                 streams,
                 counters,
                 shutdown,
             )
-            .await?;
-            drain_audit(audit_log, logger, limits.shutdown_timeout).await;
+            .await;
+            drain_audit(audit_log, logger.clone(), limits.shutdown_timeout).await;
+            cut_off.log_finished(&logger);
             Ok(())
         }
     }

@@ -10,11 +10,12 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::{Hub, HubOptions};
-use crate::exits::{metrics_addr, serve_metrics, ExitSettings, HubExits};
+use crate::exits::{metrics_addr, metrics_router, ExitSettings, HubExits, METRICS_MAX_CONNECTIONS};
 use crate::limits::ServerLimits;
 use crate::log::stdout_writer;
 use crate::seed::{seed_to_file, SeedOptions};
 use crate::serve::open_for_serving;
+use crate::server::Listener;
 use crate::settings::Settings;
 
 /// The example Hub, traced with perf-trace.
@@ -316,52 +317,35 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
             exits,
         )
         .with_limits(limits);
+        let bind = |addr: SocketAddr| async move {
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| CliError(format!("cannot listen on {addr}: {e}")))
+        };
+        let mut listeners = vec![Listener::new("api", bind(addr).await?, hub.router())];
+        if let Some(web_addr) = web_addr {
+            let socket = bind(web_addr).await?;
+            if web_options.test_login {
+                hub.logger().warn(
+                    "test login is on: anyone who can reach the web port can sign in as any user by email",
+                    &[("web_addr", web_addr.to_string().into())],
+                );
+            }
+            let router = crate::web::router(&hub, web_options);
+            listeners.push(Listener::new("web", socket, router));
+        }
         if let (Some(port), Some(metrics)) = (exit_settings.metrics_port, &hub.exits().metrics) {
             let addr = metrics_addr(port);
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|e| CliError(format!("cannot listen on {addr}: {e}")))?;
-            // Ends with the runtime, after the Hub's own shutdown.
-            tokio::spawn(serve_metrics(
-                listener,
-                std::sync::Arc::clone(metrics),
-                std::future::pending(),
-            ));
-        }
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| CliError(format!("cannot listen on {addr}: {e}")))?;
-        let Some(web_addr) = web_addr else {
-            return hub
-                .serve(listener, crate::shutdown::termination_signal())
-                .await
-                .map_err(CliError::from);
-        };
-        let web_listener = tokio::net::TcpListener::bind(web_addr)
-            .await
-            .map_err(|e| CliError(format!("cannot listen on {web_addr}: {e}")))?;
-        if web_options.test_login {
-            hub.logger().warn(
-                "test login is on: anyone who can reach the web port can sign in as any user by email",
-                &[("web_addr", web_addr.to_string().into())],
+            let router = hub.guarded(metrics_router(std::sync::Arc::clone(metrics), addr));
+            listeners.push(
+                Listener::new("metrics", bind(addr).await?, router)
+                    .with_max_connections(METRICS_MAX_CONNECTIONS),
             );
         }
-        // One signal stops both listeners.
-        let signal = crate::shutdown::ShutdownSignal::new();
-        let stop = signal.clone();
-        tokio::spawn(async move {
-            crate::shutdown::termination_signal().await;
-            stop.start();
-        });
-        let started = |s: crate::shutdown::ShutdownSignal| async move { s.started().await };
-        let web = hub.serving_router(
-            web_listener,
-            crate::web::router(&hub, web_options),
-            started(signal.clone()),
-        );
-        let api = hub.serving(listener, started(signal));
-        let (api, web) = tokio::join!(api, web);
-        api.and(web).map_err(CliError::from)
+        // One server for every listener: one shutdown, one audit drain.
+        hub.serving_listeners(listeners, crate::shutdown::termination_signal())
+            .await
+            .map_err(CliError::from)
     })
 }
 

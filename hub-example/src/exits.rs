@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::Extension;
-use axum::http::header;
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -32,7 +32,7 @@ use perf_trace_core::sampling::TailSampling;
 use perf_trace_core::{Emitter, KeySet};
 use perf_trace_otel::{OtlpConfig, OtlpSink, ENDPOINT_ENV};
 
-use crate::api::ApiError;
+use crate::api::{method_not_allowed, not_found, ApiError};
 use crate::authz::Principal;
 use crate::keys::EndpointClass;
 use crate::settings::{lookup, read_document, SettingsError};
@@ -329,23 +329,48 @@ async fn admin_metrics(
     Ok(openmetrics(&metrics))
 }
 
-/// Serves `GET /metrics` on `addr` (the caller binds loopback) until
-/// `shutdown` resolves.
-pub async fn serve_metrics(
-    listener: tokio::net::TcpListener,
-    metrics: Arc<MetricsSink>,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let router = Router::new().route(
-        "/metrics",
-        get(move || {
-            let metrics = Arc::clone(&metrics);
-            async move { openmetrics(&metrics) }
-        }),
-    );
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+/// Most connections the metrics port holds open at once (a scraper needs
+/// one); further clients wait in the kernel's queue, holding no descriptor
+/// the API needs.
+pub const METRICS_MAX_CONNECTIONS: usize = 16;
+
+/// The metrics port's routes: `GET /metrics` (OpenMetrics text), a JSON
+/// 404 for any other path and a JSON 405 for another method, all only for
+/// requests whose `Host` is `addr`, the address the port was started on
+/// (anything else, a page that rebinds its own name to the loopback
+/// address among them, is a JSON 421). Serve them behind the Hub's guards
+/// ([`crate::Hub::guarded`]) on the Hub's server
+/// ([`crate::Hub::serving_listeners`]), capped at
+/// [`METRICS_MAX_CONNECTIONS`].
+pub fn metrics_router(metrics: Arc<MetricsSink>, addr: SocketAddr) -> Router {
+    let host = addr.to_string();
+    Router::new()
+        .route(
+            "/metrics",
+            get(move || {
+                let metrics = Arc::clone(&metrics);
+                async move { openmetrics(&metrics) }
+            }),
+        )
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::<str>::from(host),
+            only_host,
+        ))
+}
+
+/// Refuses a request whose `Host` is not `host` (421, in JSON).
+async fn only_host(
+    axum::extract::State(host): axum::extract::State<Arc<str>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let sent = request.headers().get(header::HOST).map(|v| v.as_bytes());
+    if sent != Some(host.as_bytes()) {
+        return ApiError::new(StatusCode::MISDIRECTED_REQUEST, "unknown host").into_response();
+    }
+    next.run(request).await
 }
 
 /// The loopback address of the metrics port.

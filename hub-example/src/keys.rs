@@ -64,6 +64,17 @@ pub enum EndpointClass {
     /// `GET /events`.
     #[key(rename = "sse.events")]
     SseEvents,
+    /// The web client's pages (`/`, `/projects/{id}`, `/graph`), on the
+    /// web listener.
+    #[key(rename = "web.page")]
+    WebPage,
+    /// The web client's assets (`/assets/{name}`), on the web listener.
+    #[key(rename = "web.asset")]
+    WebAsset,
+    /// Browser sign-in, sign-out and the test login
+    /// (`/api/v1/auth/...`), on the web listener.
+    #[key(rename = "web.auth")]
+    WebAuth,
 }
 
 /// The routes whose responses the Hub caches (see [`crate::cache`]): the
@@ -170,6 +181,19 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Endpo
     }
 }
 
+/// Classifies a request to one of the web client's own routes (the web
+/// listener's tracing layer sits on those routes alone, so every other path
+/// it is asked about is a page).
+pub fn classify_web(path: &str) -> EndpointClass {
+    if path.starts_with("/assets/") {
+        EndpointClass::WebAsset
+    } else if path.starts_with("/api/v1/auth/") {
+        EndpointClass::WebAuth
+    } else {
+        EndpointClass::WebPage
+    }
+}
+
 /// Whether `query` has a parameter named one of `names` (ASCII names with
 /// nothing to decode). Every traced request is classified: a key that needs
 /// no decoding, nearly all of them, is compared as it is, with no copy.
@@ -232,6 +256,9 @@ mod tests {
                 "agents.project.sorted",
                 "agents.project.sorted_agent",
                 "sse.events",
+                "web.page",
+                "web.asset",
+                "web.auth",
             ]
         );
         assert_eq!(EndpointClass::DEFAULT, EndpointClass::Other);
@@ -326,6 +353,22 @@ mod tests {
             "a=b=limit",
         ] {
             assert_eq!(query_has_key(query, &names), decoded(query), "{query:?}");
+        }
+    }
+
+    #[test]
+    fn web_routes_are_classified_by_kind() {
+        assert_eq!(classify_web("/"), EndpointClass::WebPage);
+        assert_eq!(classify_web("/projects/p1"), EndpointClass::WebPage);
+        assert_eq!(classify_web("/graph"), EndpointClass::WebPage);
+        assert_eq!(classify_web("/assets/app.js"), EndpointClass::WebAsset);
+        assert_eq!(
+            classify_web("/api/v1/auth/test-login"),
+            EndpointClass::WebAuth
+        );
+        // The API's own classifier never gives a web class.
+        for path in ["/", "/assets/app.js", "/api/v1/auth/session"] {
+            assert_eq!(classify(&Method::GET, path, None), EndpointClass::Other);
         }
     }
 

@@ -44,4 +44,5 @@ pub mod views;
 pub mod web;
 
 pub use app::{build_router, build_router_with, Hub, HubOptions, RunningHub};
+pub use server::Listener;
 pub use state::AppState;

@@ -11,7 +11,7 @@ use perf_trace_core::{Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy
 use crate::authz::Principal;
 use crate::db::Db;
 use crate::exits::HubExits;
-use crate::keys::{classify, EndpointClass, HubSchema};
+use crate::keys::{classify, classify_web, EndpointClass, HubSchema};
 use crate::log::{Logger, COMPONENT};
 
 /// The Hub's answers to the tracing layer's questions.
@@ -40,6 +40,35 @@ impl TracePolicy<HubSchema> for HubPolicy {
 /// The tracing layer the Hub installs when tracing is on.
 pub type HubTraceLayer = PerfTraceLayer<HubSchema, HubPolicy>;
 
+/// The policy of the web client's own routes (pages, assets, sign-in):
+/// classed by kind (`web.page`, `web.asset`, `web.auth`); never the perf
+/// headers, as no Hub authentication runs before them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WebPolicy;
+
+impl TracePolicy<HubSchema> for WebPolicy {
+    fn classify<B>(&self, request: &Request<B>) -> EndpointClass {
+        classify_web(request.uri().path())
+    }
+
+    fn headers_allowed<B>(&self, _request: &Request<B>) -> bool {
+        false
+    }
+}
+
+/// The tracing layer on the web client's own routes, writing to the same
+/// emitter as the Hub's.
+pub type WebTraceLayer = PerfTraceLayer<HubSchema, WebPolicy>;
+
+/// The Hub's tracing layer and the web routes', over one emitter.
+#[derive(Debug, Clone)]
+pub struct TraceLayers {
+    /// The Hub's routes'.
+    pub hub: HubTraceLayer,
+    /// The web client's own routes'.
+    pub web: WebTraceLayer,
+}
+
 /// How long a perf_trace line may wait in the log's buffer before it is
 /// written out (the Hub's own lines write it out at once), and, buffered by
 /// its thread ([`crate::exits::HubExits::background_lines`]), before it
@@ -58,6 +87,19 @@ pub const LINE_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
 /// buffered by their threads) are put on the emitter;
 /// `HubExits::default()` adds none.
 pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) -> HubTraceLayer {
+    PerfTraceLayer::new(HubPolicy, trace_emitter(logger, exits)).with_pool(pool)
+}
+
+/// [`trace_layer`] and the web routes' layer, over one emitter.
+pub fn trace_layers(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) -> TraceLayers {
+    let emitter = trace_emitter(logger, exits);
+    TraceLayers {
+        hub: PerfTraceLayer::new(HubPolicy, emitter.clone()).with_pool(Arc::clone(&pool)),
+        web: PerfTraceLayer::new(WebPolicy, emitter).with_pool(pool),
+    }
+}
+
+fn trace_emitter(logger: &Logger, exits: &HubExits) -> Emitter {
     let report = logger.clone();
     let sink = LineSink::shared(logger.writer().clone())
         .on_failure(move |e| report.report_failure(e))
@@ -66,7 +108,7 @@ pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) 
     let emitter = exits.apply(Emitter::new(format, sink));
     // The Hub's own lines stay after the lines of the requests before them.
     logger.write_after(emitter.queued_lines());
-    PerfTraceLayer::new(HubPolicy, emitter).with_pool(pool)
+    emitter
 }
 
 /// The pool's figures as a traced request arrives, read by authentication

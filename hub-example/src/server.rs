@@ -1,6 +1,8 @@
-//! Serving connections over HTTP/1.1 with hyper: the accept loop, each
-//! connection's header-read and idle timeouts, JSON bodies for the answers
-//! hyper writes itself, and graceful shutdown with a deadline.
+//! Serving connections over HTTP/1.1 with hyper: one accept loop over every
+//! listener of the process (the API, the web client, the metrics port),
+//! each connection's header-read and idle timeouts, a cap on a listener's
+//! open connections, JSON bodies for the answers hyper writes itself, and
+//! one graceful shutdown with a deadline.
 //!
 //! A connection is watched from outside hyper: the bytes it moves and the
 //! requests it has in flight. With none in flight, it is closed when a
@@ -10,16 +12,24 @@
 //! the idle timeout. A request in flight is bounded by the request timeout
 //! instead (see [`crate::api::enforce_request_timeout`]).
 //!
-//! On shutdown the listener is closed, the [`ShutdownSignal`] is given
-//! (event streams send a final event and end), connections with nothing in
-//! flight are closed, the others finish their requests, and whatever is
-//! still open at the deadline is cut off. One log line marks the start and
-//! one the end, with what was cut off. A cut-off request still writes its
-//! perf_trace line: its future is dropped, which writes it.
+//! A listener with a cap on its connections is not accepted from while it
+//! holds that many: further clients wait in the kernel's queue and take no
+//! descriptor of the process, so a flood on one port cannot use up the
+//! descriptors the others need.
+//!
+//! On shutdown every listener is closed at once, the [`ShutdownSignal`] is
+//! given (event streams send a final event and end), connections with
+//! nothing in flight are closed, the others, on every listener, finish
+//! their requests, and whatever is still open at the one deadline is cut
+//! off. A log line marks the start; what was cut off is returned, for the
+//! caller to log as the end once it has drained what the requests left
+//! behind. A cut-off request still writes its perf_trace line: its future
+//! is dropped, which writes it.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -302,6 +312,90 @@ impl AsyncWrite for WatchedStream {
     }
 }
 
+/// A listening socket and what it serves, for
+/// [`Hub::serving_listeners`](crate::Hub::serving_listeners).
+#[derive(Debug)]
+pub struct Listener {
+    socket: TcpListener,
+    router: Router,
+    name: &'static str,
+    max_connections: Option<usize>,
+    open: Arc<AtomicUsize>,
+}
+
+impl Listener {
+    /// Serves `router` on `socket`; `name` says which in the log (`api`,
+    /// `web`, `metrics`).
+    pub fn new(name: &'static str, socket: TcpListener, router: Router) -> Listener {
+        Listener {
+            socket,
+            router,
+            name,
+            max_connections: None,
+            open: Arc::default(),
+        }
+    }
+
+    /// Holds at most `max` connections open at once; further clients wait
+    /// in the kernel's queue until one ends.
+    pub fn with_max_connections(mut self, max: usize) -> Listener {
+        self.max_connections = Some(max.max(1));
+        self
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    /// What it serves, as the log names it.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn is_full(&self) -> bool {
+        self.max_connections
+            .is_some_and(|max| self.open.load(Ordering::Acquire) >= max)
+    }
+
+    fn take_slot(&self) -> ConnectionSlot {
+        self.open.fetch_add(1, Ordering::AcqRel);
+        ConnectionSlot(Arc::clone(&self.open))
+    }
+}
+
+/// A connection counted against its listener's cap until it ends.
+struct ConnectionSlot(Arc<AtomicUsize>);
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Waits for a connection on any listener with room for one, trying them
+/// from `first` on, so that a busy listener cannot starve the others. A
+/// listener at its cap is not polled: the end of one of its connections
+/// (seen by the accept loop) asks again.
+fn accept_any(
+    listeners: &[Listener],
+    first: usize,
+) -> impl Future<Output = (usize, io::Result<TcpStream>)> + '_ {
+    std::future::poll_fn(move |cx| {
+        let count = listeners.len();
+        for index in (0..count).map(|k| (first + k) % count) {
+            let listener = &listeners[index];
+            if listener.is_full() {
+                continue;
+            }
+            if let Poll::Ready(accepted) = listener.socket.poll_accept(cx) {
+                return Poll::Ready((index, accepted.map(|(stream, _)| stream)));
+            }
+        }
+        Poll::Pending
+    })
+}
+
 /// Serves one connection until it ends, times out, or is cut off.
 async fn serve_connection(
     stream: TcpStream,
@@ -309,6 +403,7 @@ async fn serve_connection(
     limits: ServerLimits,
     signal: ShutdownSignal,
     counters: Arc<ServerCounters>,
+    _slot: ConnectionSlot,
 ) {
     let activity = Arc::new(Activity::new(counters));
     let io = TokioIo::new(WatchedStream {
@@ -358,32 +453,56 @@ async fn serve_connection(
     }
 }
 
-/// Accepts connections on `listener` and serves `router` on them until
-/// `trigger` completes, then shuts down as the module describes.
+/// What shutdown cut off at its deadline.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CutOff {
+    connections: usize,
+    requests: usize,
+}
+
+impl CutOff {
+    /// Logs the end of the shutdown, its last line.
+    pub(crate) fn log_finished(self, logger: &Logger) {
+        logger.info(
+            "shutdown finished",
+            &[
+                ("cut_off_connections", self.connections.into()),
+                ("cut_off_requests", self.requests.into()),
+            ],
+        );
+    }
+}
+
+/// Accepts connections on every listener and serves each listener's router
+/// on them until `trigger` completes, then shuts them all down together as
+/// the module describes, and returns what was cut off.
 pub(crate) async fn serve(
-    listener: TcpListener,
-    router: Router,
+    listeners: Vec<Listener>,
     logger: Logger,
     limits: ServerLimits,
     streams: StreamLimiter,
     counters: Arc<ServerCounters>,
     trigger: impl Future<Output = ()> + Send + 'static,
-) -> io::Result<()> {
+) -> CutOff {
     let signal = ShutdownSignal::new();
     let mut connections = JoinSet::new();
+    let mut first = 0;
     tokio::pin!(trigger);
     loop {
         tokio::select! {
             _ = &mut trigger => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
+            (index, accepted) = accept_any(&listeners, first) => match accepted {
+                Ok(stream) => {
+                    first = (index + 1) % listeners.len();
+                    let listener = &listeners[index];
                     let _ = stream.set_nodelay(true);
                     connections.spawn(serve_connection(
                         stream,
-                        router.clone(),
+                        listener.router.clone(),
                         limits,
                         signal.clone(),
                         Arc::clone(&counters),
+                        listener.take_slot(),
                     ));
                 }
                 // Out of file descriptors and the like: wait, then go on
@@ -393,7 +512,8 @@ pub(crate) async fn serve(
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
     }
-    drop(listener);
+    // Every listener stops accepting at once.
+    drop(listeners);
     let deadline_ms = u64::try_from(limits.shutdown_timeout.as_millis()).unwrap_or(u64::MAX);
     logger.info(
         "shutdown started",
@@ -413,27 +533,18 @@ pub(crate) async fn serve(
     })
     .await
     .is_ok();
-    let (cut_connections, cut_requests) = if drained {
-        (0, 0)
-    } else {
-        let cut = (
-            connections.len(),
-            counters.requests_in_flight.load(Ordering::Relaxed),
-        );
-        // Dropping each connection's task drops its requests' futures,
-        // which writes their perf_trace lines.
-        connections.abort_all();
-        while connections.join_next().await.is_some() {}
-        cut
+    if drained {
+        return CutOff::default();
+    }
+    let cut = CutOff {
+        connections: connections.len(),
+        requests: counters.requests_in_flight.load(Ordering::Relaxed),
     };
-    logger.info(
-        "shutdown finished",
-        &[
-            ("cut_off_connections", cut_connections.into()),
-            ("cut_off_requests", cut_requests.into()),
-        ],
-    );
-    Ok(())
+    // Dropping each connection's task drops its requests' futures, which
+    // writes their perf_trace lines.
+    connections.abort_all();
+    while connections.join_next().await.is_some() {}
+    cut
 }
 
 #[cfg(test)]

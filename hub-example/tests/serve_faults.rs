@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hub_example::seed::{seed, SeedOptions};
-use served_process::{free_port, KillOnDrop};
+use served_process::{first_agent, free_port, KillOnDrop};
 
 const SECRET: &str = "bench-secret-1";
 
@@ -218,14 +218,7 @@ fn sigterm_ends_streams_cuts_off_slow_clients_at_the_deadline_and_exits() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let agent: String = rusqlite::Connection::open(dir.path().join("hub.db"))
-        .unwrap()
-        .query_row(
-            "SELECT id FROM agents WHERE project_id = ?1 LIMIT 1",
-            [&doc.project_id],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let agent = first_agent(&dir.path().join("hub.db"), &doc.project_id);
 
     // A body that will never be complete.
     let mut slow_body = TcpStream::connect(&addr).unwrap();
@@ -300,10 +293,11 @@ fn sigterm_ends_streams_cuts_off_slow_clients_at_the_deadline_and_exits() {
     let end = find("shutdown finished");
     assert_eq!(end["cut_off_requests"], 1, "{end}");
     assert_eq!(end["cut_off_connections"], 1, "{end}");
-    // The audit queue is drained once no request is left: its line is last.
+    // The audit queue is drained once no request is left, then the
+    // shutdown's end is the last line.
     let last: Vec<&serde_json::Value> = lines.iter().rev().take(2).collect();
-    assert_eq!(last[1]["msg"], "shutdown finished", "{log}");
-    assert_eq!(last[0]["msg"], "audit drained", "{log}");
+    assert_eq!(last[1]["msg"], "audit drained", "{log}");
+    assert_eq!(last[0]["msg"], "shutdown finished", "{log}");
     // One line per request: the list, the PUT cut off, the stream's
     // connect and close lines (one request id).
     let perf: Vec<&serde_json::Value> = lines.iter().filter(|l| l["msg"] == "perf_trace").collect();

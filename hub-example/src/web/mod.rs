@@ -13,7 +13,10 @@
 //! [`router`] puts these in front of the Hub's own router, which answers
 //! everything else (the API and `/events`), and lets its requests
 //! authenticate with the session cookie. The API listener (`--port`) never
-//! reads the cookie.
+//! reads the cookie. The web client's own routes pass the Hub's request
+//! guards ([`Hub::guarded_web`]): the request timeout, the size limits, the
+//! panic answer, JSON errors (a 405 too), and, with tracing on, their own
+//! perf_trace line and `X-Request-ID` (`web.page`, `web.asset`, `web.auth`).
 
 pub mod assets;
 pub mod pages;
@@ -25,7 +28,7 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 
 use crate::api::auth::CredentialExpiry;
-use crate::api::{ApiError, FailedLogins};
+use crate::api::{method_not_allowed, ApiError, FailedLogins};
 use crate::authz::{AuditEmitter, Principal};
 use crate::db::Db;
 use crate::state::AppState;
@@ -95,9 +98,13 @@ pub fn router(hub: &Hub, options: WebOptions) -> Router {
     if options.test_login {
         web = web.route("/api/v1/auth/test-login", post(signin::test_login));
     }
-    web.with_state(state)
-        .fallback_service(hub.router())
-        .layer(Extension(CookieSessions))
+    // Guarded before the fallback is set: the Hub's router has its own.
+    hub.guarded_web(
+        web.method_not_allowed_fallback(method_not_allowed)
+            .with_state(state),
+    )
+    .fallback_service(hub.router())
+    .layer(Extension(CookieSessions))
 }
 
 /// The session id a request may authenticate with: `None` unless it came

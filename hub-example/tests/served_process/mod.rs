@@ -20,3 +20,15 @@ pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().port()
 }
+
+/// The id of an agent of `project_id` in the SQLite database at `db`.
+pub fn first_agent(db: &std::path::Path, project_id: &str) -> String {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .query_row(
+            "SELECT id FROM agents WHERE project_id = ?1 LIMIT 1",
+            [project_id],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
