@@ -302,10 +302,34 @@ fn silent_connections_to_the_metrics_port_leave_descriptors_for_the_api() {
         .stderr(Stdio::null());
     let hub = RunningHub::start(command, &[api, metrics]);
 
-    // More silent connections than the Hub has descriptors.
-    let mut silent: Vec<TcpStream> = (0..260)
-        .map(|_| TcpStream::connect(("127.0.0.1", metrics)).unwrap())
-        .collect();
+    // More silent connections than the Hub has descriptors, opened in the
+    // background: past the listen queue, a connect completes only as the
+    // Hub takes one (the capped Hub, as it closes late heads).
+    let silent = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let opener = {
+        let (silent, stop) = (Arc::clone(&silent), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            for _ in 0..260 {
+                let Ok(stream) = TcpStream::connect(("127.0.0.1", metrics)) else {
+                    break;
+                };
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                silent.lock().unwrap().push(stream);
+            }
+        })
+    };
+    // Past the listen queue (128) and most of the Hub's descriptors.
+    let started = Instant::now();
+    while silent.lock().unwrap().len() < 140 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "connects stalled"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     std::thread::sleep(Duration::from_millis(500));
     let mut health = TcpStream::connect(("127.0.0.1", api)).unwrap();
     write!(
@@ -317,9 +341,13 @@ fn silent_connections_to_the_metrics_port_leave_descriptors_for_the_api() {
     assert!(answer.starts_with("HTTP/1.1 200"), "healthz: {answer:?}");
 
     // The first of them is closed by the Hub once its head is late.
-    let (_, closed) = read_until_closed(&mut silent[0], Duration::from_secs(10));
+    let mut first = silent.lock().unwrap()[0].try_clone().unwrap();
+    let (_, closed) = read_until_closed(&mut first, Duration::from_secs(10));
     assert!(closed, "a silent connection is still open");
-    silent.clear();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    silent.lock().unwrap().clear();
+    drop(first);
+    opener.join().unwrap();
 
     let scrape = exchange(
         metrics,
