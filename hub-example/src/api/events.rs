@@ -14,6 +14,10 @@
 //! allowed, whether it was opened with a bearer token or the session
 //! cookie. The re-check runs outside the request's trace: it adds nothing
 //! to the stream's line.
+//!
+//! When the replica may have missed events (its relay's listening
+//! connection was away), every stream gets `event: resync`, not counted
+//! as an event: the client refetches what it shows.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -110,6 +114,11 @@ impl<E: Stream<Item = Result<Event, Infallible>> + Unpin> Stream for EndingStrea
         }
         Pin::new(&mut self.events).poll_next(cx)
     }
+}
+
+/// The notice that the stream may have missed events: refetch.
+fn resync_notice(event: &HubEvent) -> Event {
+    Event::default().event(event.kind).data(&event.data)
 }
 
 /// The credential a stream was opened with, checked again while it runs.
@@ -255,6 +264,7 @@ pub async fn events<S: AuthzStore, A: AuditEmitter>(
 
     let patterns: Arc<[Pattern]> = patterns.into();
     let stream = BroadcastStream::new(state.bus().subscribe()).filter_map(move |item| match item {
+        Ok(event) if event.is_resync() => Some(Ok(resync_notice(&event))),
         Ok(event) => event
             .subjects
             .iter()
