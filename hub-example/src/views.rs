@@ -2,7 +2,6 @@
 //! `Arc<str>`s) so a body can be encoded after the handler has returned.
 
 use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
 
 use serde::{Serialize, Serializer};
 
@@ -15,8 +14,7 @@ pub struct Millis(pub i64);
 
 impl Serialize for Millis {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let time = UNIX_EPOCH + Duration::from_millis(self.0.max(0) as u64);
-        serializer.collect_str(&humantime::format_rfc3339_millis(time))
+        serializer.collect_str(&crate::clock::rfc3339_ms(self.0))
     }
 }
 

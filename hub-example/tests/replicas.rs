@@ -1,7 +1,8 @@
 //! Two `serve` processes on one PostgreSQL database: an agent's status
 //! written through one reaches an event stream open on the other, also
 //! after the other's listening connection was terminated (it connects
-//! again, and the stream is not dropped); and with one replica killed, the
+//! again, the stream is not dropped, and it is told to resync since it may
+//! have missed events); and with one replica killed, the
 //! other keeps serving and a client can open its stream there.
 //!
 //! With the response cache on (and TTLs far longer than the tests, so only
@@ -265,6 +266,52 @@ fn an_event_written_on_one_replica_reaches_streams_on_the_other() {
     put_status(&addr_b, &doc, &agent, "error");
     assert!(moved.wait_for("\"phase\":\"error\""), "{}", moved.seen);
     assert!(on_b.wait_for("\"phase\":\"error\""), "{}", on_b.seen);
+}
+
+#[test]
+fn a_stream_is_told_to_resync_once_its_replica_listens_again() {
+    let Some(server) = pg_url() else { return };
+    let schema = Schema::create(&server, "resync");
+    let url = schema.url();
+    let doc = seed_schema(&url);
+    let (_b, addr_b) = replica(&url, &[]);
+    let b_listener = wait_for_listeners(&server, &schema, 1, &[]);
+    let (_a, addr_a) = replica(&url, &[]);
+    wait_for_listeners(&server, &schema, 1, &b_listener);
+    let agent = first_agent(&addr_b, &doc);
+    let before = phase_of(
+        &traced_get(&addr_b, &agent_path(&agent), &doc).json(),
+        &agent,
+    );
+    let phase = another_phase(before.as_deref().unwrap_or("stopped"));
+    let mut on_b = Stream::open(&addr_b, &doc);
+
+    // B's listening backend is terminated mid-stream and A writes: B may
+    // never hear of it, so once B listens again its stream is told to
+    // resync, and what a page then refetches from B holds the write.
+    terminate(&server, &b_listener);
+    put_status(&addr_a, &doc, &agent, phase);
+    wait_for_listeners(&server, &schema, 2, &b_listener);
+    assert!(
+        on_b.wait_for("event: resync\ndata: {\"reason\":\"relay_reconnected\"}\n"),
+        "B's stream was not told to resync: {}",
+        on_b.seen
+    );
+    let refetched = traced_get(&addr_b, &agent_path(&agent), &doc).json();
+    assert_eq!(phase_of(&refetched, &agent).as_deref(), Some(phase));
+
+    // The stream stays open and gets the next event.
+    let next = another_phase(phase);
+    put_status(&addr_a, &doc, &agent, next);
+    assert!(
+        on_b.wait_for(&format!("\"phase\":\"{next}\"")),
+        "after the resync the event never reached B's stream: {}",
+        on_b.seen
+    );
+}
+
+fn agent_path(agent: &str) -> String {
+    format!("/api/v1/agents/{agent}")
 }
 
 fn seed_schema(url: &str) -> SeedDocument {

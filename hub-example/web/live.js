@@ -1,9 +1,13 @@
 // Live updates over server-sent events: one EventSource on /events for a
 // project's agents, authenticated by the session cookie. A status change is
-// handed to the page, which updates the agent's card, row or node in place.
+// handed to the page, which updates the agent's card, row or node in place;
+// a `resync` (the Hub may have missed events) asks the page to refetch.
 
-/** Subscribes to the status changes of `projectId`'s agents; returns a stop function. */
-export function watchProjectAgents(projectId, onStatus) {
+/**
+ * Subscribes to the status changes of `projectId`'s agents; `onResync` is
+ * called when changes may have been missed. Returns a stop function.
+ */
+export function watchProjectAgents(projectId, onStatus, onResync = () => {}) {
   const subject = `projects.${projectId}.agents.>`;
   const source = new EventSource(`/events?sub=${encodeURIComponent(subject)}`);
   source.addEventListener('agent.status', (event) => {
@@ -13,6 +17,7 @@ export function watchProjectAgents(projectId, onStatus) {
       // A malformed event is dropped; the next one still applies.
     }
   });
+  source.addEventListener('resync', () => onResync());
   // The Hub ends a stream with an `end` event (shutdown, expired or revoked
   // credential): do not reconnect.
   source.addEventListener('end', () => source.close());

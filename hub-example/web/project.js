@@ -72,7 +72,27 @@ export class ProjectPage {
     this.marks.mark(MARKS.agentsData, this.view);
     this.renderFrame();
     this.renderView();
-    this.stopLive = watchProjectAgents(this.projectId, (change) => this.onStatus(change));
+    this.stopLive = watchProjectAgents(
+      this.projectId,
+      (change) => this.onStatus(change),
+      () => this.refetch(),
+    );
+  }
+
+  /** Loads what the page shows again (changes may have been missed). */
+  async refetch() {
+    if (this.stopped) return;
+    if (this.view !== 'graph') {
+      await this.goTo(this.page?.cursor ?? null, this.page?.number ?? 1);
+      return;
+    }
+    try {
+      await this.loadAll();
+    } catch (error) {
+      if (!this.stopped) this.root.replaceChildren(projectErrorPage(error));
+      return;
+    }
+    if (!this.stopped && this.view === 'graph') this.renderView();
   }
 
   stop() {
@@ -297,12 +317,24 @@ export class StandaloneGraphPage {
     renderGraph(holder, agents, delegations);
     this.marks.markNextFrame(MARKS.graph, 'graph');
     if (this.projectId) {
-      this.stopLive = watchProjectAgents(this.projectId, (change) => updateGraphNode(this.root, change.agentId, change.phase));
+      this.stopLive = watchProjectAgents(
+        this.projectId,
+        (change) => updateGraphNode(this.root, change.agentId, change.phase),
+        () => this.restart(),
+      );
     }
   }
 
   stop() {
     this.stopped = true;
     if (this.stopLive) this.stopLive();
+  }
+
+  /** Loads the graph again (changes may have been missed), with a new stream. */
+  restart() {
+    if (this.stopped) return;
+    if (this.stopLive) this.stopLive();
+    this.stopLive = null;
+    this.start();
   }
 }

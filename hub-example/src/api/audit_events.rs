@@ -14,9 +14,10 @@
 //!   first), to see when decisions happened beside the page. Per minute is
 //!   allowed for windows up to 24 hours (at most 1,440 buckets).
 //!
-//! Every bad parameter is a JSON 400 that names it.
+//! Every bad parameter is a JSON 400 that names it; an unknown one is not
+//! echoed (the message lists the known ones).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
@@ -29,6 +30,7 @@ use super::params::Params;
 use super::ApiError;
 use crate::authz::audit_store::{query_events, AuditCursor, AuditEventRow, AuditQuery};
 use crate::authz::{AuditEmitter, Authorizer, Principal};
+use crate::clock::{rfc3339_ms, MAX_RFC3339_MS};
 use crate::state::AppState;
 use crate::store::AuthzStore;
 
@@ -62,12 +64,7 @@ const KNOWN: [&str; 6] = ["window", "from", "to", "cursor", "limit", "time_resol
 /// Parses the query string into the window to read, given `now_ms`.
 pub fn parse_query(query: Option<&str>, now_ms: i64) -> Result<AuditQuery, ApiError> {
     let params = Params::parse(query);
-    if let Some(unknown) = params_names(query).find(|name| !KNOWN.contains(&name.as_str())) {
-        return Err(ApiError::bad_request(format!(
-            "unknown parameter {unknown}; the parameters are {}",
-            KNOWN.join(", ")
-        )));
-    }
+    params.only(&KNOWN)?;
     let window = params.single("window")?;
     let from = params.single("from")?;
     let to = params.single("to")?;
@@ -147,26 +144,28 @@ pub fn parse_query(query: Option<&str>, now_ms: i64) -> Result<AuditQuery, ApiEr
     })
 }
 
-fn params_names(query: Option<&str>) -> impl Iterator<Item = String> + '_ {
-    form_urlencoded::parse(query.unwrap_or("").as_bytes()).map(|(k, _)| k.into_owned())
-}
-
-/// A time as Unix milliseconds (digits) or RFC 3339.
+/// A time as Unix milliseconds (digits) or RFC 3339, from 1970 to the end
+/// of year 9999 (the times an answer can write back).
 fn parse_time(text: &str, name: &str) -> Result<i64, ApiError> {
     let invalid = || {
         ApiError::bad_request(format!(
-            "{name} must be an RFC 3339 time or Unix milliseconds"
+            "{name} must be an RFC 3339 time or Unix milliseconds, from 1970 to year 9999"
         ))
     };
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        return text.parse::<i64>().map_err(|_| invalid());
+    let ms = if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        text.parse::<i64>().map_err(|_| invalid())?
+    } else {
+        let at = humantime::parse_rfc3339_weak(text).map_err(|_| invalid())?;
+        let ms = at
+            .duration_since(UNIX_EPOCH)
+            .map_err(|_| invalid())?
+            .as_millis();
+        i64::try_from(ms).map_err(|_| invalid())?
+    };
+    if ms > MAX_RFC3339_MS {
+        return Err(invalid());
     }
-    let at = humantime::parse_rfc3339_weak(text).map_err(|_| invalid())?;
-    let ms = at
-        .duration_since(UNIX_EPOCH)
-        .map_err(|_| invalid())?
-        .as_millis();
-    i64::try_from(ms).map_err(|_| invalid())
+    Ok(ms)
 }
 
 /// The cursor of a row: base64url of `at_ms.id`.
@@ -188,8 +187,7 @@ fn decode_cursor(text: &str) -> Option<AuditCursor> {
 }
 
 fn rfc3339(ms: i64) -> String {
-    let at = UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_millis(at).to_string()
+    rfc3339_ms(ms).to_string()
 }
 
 fn event_json(row: &AuditEventRow) -> Value {
@@ -279,6 +277,24 @@ mod tests {
     }
 
     #[test]
+    fn the_last_writable_millisecond_is_accepted_and_written_back() {
+        let q = parse_query(
+            Some("from=253402300799000&to=9999-12-31T23:59:59.999Z&time_resolution=hour"),
+            NOW,
+        )
+        .unwrap();
+        assert_eq!((q.from_ms, q.to_ms), (253_402_300_799_000, MAX_RFC3339_MS));
+        assert_eq!(rfc3339(q.to_ms), "9999-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn an_unknown_parameter_is_not_echoed() {
+        let got = error_of("%3Cscript%3Ealert(1)%3C/script%3E=1");
+        assert!(got.starts_with("unknown parameter;"), "{got}");
+        assert!(!got.contains("script") && !got.contains('<'), "{got}");
+    }
+
+    #[test]
     fn a_cursor_round_trips() {
         let cursor = AuditCursor {
             at_ms: 1_767_225_600_123,
@@ -304,7 +320,18 @@ mod tests {
             ("limit=501", "limit must be"),
             ("time_resolution=second", "time_resolution must be"),
             ("window=7d&time_resolution=minute", "time_resolution minute"),
-            ("windows=5m", "unknown parameter windows"),
+            (
+                "windows=5m",
+                "unknown parameter; the parameters are window, from",
+            ),
+            ("from=253402300800000&to=253402300800001", "from must be"),
+            ("from=9223372036854775806", "from must be"),
+            ("from=1000&to=9223372036854775807", "to must be"),
+            ("from=10000-01-01T00:00:00Z", "from must be"),
+            (
+                "from=253402300800000&to=253402300800001&time_resolution=hour",
+                "from must be",
+            ),
             ("limit=1&limit=2", "limit may be given only once"),
         ];
         for (query, want) in cases {

@@ -10,8 +10,14 @@
 //! close line). An accepted stream ends, after a final `end` event naming
 //! why, when the Hub shuts down, when its credential expires, or when a
 //! re-check (every `stream_recheck_interval`) finds the credential revoked
-//! or any subscribed subject no longer allowed. The re-check runs outside
-//! the request's trace: it adds nothing to the stream's line.
+//! (a browser's session signed out) or any subscribed subject no longer
+//! allowed, whether it was opened with a bearer token or the session
+//! cookie. The re-check runs outside the request's trace: it adds nothing
+//! to the stream's line.
+//!
+//! When the replica may have missed events (its relay's listening
+//! connection was away), every stream gets `event: resync`, not counted
+//! as an event: the client refetches what it shows.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -42,6 +48,8 @@ use crate::limits::ServerLimits;
 use crate::shutdown::ShutdownSignal;
 use crate::state::AppState;
 use crate::store::AuthzStore;
+use crate::web::session::{resolve_session, session_cookie};
+use crate::web::BrowserSession;
 
 /// How often an idle stream sends a keep-alive comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -108,15 +116,48 @@ impl<E: Stream<Item = Result<Event, Infallible>> + Unpin> Stream for EndingStrea
     }
 }
 
-/// Whether `token` still authenticates and its principal may still see
-/// every subject. A database that cannot answer now is not a refusal: the
-/// next re-check asks again.
+/// The notice that the stream may have missed events: refetch.
+fn resync_notice(event: &HubEvent) -> Event {
+    Event::default().event(event.kind).data(&event.data)
+}
+
+/// The credential a stream was opened with, checked again while it runs.
+#[derive(Debug, Clone)]
+enum StreamCredential {
+    /// A bearer token (a session or access token, an agent's token).
+    Bearer(Arc<str>),
+    /// A browser session's id, from the session cookie.
+    Session(Arc<str>),
+}
+
+impl StreamCredential {
+    /// What the request authenticated with: the session cookie when the
+    /// web listener accepted it ([`BrowserSession`]), else the bearer
+    /// header.
+    fn of(headers: &HeaderMap, browser: bool) -> Option<StreamCredential> {
+        if browser {
+            session_cookie(headers).map(|id| StreamCredential::Session(id.into()))
+        } else {
+            bearer(headers)
+                .ok()
+                .map(|token| StreamCredential::Bearer(token.into()))
+        }
+    }
+}
+
+/// Whether the credential still authenticates and its principal may still
+/// see every subject. A database that cannot answer now is not a refusal:
+/// the next re-check asks again.
 fn still_allowed<S: AuthzStore, A: AuditEmitter>(
     state: &AppState<S, A>,
-    token: &str,
+    credential: &StreamCredential,
     subjects: &[Subject],
 ) -> bool {
-    let principal = match resolve_credential(state.store(), state.signer(), token) {
+    let resolved = match credential {
+        StreamCredential::Bearer(token) => resolve_credential(state.store(), state.signer(), token),
+        StreamCredential::Session(id) => resolve_session(state.store(), state.db(), id),
+    };
+    let principal = match resolved {
         Ok((principal, _)) => principal,
         Err(e) => return e.status() != StatusCode::UNAUTHORIZED,
     };
@@ -130,7 +171,7 @@ fn still_allowed<S: AuthzStore, A: AuditEmitter>(
 /// Completes when the stream must end, and says why.
 async fn stream_end<S: AuthzStore, A: AuditEmitter>(
     state: AppState<S, A>,
-    token: Option<String>,
+    credential: Option<StreamCredential>,
     subjects: Vec<Subject>,
     expiry: Option<CredentialExpiry>,
     shutdown: Option<ShutdownSignal>,
@@ -153,19 +194,19 @@ async fn stream_end<S: AuthzStore, A: AuditEmitter>(
         }
     };
     let revoked = async move {
-        let Some(token) = token else {
+        let Some(credential) = credential else {
             return std::future::pending().await;
         };
-        let token: Arc<str> = token.into();
         let subjects: Arc<[Subject]> = subjects.into();
         let mut ticks = tokio::time::interval(recheck);
         ticks.tick().await;
         loop {
             ticks.tick().await;
-            let (st, token, subjects) = (state.clone(), Arc::clone(&token), Arc::clone(&subjects));
+            let (st, credential, subjects) =
+                (state.clone(), credential.clone(), Arc::clone(&subjects));
             // A plain blocking task: no recorder, so nothing is counted.
             let allowed =
-                tokio::task::spawn_blocking(move || still_allowed(&st, &token, &subjects))
+                tokio::task::spawn_blocking(move || still_allowed(&st, &credential, &subjects))
                     .await
                     .unwrap_or(true);
             if !allowed {
@@ -194,6 +235,7 @@ pub async fn events<S: AuthzStore, A: AuditEmitter>(
     shutdown: Option<Extension<ShutdownSignal>>,
     limiter: Option<Extension<StreamLimiter>>,
     limits: Option<Extension<ServerLimits>>,
+    browser: Option<Extension<BrowserSession>>,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
@@ -222,6 +264,7 @@ pub async fn events<S: AuthzStore, A: AuditEmitter>(
 
     let patterns: Arc<[Pattern]> = patterns.into();
     let stream = BroadcastStream::new(state.bus().subscribe()).filter_map(move |item| match item {
+        Ok(event) if event.is_resync() => Some(Ok(resync_notice(&event))),
         Ok(event) => event
             .subjects
             .iter()
@@ -232,10 +275,10 @@ pub async fn events<S: AuthzStore, A: AuditEmitter>(
     let recheck = limits
         .map(|Extension(l)| l.stream_recheck_interval)
         .unwrap_or(ServerLimits::default().stream_recheck_interval);
-    let token = bearer(&headers).ok().map(str::to_owned);
+    let credential = StreamCredential::of(&headers, browser.is_some());
     let end = stream_end(
         state.clone(),
-        token,
+        credential,
         kept_subjects,
         expiry.map(|Extension(e)| e),
         shutdown.map(|Extension(s)| s),

@@ -50,6 +50,19 @@ impl Params {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Refuses (400) a parameter that is not one of `known`. The message
+    /// lists the known names and never the unknown one: a name in a query
+    /// string is the caller's input, and an error must not reflect it.
+    pub fn only(&self, known: &[&str]) -> Result<(), ApiError> {
+        if self.0.iter().all(|(k, _)| known.contains(&k.as_str())) {
+            return Ok(());
+        }
+        Err(ApiError::bad_request(format!(
+            "unknown parameter; the parameters are {}",
+            known.join(", ")
+        )))
+    }
+
     /// Whether any of `names` is present.
     pub fn has_any(&self, names: &[&str]) -> bool {
         self.0.iter().any(|(k, _)| names.contains(&k.as_str()))
@@ -101,6 +114,23 @@ mod tests {
         assert!(p.single("limit").is_err());
         assert_eq!(p.all("sub").count(), 2);
         assert_eq!(p.single("cursor").unwrap(), None);
+    }
+
+    #[test]
+    fn unknown_parameters_are_refused_without_echoing_them() {
+        let known = ["window", "limit"];
+        assert!(Params::parse(Some("limit=1&window=5m"))
+            .only(&known)
+            .is_ok());
+        assert!(Params::parse(None).only(&known).is_ok());
+        let err = Params::parse(Some("limit=1&%3Cscript%3Ealert(1)=1"))
+            .only(&known)
+            .unwrap_err();
+        assert_eq!(err.status(), 400);
+        assert_eq!(
+            err.body()["error"],
+            "unknown parameter; the parameters are window, limit"
+        );
     }
 
     #[test]

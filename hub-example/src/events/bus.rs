@@ -13,6 +13,8 @@ use crate::views::Millis;
 
 /// Events kept for slow subscribers before the oldest are dropped for them.
 pub const BUS_CAPACITY: usize = 1024;
+/// The SSE event name of [`HubEvent::resync`].
+const RESYNC_KIND: &str = "resync";
 
 /// One published event, encoded once for every subscriber.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +50,23 @@ impl HubEvent {
 }
 
 impl HubEvent {
+    /// The notice that events may have been missed (the relay's listening
+    /// connection was away): it reaches every stream of this replica,
+    /// whatever its subjects, as `event: resync`, so a page refetches
+    /// what it shows. Only ever published on a replica's own bus.
+    pub fn resync() -> HubEvent {
+        HubEvent {
+            kind: RESYNC_KIND,
+            subjects: Vec::new(),
+            data: r#"{"reason":"relay_reconnected"}"#.to_owned(),
+        }
+    }
+
+    /// Whether this is the [`HubEvent::resync`] notice.
+    pub fn is_resync(&self) -> bool {
+        self.kind == RESYNC_KIND && self.subjects.is_empty()
+    }
+
     /// The static name of an event kind the Hub publishes (for events read
     /// back from another replica); `None` for any other name.
     pub fn known_kind(kind: &str) -> Option<&'static str> {

@@ -133,7 +133,8 @@ where
 }
 
 /// Decides every expanded subject (one decision each); the subscription is
-/// accepted only when all are allowed. Returns the patterns to deliver.
+/// accepted only when all are allowed. Returns the patterns to deliver. A
+/// group or user subject is refused to a credential limited to a project.
 #[traced_phase(Phase::SseAuthorize)]
 pub fn authorize_subjects<S, A>(
     authz: &Authorizer<'_, S, A>,
@@ -146,6 +147,9 @@ where
     let memo = authz.memo();
     let me = authz.principal().reference();
     let admin = authz.principal().is_unscoped_platform_admin();
+    // A credential limited to one project (an access token, an agent's own
+    // token) is denied everything outside it: groups and users are.
+    let unlimited = authz.principal().project_limit().is_none();
     let mut all_allowed = true;
     let mut patterns = Vec::with_capacity(expanded.len());
     for e in expanded {
@@ -156,13 +160,15 @@ where
                 None => authz.decide(Action::AgentRead, Resource::Agent(id.clone()), false),
             },
             Requirement::Group(id) => {
-                let member = admin
-                    || memo.group_membership(id, &me)?.is_some()
-                    || memo.effective_groups(&me)?.contains(id);
+                let member = unlimited
+                    && (admin
+                        || memo.group_membership(id, &me)?.is_some()
+                        || memo.effective_groups(&me)?.contains(id));
                 authz.decide(Action::GroupRead, Resource::Group(id.clone()), member)
             }
             Requirement::User(id) => {
-                let own = admin || (me.kind == crate::model::PrincipalKind::User && me.id == *id);
+                let own = unlimited
+                    && (admin || (me.kind == crate::model::PrincipalKind::User && me.id == *id));
                 authz.decide(Action::EventsSubscribe, Resource::User(id.clone()), own)
             }
             Requirement::Impossible => authz.decide(Action::EventsSubscribe, Resource::Hub, false),

@@ -19,7 +19,8 @@
 //! writes it misses, so its cache is suspended (every request computes its
 //! response) from when the connection is lost until it listens again, and
 //! every stamp moves then: nothing cached before the outage is served after
-//! it. The remaining window is the notification's own delay: between a
+//! it. Its event streams are then told to resync (`event: resync`), as
+//! they may have missed events the same way. The remaining window is the notification's own delay: between a
 //! write's commit and the other replica receiving its `NOTIFY`, that
 //! replica may still serve the entry the write made stale.
 
@@ -81,12 +82,17 @@ impl ReplicaInbox {
 
     /// Called once the listening connection listens (again): whatever was
     /// cached before may be stale by writes sent while nobody listened, so
-    /// every stamp moves and the cache serves again. Dropping the returned
-    /// guard, when that connection is lost or closed, suspends the cache.
+    /// every stamp moves and the cache serves again; and this replica's
+    /// event streams, which may have missed events just as well, are told
+    /// to resync ([`HubEvent::resync`]). Dropping the returned guard, when
+    /// that connection is lost or closed, suspends the cache.
     #[must_use = "the cache is suspended again when the guard is dropped"]
     pub fn listening(&self) -> Listening {
         self.cache.generations().everything_changed();
         self.cache.resume();
+        // Sent once listening again, so what a stream refetches already
+        // includes the writes nobody heard. No stream yet: nobody to tell.
+        let _ = self.local.send(Arc::new(HubEvent::resync()));
         Listening {
             cache: self.cache.clone(),
         }
@@ -195,6 +201,19 @@ mod tests {
             rx.try_recv().is_err(),
             "its own event and garbage are skipped"
         );
+    }
+
+    #[tokio::test]
+    async fn listening_again_tells_the_streams_to_resync() {
+        let (inbox, mut rx) = inbox();
+        let listening = inbox.listening();
+        assert!(rx.try_recv().unwrap().is_resync());
+        drop(listening);
+        assert!(rx.try_recv().is_err(), "losing the connection tells nobody");
+        let _listening = inbox.listening();
+        let notice = rx.try_recv().unwrap();
+        assert!(notice.is_resync() && notice.subjects.is_empty());
+        assert_eq!(notice.kind, "resync");
     }
 
     #[tokio::test]

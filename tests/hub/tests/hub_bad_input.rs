@@ -1,7 +1,7 @@
 //! Bad input, one table: malformed and unknown ids, cursors, limits, sorts,
-//! subject lists, credentials, perf-trace trigger values, oversized headers
-//! and query strings, paths that are not UTF-8, two credentials, deep or
-//! large settings bodies. Each row is a request sent
+//! subject lists, audit windows and parameters, credentials, perf-trace
+//! trigger values, oversized headers and query strings, paths that are not
+//! UTF-8, two credentials, deep or large settings bodies. Each row is a request sent
 //! to a served Hub over a real connection and the status it must get. Every
 //! error is JSON `{"error": "<string>"}` and holds neither the session
 //! secret, nor the credential sent, nor the row's distinctive input.
@@ -134,6 +134,7 @@ fn table(hub: &TestHub) -> Vec<Row> {
         .collect();
     let subs_17 = vec!["sub=users.me.%3E"; 17].join("&");
     let long_subject = format!("projects.{project}.{}", "a".repeat(300));
+    let audit = "/api/v1/admin/audit-events";
 
     vec![
         // Ids: malformed and unknown.
@@ -395,6 +396,52 @@ fn table(hub: &TestHub) -> Vec<Row> {
             &member,
             403,
         ),
+        // The audit window: times past what RFC 3339 can write (year
+        // 9999), and parameter names that must not come back.
+        row(
+            "audit from past year 9999",
+            format!("{audit}?from=253402300800000&to=253402300800001"),
+            &admin,
+            400,
+        ),
+        row(
+            "audit from near i64::MAX",
+            format!("{audit}?from=9223372036854775806"),
+            &admin,
+            400,
+        ),
+        row(
+            "audit to near i64::MAX",
+            format!("{audit}?from=1000&to=9223372036854775807"),
+            &admin,
+            400,
+        ),
+        row(
+            "audit hourly histogram past year 9999",
+            format!("{audit}?from=253402300800000&to=253402300800001&time_resolution=hour"),
+            &admin,
+            400,
+        ),
+        row(
+            "audit rfc3339 past year 9999",
+            format!("{audit}?from=10000-01-01T00:00:00Z"),
+            &admin,
+            400,
+        ),
+        row(
+            "audit unknown parameter with markup",
+            format!("{audit}?%3Cscript%3Ealert(1)%3C%2Fscript%3E=1"),
+            &admin,
+            400,
+        )
+        .echo("<script>"),
+        row(
+            "audit unknown parameter",
+            format!("{audit}?windowz=5m"),
+            &admin,
+            400,
+        )
+        .echo("windowz"),
         // Credentials.
         row("no credential", agents.clone(), &Cred::None, 401),
         row(

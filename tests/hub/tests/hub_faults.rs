@@ -629,14 +629,7 @@ async fn a_429_is_json_and_names_the_cap() {
 async fn end_reason(stream: &mut TcpStream, already: Vec<u8>) -> String {
     let (bytes, closed) = read_to_close(stream, LIVENESS).await;
     assert!(closed, "the stream did not end");
-    let text = String::from_utf8_lossy(&[already, bytes].concat()).into_owned();
-    let data = text
-        .split("event: end\n")
-        .nth(1)
-        .and_then(|rest| rest.lines().next())
-        .unwrap_or_else(|| panic!("no end event: {text}"));
-    let json: Value = serde_json::from_str(data.trim_start_matches("data: ")).unwrap();
-    json["reason"].as_str().unwrap().to_owned()
+    hub_support::end_event_reason(&String::from_utf8_lossy(&[already, bytes].concat()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

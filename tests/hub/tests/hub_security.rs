@@ -565,6 +565,65 @@ async fn an_agent_sees_itself_and_nothing_else() {
     .await;
 }
 
+/// The status of a subscription to `subject` (percent-encoded) by `token`.
+async fn subscribe_status(hub: &TestHub, subject: &str, token: &str) -> StatusCode {
+    let uri = format!("/events?sub={subject}");
+    perf_headers_of(hub, Method::GET, &uri, Some(token)).await.0
+}
+
+#[tokio::test]
+async fn a_credential_limited_to_a_project_subscribes_to_no_user_or_group() {
+    let hub = TestHub::traced(3);
+    let doc = hub.doc().clone();
+    let agent = hub.first_agent_id().await;
+    let member_scoped = access_token(
+        &hub,
+        "aaaaaaaa-3333-4000-8000-000000000001",
+        &doc.member_user_id,
+        31,
+    );
+    let admin_scoped = access_token(
+        &hub,
+        "aaaaaaaa-3333-4000-8000-000000000002",
+        &doc.admin_user_id,
+        32,
+    );
+    let agent_token = TokenSigner::from_session_secret(SECRET)
+        .issue(&TokenSubject::Agent(agent.clone()), TOKEN_EXPIRY_SECS);
+    // The member belongs to `<slug>-members` (and, through it, to its
+    // parent groups).
+    let group = format!("groups.{}-members.%3E", doc.project_slug);
+    let member = format!("users.{}.%3E", doc.member_user_id);
+    let project = format!("projects.{}.agents.%3E", doc.project_id);
+    let (ok, no) = (StatusCode::OK, StatusCode::FORBIDDEN);
+    let rows = [
+        // The session reaches its user and groups; the admin's, anyone's.
+        ("member session", &doc.member_token, "users.me.%3E", ok),
+        ("member session", &doc.member_token, &group, ok),
+        ("member session", &doc.member_token, &member, ok),
+        ("admin session", &doc.admin_token, &member, ok),
+        ("admin session", &doc.admin_token, &group, ok),
+        // A scoped credential keeps its project, and nothing else.
+        ("member scoped", &member_scoped, &project, ok),
+        ("member scoped", &member_scoped, "users.me.%3E", no),
+        ("member scoped", &member_scoped, &group, no),
+        ("member scoped", &member_scoped, &member, no),
+        ("admin scoped", &admin_scoped, "users.me.%3E", no),
+        ("admin scoped", &admin_scoped, &group, no),
+        ("admin scoped", &admin_scoped, &member, no),
+        ("agent", &agent_token, &group, no),
+        ("agent", &agent_token, &member, no),
+    ];
+    let mut wrong = Vec::new();
+    for (caller, token, subject, expected) in rows {
+        let got = subscribe_status(&hub, subject, token).await;
+        if got != expected {
+            wrong.push(format!("{caller} on {subject}: {got}, expected {expected}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 #[tokio::test]
 async fn refused_credentials_are_logged_with_a_hash_prefix_only() {
     let hub = TestHub::traced(3);

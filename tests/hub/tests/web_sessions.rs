@@ -1,6 +1,7 @@
 //! Browser sessions over HTTP, in-process: what the cookie is, where it is
-//! accepted, how it ends, and which requests it cannot make. The browser
-//! tests (`web_browser.rs`) drive the same routes from the real page.
+//! accepted, how it ends (its event streams with it), and which requests it
+//! cannot make. The browser tests (`web_browser.rs`) drive the same routes
+//! from the real page.
 
 mod hub_support;
 
@@ -65,6 +66,19 @@ async fn sign_in(router: &Router, token: &str) -> String {
     cookie.split(';').next().unwrap().to_owned()
 }
 
+/// Signs the session of `cookie` out.
+async fn sign_out(router: &Router, cookie: &str) -> Answer {
+    send(
+        router,
+        request("DELETE", "/api/v1/auth/session")
+            .header(header::COOKIE, cookie)
+            .header("x-scion-client", "web")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await
+}
+
 fn web_router(hub: &TestHub) -> Router {
     web::router(&hub.hub, WebOptions::default())
 }
@@ -109,15 +123,7 @@ async fn the_cookie_authenticates_only_on_the_web_listener_and_ends_at_sign_out(
         )]
     );
 
-    let out = send(
-        &web,
-        request("DELETE", "/api/v1/auth/session")
-            .header(header::COOKIE, &cookie)
-            .header("x-scion-client", "web")
-            .body(Body::empty())
-            .unwrap(),
-    )
-    .await;
+    let out = sign_out(&web, &cookie).await;
     assert_eq!(out.status, StatusCode::OK);
     assert!(out.cookie.unwrap().contains("Max-Age=0"));
     let after = send(&web, profiling(&cookie)).await;
@@ -381,4 +387,87 @@ async fn a_projects_delegations_are_listed_to_whoever_may_list_its_agents() {
         let answer = send(&hub.router, get(path.clone(), &doc.member_token)).await;
         assert_eq!(answer.status, status, "{path}: {}", answer.body);
     }
+}
+
+/// Opens `/events` on the web listener with the session cookie and returns
+/// the response's body once the stream is accepted.
+async fn open_cookie_stream(web: &Router, cookie: &str, subject: &str) -> Body {
+    let response = web
+        .clone()
+        .oneshot(
+            request("GET", &format!("/events?sub={subject}"))
+                .header(header::COOKIE, cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    response.into_body()
+}
+
+/// Reads a stream until it ends (within a liveness bound far above the
+/// re-check interval) and returns its `end` event's reason.
+async fn end_reason(mut body: Body) -> String {
+    let mut text = String::new();
+    let read = async {
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame.unwrap().into_data() {
+                text.push_str(&String::from_utf8_lossy(&data));
+            }
+        }
+    };
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(10), read).await;
+    assert!(ended.is_ok(), "the stream did not end: {text}");
+    hub_support::end_event_reason(&text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cookie_stream_ends_at_sign_out_expiry_and_loss_of_its_role() {
+    let limits = hub_example::limits::ServerLimits {
+        stream_recheck_interval: std::time::Duration::from_millis(100),
+        ..Default::default()
+    };
+    let hub = TestHub::limited(3, limits);
+    let web = web_router(&hub);
+    let doc = hub.doc().clone();
+    let subject = format!("projects.{}.agents.%3E", doc.project_id);
+
+    // Signed out: the stream opened with the cookie ends.
+    let cookie = sign_in(&web, &doc.member_token).await;
+    let stream = open_cookie_stream(&web, &cookie, &subject).await;
+    let out = sign_out(&web, &cookie).await;
+    assert_eq!(out.status, StatusCode::OK);
+    assert_eq!(end_reason(stream).await, "access_revoked");
+
+    // A session about to expire: its stream ends when it does.
+    let lifetime = web::session::SESSION_LIFETIME.as_millis() as i64;
+    let started = hub_example::clock::now_ms() - lifetime + 500;
+    let id = hub
+        .with_db(|db| web::session::create_session(db, &doc.member_user_id, started))
+        .unwrap();
+    let expiring = format!("{}={id}", web::session::SESSION_COOKIE);
+    let stream = open_cookie_stream(&web, &expiring, &subject).await;
+    assert_eq!(end_reason(stream).await, "credential_expired");
+
+    // The member reaches the project through its group's binding: once it
+    // is removed, the stream ends and cannot be opened again.
+    let cookie = sign_in(&web, &doc.member_token).await;
+    let stream = open_cookie_stream(&web, &cookie, &subject).await;
+    hub.execute(
+        "DELETE FROM role_bindings WHERE principal_kind = 'group' AND scope_id = ?1",
+        &[&doc.project_id],
+    );
+    assert_eq!(end_reason(stream).await, "access_revoked");
+    let again = web
+        .clone()
+        .oneshot(
+            request("GET", &format!("/events?sub={subject}"))
+                .header(header::COOKIE, &cookie)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::FORBIDDEN);
 }

@@ -324,6 +324,27 @@ impl TestHub {
     pub fn project_agents_uri(&self) -> String {
         format!("/api/v1/projects/{}/agents", self.doc().project_id)
     }
+
+    /// The id of the main project's first agent, as the owner lists them.
+    pub async fn first_agent_id(&self) -> String {
+        self.get(&self.project_agents_uri(), Some(&self.doc().owner_token))
+            .await
+            .json()["agents"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+}
+
+/// The reason of the `end` event in an event stream's text.
+pub fn end_event_reason(text: &str) -> String {
+    let data = text
+        .split("event: end\n")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .unwrap_or_else(|| panic!("no end event: {text}"));
+    let json: Value = serde_json::from_str(data.trim_start_matches("data: ")).unwrap();
+    json["reason"].as_str().unwrap().to_owned()
 }
 
 /// The keys of a one-level JSON object line, in order.
