@@ -5,7 +5,8 @@
 //! when a class is in one log only. Times (`elapsed_us`, every `_us` key)
 //! get the ratio of medians with a 95 % bootstrap interval; with
 //! `time:<t>%` a time moved when the whole interval lies above `1 + t` or
-//! below `1 - t`.
+//! below `1 - t`, and both sides have at least [`MIN_TIMED`] values (a
+//! handful of requests says little about a median).
 
 use std::collections::BTreeSet;
 
@@ -15,6 +16,9 @@ use serde::Serialize;
 use crate::aggregate::{Aggregate, ClassAgg, Figure};
 use crate::bootstrap::{ratio_of_medians, RatioInterval};
 use crate::dist::{CountDist, CountStats, TimeDist, TimeStats};
+
+/// Values each side needs before a time can fail the diff.
+pub const MIN_TIMED: u64 = 20;
 
 /// What makes `diff` exit 1.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
@@ -193,8 +197,11 @@ fn diff_class(
                 (Some(b), Some(a)) => ratio_of_medians(b, a),
                 _ => None,
             };
+            let enough = [b, a]
+                .iter()
+                .all(|d| d.is_some_and(|d| d.len() >= MIN_TIMED));
             let moved = match (fail_on.time, interval) {
-                (Some(t), Some(r)) => r.low > 1.0 + t || r.high < 1.0 - t,
+                (Some(t), Some(r)) if enough => r.low > 1.0 + t || r.high < 1.0 - t,
                 _ => false,
             };
             let stats = |d: Option<&TimeDist>| d.map(TimeDist::stats).unwrap_or_default();
@@ -345,4 +352,101 @@ pub fn write_text(out: &mut impl std::io::Write, d: &Diff) -> std::io::Result<()
         writeln!(out, "nothing moved")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::line::{parse, Parsed};
+
+    fn aggregate(lines: u64, elapsed_us: u64, store_n: u64) -> Aggregate {
+        let mut agg = Aggregate::new(1);
+        for i in 0..lines {
+            let text = format!(
+                r#"{{"msg":"perf_trace","endpoint":"e","elapsed_us":{},"store_Get_n":{store_n}}}"#,
+                elapsed_us + i % 7
+            );
+            let Parsed::Perf(line) = parse(&text) else {
+                panic!("{text}")
+            };
+            agg.add(&line, &text);
+        }
+        agg
+    }
+
+    #[test]
+    fn fail_on_parses_counts_and_a_time_threshold() {
+        assert_eq!(
+            "counts".parse::<FailOn>().unwrap(),
+            FailOn {
+                counts: true,
+                time: None
+            }
+        );
+        let both: FailOn = "counts,time:10%".parse().unwrap();
+        assert!(both.counts && (both.time.unwrap() - 0.1).abs() < 1e-12);
+        assert_eq!("time:5".parse::<FailOn>().unwrap().time, Some(0.05));
+        for bad in ["speed", "time:x%", "time:0%", "time:150%"] {
+            assert!(bad.parse::<FailOn>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_time_fails_only_with_enough_requests_on_both_sides() {
+        let fail_on: FailOn = "time:10%".parse().unwrap();
+        let few = diff(&aggregate(3, 1000, 1), &aggregate(3, 2000, 1), fail_on, &[]);
+        assert!(few.failures.is_empty(), "{:?}", few.failures);
+        let many = diff(
+            &aggregate(40, 1000, 1),
+            &aggregate(40, 2000, 1),
+            fail_on,
+            &[],
+        );
+        assert_eq!(many.failures.len(), 1, "{:?}", many.failures);
+        assert!(
+            many.failures[0].starts_with("e: elapsed_us median 1.00 -> 2.0"),
+            "{:?}",
+            many.failures
+        );
+        assert!(
+            many.failures[0].contains(" x2.00 (95% "),
+            "{:?}",
+            many.failures
+        );
+    }
+
+    #[test]
+    fn counts_move_exactly_and_ignored_keys_do_not() {
+        let fail_on = FailOn {
+            counts: true,
+            time: None,
+        };
+        let d = diff(
+            &aggregate(5, 1000, 13),
+            &aggregate(5, 1000, 14),
+            fail_on,
+            &[],
+        );
+        assert_eq!(
+            d.failures,
+            [
+                "e: store_Get_n per request min 13 -> 14, p50 13 -> 14, p95 13 -> 14, max 13 -> 14",
+                "e: store_calls per request min 13 -> 14, p50 13 -> 14, p95 13 -> 14, max 13 -> 14"
+            ]
+        );
+        let ignore = [glob::Pattern::new("store_*").unwrap()];
+        assert!(diff(
+            &aggregate(5, 1000, 13),
+            &aggregate(5, 1000, 14),
+            fail_on,
+            &ignore
+        )
+        .failures
+        .is_empty());
+        let gone = diff(&aggregate(5, 1000, 13), &Aggregate::new(1), fail_on, &[]);
+        assert_eq!(
+            gone.failures,
+            ["e: requests 5 -> 0 (the class is in one log only)"]
+        );
+    }
 }
