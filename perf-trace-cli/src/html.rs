@@ -23,6 +23,7 @@ td:first-child,th:first-child{text-align:left}th{background:#f5f5f5}
 pre{white-space:pre-wrap;word-break:break-all;background:#f7f7f7;padding:6px;font-size:12px;margin:2px 0 8px}
 .sides{display:grid;grid-template-columns:1fr 1fr;gap:24px}.sides>div{min-width:0}
 .moved{color:#b00020;font-weight:600}.ok{color:#2e7d32;font-weight:600}
+svg.bar,svg.hist{max-width:100%;height:auto}
 ";
 
 /// A whole page around `body`.
