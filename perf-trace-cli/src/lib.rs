@@ -1,7 +1,7 @@
 //! Reading perf_trace lines of any profile: the library behind the
 //! `perf-trace` command.
 //!
-//! - [`input`]: files, glob patterns, standard input, gzip; [`line`]: one
+//! - [`input`]: files, glob patterns, standard input, gzip; [`line`](mod@line): one
 //!   line read generically from its field names; [`scan`]: the filters and
 //!   the account of skipped and malformed lines.
 //! - [`dist`]: exact count tables and fixed-size time histograms;

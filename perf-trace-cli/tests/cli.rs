@@ -484,3 +484,35 @@ fn assert_self_contained(html: &str) {
         "nothing from elsewhere"
     );
 }
+
+#[test]
+fn report_reads_stdin_and_gzip_and_notes_malformed_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = sample_text(Profile::Plain, 60, 13, 0, 0);
+    bytes.extend_from_slice(b"{\"msg\":\"perf_trace\",\"endpoint\":\"orders.get\"}\n");
+    let page = dir.path().join("stdin.html");
+    let out = run(&["report", "-o", page.to_str().unwrap()], Some(&bytes));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("1 malformed perf_trace line skipped (first at <stdin>:"));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("60 perf_trace lines counted · 1 malformed perf_trace line skipped"),
+        "the page says so too"
+    );
+    assert!(html.contains("<h2 id=\"orders.get\">"));
+
+    let gz = write(
+        dir.path(),
+        "hub.log.gz",
+        &gzip(&sample_text(HUB, 60, 13, 0, 0)),
+    );
+    let page = dir.path().join("gz.html");
+    let out = run(
+        &["report", gz.to_str().unwrap(), "-o", page.to_str().unwrap()],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read_to_string(&page)
+        .unwrap()
+        .contains("<h2 id=\"agents.project.legacy\">"));
+}
