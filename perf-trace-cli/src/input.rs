@@ -38,9 +38,14 @@ impl Source {
 
 /// The inputs named by `args`: `-` is standard input, an existing path is
 /// that file, anything else a glob pattern that must match at least one
-/// file. No argument at all reads standard input.
+/// file. No argument at all reads standard input, unless it is a terminal.
 pub fn sources(args: &[String]) -> anyhow::Result<Vec<Source>> {
     if args.is_empty() {
+        if io::stdin().is_terminal() {
+            bail!(
+                "no LOG given and standard input is a terminal: name a log file, or pipe lines in"
+            );
+        }
         return Ok(vec![Source::Stdin]);
     }
     let mut out = Vec::new();
@@ -176,7 +181,11 @@ mod tests {
         let got = sources(&[pattern, "-".to_owned()]).unwrap();
         assert_eq!(got.len(), 3);
         assert_eq!(got[2], Source::Stdin);
-        assert_eq!(sources(&[]).unwrap(), [Source::Stdin]);
+        // No argument reads standard input, unless a person would be left
+        // typing into it (the integration tests pipe into it).
+        if !io::stdin().is_terminal() {
+            assert_eq!(sources(&[]).unwrap(), [Source::Stdin]);
+        }
         let missing = format!("{}/nothing*.log", dir.path().display());
         let e = sources(&[missing]).unwrap_err().to_string();
         assert!(e.contains("no file matches"), "{e}");
