@@ -11,7 +11,8 @@
 //! [`parse`] answers [`Parsed::NotPerf`] for anything that is not a perf
 //! line (other messages, plain text) and [`Parsed::Malformed`] with a reason
 //! for a line that claims to be one but cannot be read whole (cut, not JSON,
-//! a figure that is not an unsigned integer, no endpoint).
+//! no endpoint, a figure that is not an unsigned integer, any field that is
+//! neither text nor an unsigned integer).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -188,17 +189,19 @@ fn build<'a>(fields: Vec<(Cow<'a, str>, Value<'a>)>) -> Result<PerfLine<'a>, Str
                 return Err(wrong("text, not an unsigned integer"))
             }
             ("endpoint" | "elapsed_us" | "status", Value::Other(what)) => return Err(wrong(what)),
-            (other, value) => {
-                // A field named like a figure must be one; other shapes are
-                // a profile's own business.
+            // Every field of a perf line is text or an unsigned integer: a
+            // null or a fraction where a figure should be would otherwise
+            // read as a silent 0.
+            (_, Value::Other(what)) => return Err(wrong(what)),
+            (other, Value::Text(_)) => {
+                // A field named like a figure must be one; other text is a
+                // profile's own business.
                 let figure_like = !TEXT_FIELDS.contains(&other)
                     && (other.starts_with("phase_")
                         || other.starts_with("store_")
                         || split_unit(other).is_some());
-                match value {
-                    Value::Text(_) if figure_like => return Err(wrong("text, not a figure")),
-                    Value::Other(what) if figure_like => return Err(wrong(what)),
-                    _ => {}
+                if figure_like {
+                    return Err(wrong("text, not a figure"));
                 }
             }
         }
@@ -404,6 +407,22 @@ mod tests {
             (
                 HUB.replace("\"method\":\"GET\"", "\"method\":7"),
                 "`method` is a number",
+            ),
+            (
+                HUB.replace("\"method\":\"GET\"", "\"method\":[\"GET\"]"),
+                "`method` is an array",
+            ),
+            (
+                HUB.replace("\"authz_store_calls\":88", "\"authz_store_calls\":null"),
+                "`authz_store_calls` is null",
+            ),
+            (
+                HUB.replace("\"db_open\":1", "\"db_open\":true"),
+                "`db_open` is a bool",
+            ),
+            (
+                HUB.replace("\"level\":\"INFO\"", "\"level\":{}"),
+                "`level` is an object",
             ),
         ];
         for (text, reason) in cases {
