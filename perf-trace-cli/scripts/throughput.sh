@@ -18,3 +18,9 @@ echo "== perf-trace summary"
 /usr/bin/time -f "%e s wall, %M KiB max RSS" target/release/perf-trace summary "$log" > target/perf-trace-throughput.summary
 echo "== jq -c 'select(.msg==\"perf_trace\")' | wc -l"
 /usr/bin/time -f "%e s wall, %M KiB max RSS (jq)" sh -c "jq -c 'select(.msg==\"perf_trace\")' '$log' | wc -l"
+echo "== perf-trace summary on the same log gzip'd (gzip -1)"
+if [ ! -s "$log.gz" ]; then
+  gzip -1 -c "$log" > "$log.gz"
+fi
+cat "$log.gz" > /dev/null
+/usr/bin/time -f "%e s wall, %M KiB max RSS" target/release/perf-trace summary "$log.gz" > /dev/null
