@@ -19,7 +19,7 @@ echo "== perf-trace summary"
 echo "== jq -c 'select(.msg==\"perf_trace\")' | wc -l"
 /usr/bin/time -f "%e s wall, %M KiB max RSS (jq)" sh -c "jq -c 'select(.msg==\"perf_trace\")' '$log' | wc -l"
 echo "== perf-trace summary on the same log gzip'd (gzip -1)"
-if [ ! -s "$log.gz" ]; then
+if [ ! -s "$log.gz" ] || [ "$log.gz" -ot "$log" ]; then
   gzip -1 -c "$log" > "$log.gz"
 fi
 cat "$log.gz" > /dev/null
