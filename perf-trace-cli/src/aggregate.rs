@@ -1,0 +1,265 @@
+//! Per endpoint class aggregation of perf lines, one line at a time.
+//!
+//! Every figure is kept by its field name in a [`CountDist`] (counts) or a
+//! [`TimeDist`] (durations), so memory grows with the number of classes and
+//! keys, never with the number of lines; the slowest requests are the only
+//! lines kept, `top` per class.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+
+use crate::dist::{CountDist, TimeDist};
+use crate::line::{classify, FigureKind, PerfLine, Unit};
+
+/// One figure of a class, by its field name.
+#[derive(Debug, Clone)]
+pub enum Figure {
+    /// A count per request.
+    Count(CountDist),
+    /// A duration.
+    Time(TimeDist),
+}
+
+/// One of the slowest requests of a class.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct SlowRequest {
+    /// `elapsed_us`.
+    pub elapsed_us: u64,
+    /// Order of arrival (earlier first among equals).
+    #[serde(skip)]
+    pub seq: Reverse<u64>,
+    /// The request id, empty when the line has none.
+    pub request_id: String,
+    /// The whole line as read.
+    pub line: String,
+}
+
+/// Everything known about one endpoint class.
+#[derive(Debug, Clone, Default)]
+pub struct ClassAgg {
+    /// Requests (lines) of the class.
+    pub requests: u64,
+    /// Requests per status class (`2xx`, ...), for lines with a status.
+    pub statuses: BTreeMap<String, u64>,
+    /// `elapsed_us` of every request.
+    pub elapsed: TimeDist,
+    /// Every other figure by field name.
+    pub figures: HashMap<String, Figure>,
+    /// Store calls per request over every method (the line's own total
+    /// where it writes one, the sum of its methods otherwise).
+    pub store_total: CountDist,
+    /// Time in the store per request, likewise.
+    pub store_total_us: TimeDist,
+    /// The slowest requests, fastest on top (a min-heap of size `top`).
+    slowest: BinaryHeap<Reverse<SlowRequest>>,
+}
+
+impl ClassAgg {
+    /// The slowest requests, slowest first.
+    pub fn slowest(&self) -> Vec<SlowRequest> {
+        let mut out: Vec<SlowRequest> = self.slowest.iter().map(|r| r.0.clone()).collect();
+        out.sort_by(|a, b| b.cmp(a));
+        out
+    }
+
+    fn keep_if_slow(&mut self, line: &PerfLine<'_>, text: &str, seq: u64, top: usize) {
+        if top == 0 {
+            return;
+        }
+        if self.slowest.len() == top {
+            let fastest = &self.slowest.peek().expect("a full heap").0;
+            if line.elapsed_us <= fastest.elapsed_us {
+                return;
+            }
+            self.slowest.pop();
+        }
+        self.slowest.push(Reverse(SlowRequest {
+            elapsed_us: line.elapsed_us,
+            seq: Reverse(seq),
+            request_id: line.request_id.as_deref().unwrap_or("").to_owned(),
+            line: text.trim().to_owned(),
+        }));
+    }
+
+    fn figure(&mut self, name: &str, unit: Unit) -> &mut Figure {
+        if !self.figures.contains_key(name) {
+            let fresh = match unit {
+                Unit::Count => Figure::Count(CountDist::default()),
+                Unit::Micros => Figure::Time(TimeDist::default()),
+            };
+            self.figures.insert(name.to_owned(), fresh);
+        }
+        self.figures.get_mut(name).expect("inserted above")
+    }
+
+    /// Adds one request.
+    fn add(&mut self, line: &PerfLine<'_>, text: &str, seq: u64, top: usize) {
+        self.requests += 1;
+        if let Some(status) = line.status {
+            *self
+                .statuses
+                .entry(format!("{}xx", status / 100))
+                .or_default() += 1;
+        }
+        self.elapsed.record(line.elapsed_us);
+        let (mut store_n, mut store_us, mut has_store_us) = (0u64, 0u64, false);
+        let (mut total_n, mut total_us) = (None, None);
+        for (name, value) in &line.figures {
+            let kind = classify(name);
+            let unit = match kind {
+                FigureKind::Phase(_, unit) | FigureKind::Other(unit) => unit,
+                FigureKind::Store(_, Unit::Count) => {
+                    store_n += value;
+                    Unit::Count
+                }
+                FigureKind::Store(_, Unit::Micros) => {
+                    store_us += value;
+                    has_store_us = true;
+                    Unit::Micros
+                }
+                FigureKind::StoreTotal(Unit::Count) => {
+                    total_n = Some(*value);
+                    continue;
+                }
+                FigureKind::StoreTotal(Unit::Micros) => {
+                    total_us = Some(*value);
+                    continue;
+                }
+            };
+            match self.figure(name, unit) {
+                Figure::Count(d) => d.record(*value),
+                Figure::Time(d) => d.record(*value),
+            }
+        }
+        self.store_total.record(total_n.unwrap_or(store_n));
+        if let Some(us) = total_us.or(has_store_us.then_some(store_us)) {
+            self.store_total_us.record(us);
+        }
+        self.keep_if_slow(line, text, seq, top);
+    }
+
+    /// Adds another aggregate's requests of the same class (the slowest
+    /// kept up to `top`).
+    pub fn merge(&mut self, other: &ClassAgg, top: usize) {
+        self.requests += other.requests;
+        for (status, n) in &other.statuses {
+            *self.statuses.entry(status.clone()).or_default() += n;
+        }
+        self.elapsed.merge(&other.elapsed);
+        for (name, figure) in &other.figures {
+            match (self.figures.get_mut(name), figure) {
+                (Some(Figure::Count(mine)), Figure::Count(theirs)) => mine.merge(theirs),
+                (Some(Figure::Time(mine)), Figure::Time(theirs)) => mine.merge(theirs),
+                _ => {
+                    self.figures.insert(name.clone(), figure.clone());
+                }
+            }
+        }
+        self.store_total.merge(&other.store_total);
+        self.store_total_us.merge(&other.store_total_us);
+        for slow in &other.slowest {
+            self.slowest.push(slow.clone());
+            if self.slowest.len() > top {
+                self.slowest.pop();
+            }
+        }
+    }
+}
+
+/// Every class of one or more logs.
+#[derive(Debug, Clone, Default)]
+pub struct Aggregate {
+    /// Classes by name.
+    pub classes: BTreeMap<String, ClassAgg>,
+    /// Slowest requests kept per class.
+    pub top: usize,
+    seq: u64,
+}
+
+impl Aggregate {
+    /// An empty aggregate keeping the `top` slowest requests per class.
+    pub fn new(top: usize) -> Self {
+        Aggregate {
+            top,
+            ..Aggregate::default()
+        }
+    }
+
+    /// Adds one perf line; `text` is the line as read (kept only if it is
+    /// among the slowest).
+    pub fn add(&mut self, line: &PerfLine<'_>, text: &str) {
+        self.seq += 1;
+        let class = match self.classes.get_mut(line.endpoint.as_ref()) {
+            Some(class) => class,
+            None => self
+                .classes
+                .entry(line.endpoint.clone().into_owned())
+                .or_default(),
+        };
+        class.add(line, text, self.seq, self.top);
+    }
+
+    /// Requests over every class.
+    pub fn requests(&self) -> u64 {
+        self.classes.values().map(|c| c.requests).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::line::{parse, Parsed};
+
+    fn add(agg: &mut Aggregate, text: &str) {
+        match parse(text) {
+            Parsed::Perf(line) => agg.add(&line, text),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn store_total_is_the_sum_of_methods_or_the_lines_own() {
+        let mut agg = Aggregate::new(2);
+        add(
+            &mut agg,
+            r#"{"msg":"perf_trace","endpoint":"a","elapsed_us":5,"store_GetX_n":2,"store_GetX_us":7,"store_GetY_n":3,"store_GetY_us":1}"#,
+        );
+        add(
+            &mut agg,
+            r#"{"msg":"perf_trace","endpoint":"a","elapsed_us":9,"store_calls":4,"store_us":2,"store_get_x_n":4,"status":404}"#,
+        );
+        add(
+            &mut agg,
+            r#"{"msg":"perf_trace","endpoint":"a","elapsed_us":1,"request_id":"fast"}"#,
+        );
+        let class = &agg.classes["a"];
+        assert_eq!(class.requests, 3);
+        let s = class.store_total.stats(3);
+        assert_eq!((s.min, s.p50, s.max), (0, 4, 5));
+        assert_eq!(class.store_total_us.sum(), 10);
+        assert_eq!(class.statuses["4xx"], 1);
+        let slow: Vec<u64> = class.slowest().iter().map(|s| s.elapsed_us).collect();
+        assert_eq!(slow, [9, 5]);
+        assert!(matches!(class.figures["store_GetX_us"], Figure::Time(_)));
+        assert!(matches!(class.figures["store_get_x_n"], Figure::Count(_)));
+    }
+
+    #[test]
+    fn merging_keeps_the_slowest_overall() {
+        let mut a = Aggregate::new(1);
+        let mut b = Aggregate::new(1);
+        add(
+            &mut a,
+            r#"{"msg":"perf_trace","endpoint":"a","elapsed_us":5}"#,
+        );
+        add(
+            &mut b,
+            r#"{"msg":"perf_trace","endpoint":"a","elapsed_us":8,"phase_p_n":1}"#,
+        );
+        let mut merged = a.classes["a"].clone();
+        merged.merge(&b.classes["a"], 1);
+        assert_eq!(merged.requests, 2);
+        assert_eq!(merged.slowest()[0].elapsed_us, 8);
+        assert!(merged.figures.contains_key("phase_p_n"));
+    }
+}

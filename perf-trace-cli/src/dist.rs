@@ -1,0 +1,311 @@
+//! The two distributions a figure is kept in, both in memory that does not
+//! grow with the number of lines.
+//!
+//! - [`CountDist`]: counts per request, exact: a table of value to number of
+//!   requests. It grows with the number of *distinct* values a count takes
+//!   (a request shape takes a handful), never with the number of lines.
+//!   Requests whose line has no such field count as 0 (profiles leave empty
+//!   figures out), so its percentiles are over every request of the class.
+//! - [`TimeDist`]: durations in microseconds, in a log-linear histogram at
+//!   two significant digits (HdrHistogram): every percentile is within 1 %
+//!   of the exact one, max and sum are exact, and its size is fixed by the
+//!   largest value (about 25 KiB up to an hour). Only the requests that have
+//!   the figure are in it.
+//!
+//! Percentiles are nearest-rank: the smallest value with at least `p`
+//! percent of the values at or below it.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Exact counts per request.
+#[derive(Debug, Clone, Default)]
+pub struct CountDist {
+    /// Value to number of requests with it (zeros not stored).
+    table: BTreeMap<u64, u64>,
+    /// Requests recorded with a value (zeros included).
+    present: u64,
+    sum: u64,
+}
+
+/// A count's figures over every request of a class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CountStats {
+    /// Requests that had the figure with a value above 0.
+    pub requests_with: u64,
+    /// Mean per request.
+    pub mean: f64,
+    /// Smallest.
+    pub min: u64,
+    /// Median.
+    pub p50: u64,
+    /// 95th percentile.
+    pub p95: u64,
+    /// Largest.
+    pub max: u64,
+}
+
+impl CountDist {
+    /// Records one request's value.
+    pub fn record(&mut self, value: u64) {
+        self.present += 1;
+        self.sum = self.sum.saturating_add(value);
+        if value > 0 {
+            *self.table.entry(value).or_default() += 1;
+        }
+    }
+
+    /// The sum over every request.
+    pub fn sum(&self) -> u64 {
+        self.sum
+    }
+
+    /// The nearest-rank percentile `p` over `requests` requests, those not
+    /// recorded (and those recorded as 0) being 0.
+    pub fn percentile(&self, p: f64, requests: u64) -> u64 {
+        let nonzero: u64 = self.table.values().sum();
+        let requests = requests.max(nonzero);
+        if requests == 0 {
+            return 0;
+        }
+        let rank = nearest_rank(p, requests);
+        let mut seen = requests - nonzero;
+        if rank <= seen {
+            return 0;
+        }
+        for (&value, &n) in &self.table {
+            seen += n;
+            if seen >= rank {
+                return value;
+            }
+        }
+        self.table.keys().next_back().copied().unwrap_or(0)
+    }
+
+    /// The figures over `requests` requests.
+    pub fn stats(&self, requests: u64) -> CountStats {
+        let nonzero: u64 = self.table.values().sum();
+        CountStats {
+            requests_with: nonzero,
+            mean: if requests == 0 {
+                0.0
+            } else {
+                self.sum as f64 / requests as f64
+            },
+            min: self.percentile(0.0, requests),
+            p50: self.percentile(50.0, requests),
+            p95: self.percentile(95.0, requests),
+            max: self.percentile(100.0, requests),
+        }
+    }
+
+    /// Values and how many requests had each (0 not listed).
+    pub fn values(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.table.iter().map(|(&v, &n)| (v, n))
+    }
+
+    /// Adds another distribution's requests.
+    pub fn merge(&mut self, other: &CountDist) {
+        self.present += other.present;
+        self.sum = self.sum.saturating_add(other.sum);
+        for (&value, &n) in &other.table {
+            *self.table.entry(value).or_default() += n;
+        }
+    }
+}
+
+/// The 1-based nearest rank of percentile `p` among `n` values.
+pub fn nearest_rank(p: f64, n: u64) -> u64 {
+    let p = p.clamp(0.0, 100.0);
+    ((p * n as f64 / 100.0).ceil() as u64).clamp(1, n)
+}
+
+/// Durations in microseconds (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct TimeDist {
+    hist: Histogram<u64>,
+    sum: u64,
+    /// Exact extremes (the histogram reports its bucket's edges).
+    min: u64,
+    max: u64,
+}
+
+/// A duration's figures, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct TimeStats {
+    /// Requests that had the figure.
+    pub requests_with: u64,
+    /// Sum over them.
+    pub sum_us: u64,
+    /// Mean over them.
+    pub mean_us: f64,
+    /// Median (within 1 %).
+    pub p50_us: u64,
+    /// 95th percentile (within 1 %).
+    pub p95_us: u64,
+    /// 99th percentile (within 1 %).
+    pub p99_us: u64,
+    /// Largest (exact).
+    pub max_us: u64,
+}
+
+impl Default for TimeDist {
+    fn default() -> Self {
+        TimeDist {
+            // Two significant digits, growing to the largest value seen.
+            hist: Histogram::new(2).expect("2 significant digits is a valid precision"),
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+}
+
+impl TimeDist {
+    /// Records one duration.
+    pub fn record(&mut self, us: u64) {
+        // An auto-resizing histogram grows to take the value; past its
+        // largest trackable value it keeps its top bucket.
+        if self.hist.record(us).is_err() {
+            self.hist.saturating_record(us);
+        }
+        self.sum = self.sum.saturating_add(us);
+        self.min = self.min.min(us);
+        self.max = self.max.max(us);
+    }
+
+    /// Values recorded.
+    pub fn len(&self) -> u64 {
+        self.hist.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.hist.is_empty()
+    }
+
+    /// The sum of the recorded values (exact).
+    pub fn sum(&self) -> u64 {
+        self.sum
+    }
+
+    /// The value at quantile `q` (0 to 1), as the histogram resolves it
+    /// (within 1 %); the largest value exactly at 1.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.is_empty() {
+            return 0;
+        }
+        if q >= 1.0 {
+            return self.max;
+        }
+        self.hist.value_at_quantile(q).clamp(self.min, self.max)
+    }
+
+    /// The figures of the recorded values.
+    pub fn stats(&self) -> TimeStats {
+        let n = self.len();
+        TimeStats {
+            requests_with: n,
+            sum_us: self.sum,
+            mean_us: if n == 0 {
+                0.0
+            } else {
+                self.sum as f64 / n as f64
+            },
+            p50_us: self.quantile(0.5),
+            p95_us: self.quantile(0.95),
+            p99_us: self.quantile(0.99),
+            max_us: self.quantile(1.0),
+        }
+    }
+
+    /// Requests per bin of `bins` log-spaced bins from the smallest to the
+    /// largest value: `(upper bound in µs, requests)`.
+    pub fn log_bins(&self, bins: usize) -> Vec<(u64, u64)> {
+        if self.is_empty() || bins == 0 {
+            return Vec::new();
+        }
+        let low = self.min.max(1) as f64;
+        let high = (self.max.max(1) as f64).max(low * 1.01);
+        let step = (high / low).powf(1.0 / bins as f64);
+        let bounds: Vec<u64> = (1..=bins)
+            .map(|i| (low * step.powi(i as i32)).ceil() as u64)
+            .collect();
+        let mut counts = vec![0u64; bins];
+        for bucket in self.hist.iter_recorded() {
+            let value = bucket.value_iterated_to();
+            let at = bounds.partition_point(|&b| b < value).min(bins - 1);
+            counts[at] += bucket.count_at_value();
+        }
+        bounds.into_iter().zip(counts).collect()
+    }
+
+    /// Adds another distribution's values.
+    pub fn merge(&mut self, other: &TimeDist) {
+        self.hist
+            .add(&other.hist)
+            .expect("auto-resizing histograms of one precision add");
+        self.sum = self.sum.saturating_add(other.sum);
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_exact_with_absent_requests_as_zero() {
+        let mut d = CountDist::default();
+        for v in [13, 13, 13, 14] {
+            d.record(v);
+        }
+        // Six requests, two without the figure.
+        let s = d.stats(6);
+        assert_eq!((s.min, s.p50, s.p95, s.max), (0, 13, 14, 14));
+        assert_eq!(s.requests_with, 4);
+        assert!((s.mean - 53.0 / 6.0).abs() < 1e-9);
+        assert_eq!(d.percentile(33.0, 6), 0);
+        assert_eq!(d.percentile(34.0, 6), 13);
+        assert_eq!(CountDist::default().stats(0), CountStats::default());
+    }
+
+    #[test]
+    fn times_are_within_one_percent() {
+        let mut d = TimeDist::default();
+        for us in 1..=10_000u64 {
+            d.record(us * 100);
+        }
+        let s = d.stats();
+        assert_eq!(s.max_us, 1_000_000);
+        assert_eq!(s.sum_us, (1..=10_000u64).map(|x| x * 100).sum::<u64>());
+        for (got, want) in [
+            (s.p50_us, 500_000.0),
+            (s.p95_us, 950_000.0),
+            (s.p99_us, 990_000.0),
+        ] {
+            assert!((got as f64 - want).abs() / want < 0.01, "{got} vs {want}");
+        }
+        let bins = d.log_bins(10);
+        assert_eq!(bins.len(), 10);
+        assert_eq!(bins.iter().map(|b| b.1).sum::<u64>(), 10_000);
+        assert!(bins.last().unwrap().0 >= 1_000_000);
+    }
+
+    #[test]
+    fn merging_adds_requests() {
+        let (mut a, mut b) = (TimeDist::default(), TimeDist::default());
+        a.record(10);
+        b.record(30);
+        a.merge(&b);
+        assert_eq!((a.len(), a.sum(), a.quantile(1.0)), (2, 40, 30));
+        let (mut c, mut d) = (CountDist::default(), CountDist::default());
+        c.record(1);
+        d.record(2);
+        c.merge(&d);
+        assert_eq!(c.stats(2).max, 2);
+    }
+}

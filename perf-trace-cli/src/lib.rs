@@ -1,0 +1,27 @@
+//! Reading perf_trace lines of any profile: the library behind the
+//! `perf-trace` command.
+//!
+//! - [`input`]: files, glob patterns, standard input, gzip; [`line`](mod@line): one
+//!   line read generically from its field names; [`scan`]: the filters and
+//!   the account of skipped and malformed lines.
+//! - [`dist`]: exact count tables and fixed-size time histograms;
+//!   [`aggregate`]: per endpoint class; [`summary`]: what `summary` reports.
+//! - [`output`]: table, JSON and CSV; [`html`] and [`svg`]: the report page.
+//! - [`bootstrap`]: the ratio of medians and its interval; [`diff`]: what moved.
+//! - [`sample`]: sample logs in the lines' real shapes, for tests and the
+//!   throughput script; [`cli`]: the command line.
+#![warn(missing_docs)]
+
+pub mod aggregate;
+pub mod bootstrap;
+pub mod cli;
+pub mod diff;
+pub mod dist;
+pub mod html;
+pub mod input;
+pub mod line;
+pub mod output;
+pub mod sample;
+pub mod scan;
+pub mod summary;
+pub mod svg;
