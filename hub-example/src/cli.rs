@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::{Hub, HubOptions};
+use crate::authz::audit_settings::AuditSettings;
 use crate::exits::{metrics_addr, serve_metrics, ExitSettings, HubExits};
 use crate::limits::ServerLimits;
 use crate::log::stdout_writer;
@@ -280,6 +281,8 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
     let limits = args
         .limits
         .apply(ServerLimits::from_process(args.config.as_deref()).map_err(CliError::from)?)?;
+    let audit_settings =
+        AuditSettings::from_process(args.config.as_deref()).map_err(CliError::from)?;
     let mut exit_settings =
         ExitSettings::from_process(args.config.as_deref()).map_err(CliError::from)?;
     if let Some(port) = args.metrics_port {
@@ -315,7 +318,8 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
             },
             exits,
         )
-        .with_limits(limits);
+        .with_limits(limits)
+        .with_audit_settings(audit_settings);
         if let (Some(port), Some(metrics)) = (exit_settings.metrics_port, &hub.exits().metrics) {
             let addr = metrics_addr(port);
             let listener = tokio::net::TcpListener::bind(addr)

@@ -22,7 +22,9 @@ use http_body_util::BodyExt;
 use hub_example::authz::audit::{AuditBackend, WRITER_BUSY_TIMEOUT};
 use hub_example::authz::audit_postgres::PostgresAuditBackend;
 use hub_example::authz::audit_sqlite::SqliteAuditBackend;
-use hub_example::authz::{Action, AuditEmitter, AuditOutcome, AuditRecord, ChannelAuditSink};
+use hub_example::authz::{
+    Action, AuditEmitter, AuditEntry, AuditOutcome, AuditRecord, ChannelAuditSink,
+};
 use hub_example::authz::{AuditLog, Resource};
 use hub_example::log::CaptureBuffer;
 use hub_example::model::PrincipalRef;
@@ -80,6 +82,7 @@ fn fixed_records() -> Vec<AuditRecord> {
 }
 
 fn write_directly(mut backend: Box<dyn AuditBackend>, batch: Vec<AuditRecord>) {
+    let batch: Vec<AuditEntry> = batch.into_iter().map(AuditEntry::from).collect();
     off_runtime(move || backend.write_batch(&batch).unwrap());
 }
 
