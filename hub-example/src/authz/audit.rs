@@ -325,7 +325,7 @@ fn write_until_stopped(
         }
         if batch.is_empty() {
             if shared.retention_changed.swap(false, Relaxed) {
-                pruning = Pruning::default();
+                pruning = Pruning::due_now();
             }
             pruning.run_if_due(&mut *backend, *shared.retention.lock());
             match rx.recv_timeout(IDLE_POLL) {

@@ -4,7 +4,7 @@
 //! path. While a pass deletes full batches the next follows at once (after
 //! whatever the queue holds), so a backlog goes within minutes without a
 //! long transaction; otherwise the writer looks again after
-//! [`PRUNE_EVERY`].
+//! [`PRUNE_EVERY`] (the first pass too, after the writer starts).
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -24,14 +24,22 @@ pub(super) struct Pruning {
 }
 
 impl Default for Pruning {
+    /// The first pass [`PRUNE_EVERY`] after the writer starts.
     fn default() -> Self {
         Pruning {
-            next: Instant::now(),
+            next: Instant::now() + PRUNE_EVERY,
         }
     }
 }
 
 impl Pruning {
+    /// A pass due at once (the retention window just changed).
+    pub(super) fn due_now() -> Self {
+        Pruning {
+            next: Instant::now(),
+        }
+    }
+
     /// Deletes one batch of rows older than `retention` when a pass is due.
     /// A failed pass is tried again at the next interval: the rows wait,
     /// nothing is lost.
@@ -83,7 +91,16 @@ mod tests {
 
     #[test]
     fn a_full_pass_is_followed_at_once_and_a_short_one_waits() {
-        let mut pruning = Pruning::default();
+        let mut idle = Counting {
+            passes: Vec::new(),
+            per_pass: 0,
+        };
+        Pruning::default().run_if_due(&mut idle, DEFAULT_RETENTION);
+        assert!(
+            idle.passes.is_empty(),
+            "the first pass waits for the interval"
+        );
+        let mut pruning = Pruning::due_now();
         let mut full = Counting {
             passes: Vec::new(),
             per_pass: u64::from(PRUNE_ROWS),
