@@ -33,10 +33,11 @@ use tower_http::catch_panic::CatchPanicLayer;
 use crate::api::{
     admin, agents, audit_events, auth, delegations, enforce_request_timeout, events,
     limit_request_size, method_not_allowed, not_found, panic_response, profiling, public,
-    FailedLogins, StreamLimiter,
+    FailedLogins, ListQuota, StreamLimiter,
 };
 use crate::authz::audit::{AuditBackend, MemoryAuditBackend, WRITER_BUSY_TIMEOUT};
 use crate::authz::audit_postgres::PostgresAuditBackend;
+use crate::authz::audit_settings::AuditSettings;
 use crate::authz::audit_sqlite::SqliteAuditBackend;
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::cache::ResponseCache;
@@ -177,6 +178,7 @@ pub struct Hub {
     web_trace: Option<WebTraceLayer>,
     limits: ServerLimits,
     streams: StreamLimiter,
+    list_quota: Option<ListQuota>,
     failed_logins: FailedLogins,
     counters: Arc<ServerCounters>,
     logger: Logger,
@@ -354,6 +356,7 @@ impl Hub {
             web_trace,
             streams: StreamLimiter::new(limits.max_streams_per_principal, limits.max_streams),
             limits,
+            list_quota: None,
             failed_logins: FailedLogins::new(logger.clone()),
             counters: Arc::default(),
             logger,
@@ -376,6 +379,16 @@ impl Hub {
         self
     }
 
+    /// The Hub with these bounds on its audit trail: rows kept for
+    /// `settings.retention`, and each principal's uncached lists limited
+    /// to its bucket (a Hub built without them keeps rows 30 days and
+    /// limits no one, as tests and in-process measurements want).
+    pub fn with_audit_settings(mut self, settings: AuditSettings) -> Hub {
+        self.audit_log.set_retention(settings.retention);
+        self.list_quota = Some(ListQuota::new(&settings));
+        self
+    }
+
     /// The timeouts and caps in force.
     pub fn limits(&self) -> &ServerLimits {
         &self.limits
@@ -393,11 +406,15 @@ impl Hub {
     }
 
     /// The router (cheap to clone), for serving or for calling in-process:
-    /// the routes inside the request timeout, with the stream caps and the
-    /// log of refused credentials.
+    /// the routes inside the request timeout, with the stream caps, the
+    /// quota of uncached lists and the log of refused credentials.
     pub fn router(&self) -> Router {
+        let routes = match &self.list_quota {
+            Some(quota) => self.router.clone().layer(axum::Extension(quota.clone())),
+            None => self.router.clone(),
+        };
         // One `layer` call for the same reason as in `build_router_with`.
-        self.router.clone().layer(
+        routes.layer(
             ServiceBuilder::new()
                 .layer(axum::middleware::from_fn_with_state(
                     self.limits.request_timeout,

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::{Hub, HubOptions};
+use crate::authz::audit_settings::AuditSettings;
 use crate::exits::{metrics_addr, metrics_router, ExitSettings, HubExits, METRICS_MAX_CONNECTIONS};
 use crate::limits::ServerLimits;
 use crate::log::stdout_writer;
@@ -281,6 +282,8 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
     let limits = args
         .limits
         .apply(ServerLimits::from_process(args.config.as_deref()).map_err(CliError::from)?)?;
+    let audit_settings =
+        AuditSettings::from_process(args.config.as_deref()).map_err(CliError::from)?;
     let mut exit_settings =
         ExitSettings::from_process(args.config.as_deref()).map_err(CliError::from)?;
     if let Some(port) = args.metrics_port {
@@ -316,7 +319,8 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
             },
             exits,
         )
-        .with_limits(limits);
+        .with_limits(limits)
+        .with_audit_settings(audit_settings);
         let bind = |addr: SocketAddr| async move {
             tokio::net::TcpListener::bind(addr)
                 .await

@@ -768,7 +768,7 @@ mod tests {
         let doc = seed(&options(dir.path(), "hub.db", 30, 42)).unwrap();
         assert_eq!(
             digest(&doc, &dir.path().join("hub.db")),
-            "3b620edefd90e327a6ea171c8860a83959de096c48588f8a11ee55daf6878bab"
+            "36f4e1099f08d809e92452f1115ce8abb300a407920a8bf35c157dc9cc840bfe"
         );
     }
 

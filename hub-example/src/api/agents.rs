@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::cached::respond;
 use super::params::{parse_id, parse_id_list, parse_view, Params};
-use super::{ApiError, LazyJson};
+use super::{ApiError, LazyJson, ListQuota};
 use crate::authz::{Action, AuditEmitter, Authorizer, Principal};
 use crate::cache::{normalize_query, CacheKey, CallerKey};
 use crate::events::HubEvent;
@@ -69,14 +69,20 @@ fn cache_key(
     }
 }
 
+/// Answers a list from the cache, or computes it when the caller's quota
+/// of uncached lists allows (a Hub built without one computes every miss).
 async fn run_list<S: AuthzStore, A: AuditEmitter>(
     state: AppState<S, A>,
     principal: Principal,
     request: ListRequest,
     key: CacheKey,
+    quota: Option<Extension<ListQuota>>,
 ) -> Result<Response, ApiError> {
     let cache = state.cache().clone();
     respond(&cache, key, || async move {
+        if let Some(Extension(quota)) = quota {
+            quota.take(&principal.reference())?;
+        }
         Ok(perf_trace_core::spawn_blocking(move || {
             let authz = Authorizer::new(state.store(), state.audit(), &principal);
             listing::list_agents(&authz, state.db(), &request)
@@ -91,6 +97,7 @@ async fn run_list<S: AuthzStore, A: AuditEmitter>(
 pub async fn project_agents<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
+    quota: Option<Extension<ListQuota>>,
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
@@ -109,7 +116,7 @@ pub async fn project_agents<S: AuthzStore, A: AuditEmitter>(
         shape: shape(&params, true)?,
         view: parse_view(params.single("view")?)?,
     };
-    run_list(state, principal, request, key).await
+    run_list(state, principal, request, key, quota).await
 }
 
 /// `GET /api/v1/agents`: every agent the caller may list, or one project's
@@ -117,6 +124,7 @@ pub async fn project_agents<S: AuthzStore, A: AuditEmitter>(
 pub async fn global_agents<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
+    quota: Option<Extension<ListQuota>>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let params = Params::parse(query.as_deref());
@@ -138,7 +146,7 @@ pub async fn global_agents<S: AuthzStore, A: AuditEmitter>(
         &principal,
         stamp,
     );
-    run_list(state, principal, request, key).await
+    run_list(state, principal, request, key, quota).await
 }
 
 /// `GET /api/v1/agents/{id}`.

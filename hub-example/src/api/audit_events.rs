@@ -1,5 +1,13 @@
 //! `GET /api/v1/admin/audit-events` (hub admins only): the stored audit
-//! records of a time window, newest first, in cursor pages.
+//! rows of a time window, newest first, in cursor pages.
+//!
+//! A row is one decision asked alone (`resource` names it), or the
+//! decisions of one question of a batch: a list asks each action once for
+//! the agents of its page, and that is one row, `resource.id` null,
+//! `decisions` counting them by outcome (`allow`, `deny`, `error`) and
+//! `deniedIds` naming the agents not allowed. `outcome` is the gravest of
+//! the row's outcomes, so the denials are the rows whose outcome is `deny`.
+//! `count` and `histogram` count rows.
 //!
 //! - The window is `window=` (`5m`, `15m`, `30m`, `1h`, `6h`, `12h`, `24h`,
 //!   `7d`, ending now; `1h` when nothing is given) or `from=` and `to=`
@@ -191,6 +199,12 @@ fn rfc3339(ms: i64) -> String {
 }
 
 fn event_json(row: &AuditEventRow) -> Value {
+    let [allow, deny, error] = row.tally;
+    let denied_ids: Value = row
+        .denied_ids
+        .as_deref()
+        .and_then(|ids| serde_json::from_str(ids).ok())
+        .unwrap_or_else(|| json!([]));
     json!({
         "id": row.id,
         "at": rfc3339(row.at_ms),
@@ -198,6 +212,8 @@ fn event_json(row: &AuditEventRow) -> Value {
         "action": row.action,
         "resource": { "kind": row.resource_kind, "id": row.resource_id },
         "outcome": row.outcome,
+        "decisions": { "allow": allow, "deny": deny, "error": error },
+        "deniedIds": denied_ids,
     })
 }
 

@@ -58,6 +58,12 @@ impl ApiError {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
     }
 
+    /// Tells the client to come back in `seconds`: the body's
+    /// `retryAfterSeconds` and the response's `Retry-After`.
+    pub fn set_retry_after(&mut self, seconds: u64) {
+        self.body["retryAfterSeconds"] = json!(seconds);
+    }
+
     /// The status.
     pub fn status(&self) -> StatusCode {
         self.status
@@ -123,6 +129,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        }
+        if let Some(seconds) = self.body["retryAfterSeconds"].as_u64() {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
         }
         response
     }

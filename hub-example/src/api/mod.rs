@@ -12,6 +12,7 @@ mod failed_logins;
 mod guards;
 mod lazy_json;
 mod limits;
+mod list_quota;
 pub mod params;
 pub mod profiling;
 pub mod public;
@@ -23,3 +24,4 @@ pub use lazy_json::LazyJson;
 pub use limits::{
     limit_request_size, panic_response, MAX_HEADER_BYTES, MAX_PATH_BYTES, MAX_QUERY_BYTES,
 };
+pub use list_quota::ListQuota;

@@ -18,8 +18,10 @@ pub const HUB_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `GET /healthz`: `{"status":"ok"}`, with the audit pipeline's figures
 /// under `audit` when the emitter keeps them. The status is `degraded`
-/// (still 200) once an audit record was rejected or a batch failed: an
-/// audit outage warns and never breaks a request.
+/// (still 200) from a rejected audit record or a failed batch until the
+/// queue has drained and none has happened for
+/// [`RECOVERY_WINDOW`](crate::authz::audit::RECOVERY_WINDOW): an audit
+/// outage warns and never breaks a request.
 pub async fn healthz<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
 ) -> Json<Value> {

@@ -1,14 +1,20 @@
 //! Audit records: every authorization decision emits exactly one, through an
-//! [`AuditEmitter`]. The Hub's emitter, [`ChannelAuditSink`], hands records
-//! to a bounded queue with `try_send`, so emitting never waits: when the
-//! queue is full the record is rejected and counted. A background writer
-//! takes records off the queue in batches and persists each batch through an
-//! [`AuditBackend`] (the Hub's writes into its database's `audit_events`
-//! table: [`SqliteAuditBackend`](super::audit_sqlite::SqliteAuditBackend) or
+//! [`AuditEmitter`]. The Hub's emitter, [`ChannelAuditSink`], hands them to
+//! a bounded queue with `try_send`, so emitting never waits: when the queue
+//! is full the records are rejected and counted. A decision asked alone is
+//! queued as its own [`AuditEntry`]; a batch of decisions (a list's) as one
+//! entry per question ([`summarize`]), so what is queued and stored grows
+//! with requests, not with the agents they list. The figures count
+//! decisions either way. A background writer takes entries off the queue in
+//! batches and persists each batch through an [`AuditBackend`] (the Hub's
+//! writes into its database's `audit_events` table:
+//! [`SqliteAuditBackend`](super::audit_sqlite::SqliteAuditBackend) or
 //! [`PostgresAuditBackend`](super::audit_postgres::PostgresAuditBackend), one
 //! transaction per batch); a batch that fails is counted and retried, so
-//! nothing is lost while the queue has room. [`AuditLog`] reads the figures
-//! (`/healthz` shows them) and drains the queue at shutdown.
+//! nothing is lost while the queue has room. Between batches the writer
+//! deletes rows older than the retention window, a few at a time.
+//! [`AuditLog`] reads the figures (`/healthz` shows them) and drains the
+//! queue at shutdown.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -20,10 +26,12 @@ use parking_lot::{Condvar, Mutex};
 use perf_trace_core::{DecisionBatch, Outcome};
 use serde::Serialize;
 
+pub use super::audit_entry::{summarize, AuditEntry, Tally};
+use super::audit_retention::Pruning;
 use super::Action;
 use crate::model::{Id, PrincipalRef};
 
-/// Most records the writer persists in one batch.
+/// Most entries the writer persists in one batch.
 pub const MAX_BATCH: usize = 4_096;
 /// How long the writer waits for a record before it looks at the shutdown
 /// flags again.
@@ -33,6 +41,9 @@ const IDLE_POLL: Duration = Duration::from_millis(20);
 const FIRST_RETRY_WAIT: Duration = Duration::from_millis(20);
 /// The longest wait between two attempts at a failed batch.
 const MAX_RETRY_WAIT: Duration = Duration::from_millis(500);
+/// How long after the last rejected record or failed batch, the queue
+/// empty, `/healthz` says `ok` again (its totals kept).
+pub const RECOVERY_WINDOW: Duration = Duration::from_secs(60);
 /// How long a database backend's batch waits on a lock another connection
 /// holds before the attempt counts as failed (and is retried).
 pub const WRITER_BUSY_TIMEOUT: Duration = Duration::from_millis(250);
@@ -108,7 +119,7 @@ pub trait AuditEmitter: Send + Sync + 'static {
     }
 }
 
-/// Persists batches of records: the writer's side of the queue.
+/// Persists batches of entries: the writer's side of the queue.
 pub trait AuditBackend: Send + 'static {
     /// The backend's name as `/healthz` shows it (`sqlite`, `postgres`,
     /// `memory`).
@@ -116,7 +127,15 @@ pub trait AuditBackend: Send + 'static {
 
     /// Writes `batch` entirely or not at all; an error leaves the batch to
     /// be retried.
-    fn write_batch(&mut self, batch: &[AuditRecord]) -> Result<(), AuditWriteError>;
+    fn write_batch(&mut self, batch: &[AuditEntry]) -> Result<(), AuditWriteError>;
+
+    /// Deletes at most `max_rows` of the oldest rows decided before
+    /// `before_ms` (Unix milliseconds) and returns how many went. A backend
+    /// that keeps nothing deletes nothing.
+    fn prune(&mut self, before_ms: i64, max_rows: u32) -> Result<u64, AuditWriteError> {
+        let _ = (before_ms, max_rows);
+        Ok(0)
+    }
 }
 
 /// A batch the backend could not write.
@@ -134,12 +153,13 @@ impl AuditBackend for MemoryAuditBackend {
         "memory"
     }
 
-    fn write_batch(&mut self, _batch: &[AuditRecord]) -> Result<(), AuditWriteError> {
+    fn write_batch(&mut self, _batch: &[AuditEntry]) -> Result<(), AuditWriteError> {
         Ok(())
     }
 }
 
-/// The audit pipeline's figures, as `/healthz` shows them under `audit`.
+/// The audit pipeline's figures, as `/healthz` shows them under `audit`,
+/// counted in decisions (an entry of a batch counts each of its decisions).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditHealth {
@@ -155,13 +175,18 @@ pub struct AuditHealth {
     pub failed_flushes: u64,
     /// Records accepted and not yet written.
     pub queue_size: u64,
+    /// Whether a record was rejected or a batch failed within the last
+    /// [`RECOVERY_WINDOW`], or since then the queue has not drained.
+    #[serde(skip)]
+    pub troubled: bool,
 }
 
 impl AuditHealth {
-    /// Whether anything was rejected or failed: `/healthz` then says
-    /// `degraded` (still 200).
+    /// Whether a record was rejected or a batch failed lately (within
+    /// [`RECOVERY_WINDOW`], or the queue has not drained since): `/healthz`
+    /// then says `degraded` (still 200). The totals stay counted after.
     pub fn is_degraded(&self) -> bool {
-        self.rejected > 0 || self.failed_flushes > 0
+        self.troubled
     }
 }
 
@@ -192,14 +217,20 @@ struct Counters {
     lost: AtomicU64,
 }
 
-/// The state the writer and the sink share: counters, the latest records
-/// and the shutdown flags.
+/// The state the writer and the sink share: counters, the latest entries,
+/// when trouble last happened, the retention window and the shutdown flags.
 #[derive(Debug)]
 struct Shared {
     counters: Counters,
-    recent: Mutex<VecDeque<AuditRecord>>,
+    recent: Mutex<VecDeque<AuditEntry>>,
     recent_capacity: usize,
     backend: &'static str,
+    /// When a record was last rejected or a batch last failed.
+    troubled_at: Mutex<Option<Instant>>,
+    /// How long rows are kept; the writer deletes older ones.
+    retention: Mutex<Duration>,
+    /// Set when the retention changes: the writer prunes at its next turn.
+    retention_changed: AtomicBool,
     /// Set when the drain starts: no record is accepted after it, and the
     /// writer stops once the queue is empty.
     closing: AtomicBool,
@@ -213,7 +244,7 @@ struct Shared {
 /// The Hub's audit emitter: a bounded queue drained by a background writer.
 #[derive(Debug, Clone)]
 pub struct ChannelAuditSink {
-    tx: SyncSender<AuditRecord>,
+    tx: SyncSender<AuditEntry>,
     shared: Arc<Shared>,
 }
 
@@ -239,12 +270,15 @@ impl ChannelAuditSink {
         capacity: usize,
         keep_recent: usize,
     ) -> (ChannelAuditSink, AuditLog) {
-        let (tx, rx) = sync_channel::<AuditRecord>(capacity);
+        let (tx, rx) = sync_channel::<AuditEntry>(capacity);
         let shared = Arc::new(Shared {
             counters: Counters::default(),
             recent: Mutex::new(VecDeque::with_capacity(keep_recent)),
             recent_capacity: keep_recent,
             backend: backend.name(),
+            troubled_at: Mutex::new(None),
+            retention: Mutex::new(super::audit_retention::DEFAULT_RETENTION),
+            retention_changed: AtomicBool::new(false),
             closing: AtomicBool::new(false),
             abandon: AtomicBool::new(false),
             stopped: Mutex::new(false),
@@ -269,47 +303,54 @@ impl ChannelAuditSink {
     }
 }
 
-/// The writer: takes up to [`MAX_BATCH`] records at a time and writes them,
+/// The writer: takes up to [`MAX_BATCH`] entries at a time and writes them,
 /// retrying a failed batch (with a growing wait) until it is written or the
-/// drain's deadline passes.
+/// drain's deadline passes; between batches, deletes rows past the
+/// retention window a few at a time.
 // Never inlined: profiles name the writer's loop (the instruction counter
 // of hub-bench leaves it out by this name).
 #[inline(never)]
 fn write_until_stopped(
     shared: &Shared,
-    rx: &Receiver<AuditRecord>,
+    rx: &Receiver<AuditEntry>,
     mut backend: Box<dyn AuditBackend>,
 ) {
     let counters = &shared.counters;
-    let mut batch: Vec<AuditRecord> = Vec::with_capacity(MAX_BATCH);
+    let mut batch: Vec<AuditEntry> = Vec::with_capacity(MAX_BATCH);
     let mut retry_wait = FIRST_RETRY_WAIT;
+    let mut pruning = Pruning::default();
     loop {
         if shared.abandon.load(Relaxed) {
             return;
         }
         if batch.is_empty() {
+            if shared.retention_changed.swap(false, Relaxed) {
+                pruning = Pruning::due_now();
+            }
+            pruning.run_if_due(&mut *backend, *shared.retention.lock());
             match rx.recv_timeout(IDLE_POLL) {
-                Ok(record) => batch.push(record),
+                Ok(entry) => batch.push(entry),
                 Err(RecvTimeoutError::Timeout) if shared.closing.load(Relaxed) => return,
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => return,
             }
             while batch.len() < MAX_BATCH {
                 match rx.try_recv() {
-                    Ok(record) => batch.push(record),
+                    Ok(entry) => batch.push(entry),
                     Err(_) => break,
                 }
             }
-            counters.received.fetch_add(batch.len() as u64, Relaxed);
+            counters.received.fetch_add(decisions(&batch), Relaxed);
         }
         match backend.write_batch(&batch) {
             Ok(()) => {
-                counters.flushed.fetch_add(batch.len() as u64, Relaxed);
+                counters.flushed.fetch_add(decisions(&batch), Relaxed);
                 keep_recent(shared, &mut batch);
                 retry_wait = FIRST_RETRY_WAIT;
             }
             Err(_) => {
                 counters.failed_flushes.fetch_add(1, Relaxed);
+                shared.note_trouble();
                 sleep_unless_abandoned(shared, retry_wait);
                 retry_wait = (retry_wait * 2).min(MAX_RETRY_WAIT);
             }
@@ -317,17 +358,29 @@ fn write_until_stopped(
     }
 }
 
-fn keep_recent(shared: &Shared, batch: &mut Vec<AuditRecord>) {
+/// The decisions `entries` stand for.
+fn decisions(entries: &[AuditEntry]) -> u64 {
+    entries.iter().map(AuditEntry::decisions).sum()
+}
+
+impl Shared {
+    /// Notes that a record was rejected or a batch failed just now.
+    fn note_trouble(&self) {
+        *self.troubled_at.lock() = Some(Instant::now());
+    }
+}
+
+fn keep_recent(shared: &Shared, batch: &mut Vec<AuditEntry>) {
     if shared.recent_capacity == 0 {
         batch.clear();
         return;
     }
     let mut recent = shared.recent.lock();
-    for record in batch.drain(..) {
+    for entry in batch.drain(..) {
         if recent.len() == shared.recent_capacity {
             recent.pop_front();
         }
-        recent.push_back(record);
+        recent.push_back(entry);
     }
 }
 
@@ -343,33 +396,21 @@ fn sleep_unless_abandoned(shared: &Shared, wait: Duration) {
     }
 }
 
-impl AuditEmitter for ChannelAuditSink {
-    fn emit(&self, record: AuditRecord) {
-        if self.shared.closing.load(Relaxed) {
-            self.shared.counters.dropped.fetch_add(1, Relaxed);
-            return;
-        }
-        match self.tx.try_send(record) {
-            Ok(()) => self.shared.counters.sent.fetch_add(1, Relaxed),
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.shared.counters.dropped.fetch_add(1, Relaxed)
-            }
-        };
-    }
-
-    /// Queues the records one by one, as [`emit`](Self::emit) does, and
-    /// adds them to the shared counters once for the batch.
-    fn emit_batch(&self, _: DecisionBatch, records: &mut dyn Iterator<Item = AuditRecord>) {
+impl ChannelAuditSink {
+    /// Queues `entries`, counting their decisions accepted or rejected.
+    fn queue(&self, entries: impl Iterator<Item = AuditEntry>) {
         let counters = &self.shared.counters;
-        if self.shared.closing.load(Relaxed) {
-            counters.dropped.fetch_add(records.count() as u64, Relaxed);
-            return;
-        }
         let (mut sent, mut dropped) = (0, 0);
-        for record in records {
-            match self.tx.try_send(record) {
-                Ok(()) => sent += 1,
-                Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => dropped += 1,
+        let closing = self.shared.closing.load(Relaxed);
+        for entry in entries {
+            let decisions = entry.decisions();
+            if closing {
+                dropped += decisions;
+                continue;
+            }
+            match self.tx.try_send(entry) {
+                Ok(()) => sent += decisions,
+                Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => dropped += decisions,
             }
         }
         if sent > 0 {
@@ -377,7 +418,20 @@ impl AuditEmitter for ChannelAuditSink {
         }
         if dropped > 0 {
             counters.dropped.fetch_add(dropped, Relaxed);
+            self.shared.note_trouble();
         }
+    }
+}
+
+impl AuditEmitter for ChannelAuditSink {
+    fn emit(&self, record: AuditRecord) {
+        self.queue(std::iter::once(AuditEntry::from(record)));
+    }
+
+    /// Queues one entry per question of the batch ([`summarize`]) and adds
+    /// their decisions to the shared counters once for the batch.
+    fn emit_batch(&self, _: DecisionBatch, records: &mut dyn Iterator<Item = AuditRecord>) {
+        self.queue(summarize(records).into_iter());
     }
 
     fn health(&self) -> Option<AuditHealth> {
@@ -416,9 +470,15 @@ impl AuditLog {
         self.shared.counters.lost.load(Relaxed)
     }
 
-    /// The latest records written, oldest first.
-    pub fn recent(&self) -> Vec<AuditRecord> {
+    /// The latest entries written, oldest first.
+    pub fn recent(&self) -> Vec<AuditEntry> {
         self.shared.recent.lock().iter().cloned().collect()
+    }
+
+    /// Keeps rows for `retention` (the writer deletes older ones).
+    pub fn set_retention(&self, retention: Duration) {
+        *self.shared.retention.lock() = retention;
+        self.shared.retention_changed.store(true, Relaxed);
     }
 
     /// The figures `/healthz` shows.
@@ -426,19 +486,36 @@ impl AuditLog {
         Self::health_of(&self.shared)
     }
 
+    /// The figures as they will read at `now` (for tests of the recovery
+    /// window).
+    pub fn health_at(&self, now: Instant) -> AuditHealth {
+        Self::health_at_of(&self.shared, now)
+    }
+
     fn health_of(shared: &Shared) -> AuditHealth {
+        Self::health_at_of(shared, Instant::now())
+    }
+
+    fn health_at_of(shared: &Shared, now: Instant) -> AuditHealth {
         let c = &shared.counters;
         // Read written before accepted, so the difference is never negative.
         let flushed = c.flushed.load(Relaxed);
         let lost = c.lost.load(Relaxed);
         let accepted = c.sent.load(Relaxed);
+        let queue_size = accepted.saturating_sub(flushed + lost);
+        // Degraded from the first rejection or failure until the queue has
+        // drained and none has happened for the recovery window.
+        let troubled = shared.troubled_at.lock().is_some_and(|at| {
+            queue_size > 0 || now.saturating_duration_since(at) < RECOVERY_WINDOW
+        });
         AuditHealth {
             backend: shared.backend,
             accepted,
             flushed,
             rejected: c.dropped.load(Relaxed),
             failed_flushes: c.failed_flushes.load(Relaxed),
-            queue_size: accepted.saturating_sub(flushed + lost),
+            queue_size,
+            troubled,
         }
     }
 
@@ -524,188 +601,5 @@ impl<E: AuditEmitter> AuditEmitter for TracedAuditEmitter<E> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::mpsc::{channel, Sender};
-
-    fn record(outcome: AuditOutcome) -> AuditRecord {
-        AuditRecord {
-            at: SystemTime::UNIX_EPOCH,
-            principal: PrincipalRef::user("u"),
-            action: Action::AgentRead,
-            resource: Resource::Hub,
-            outcome,
-        }
-    }
-
-    /// Signals each write it starts, then waits for a go-ahead per batch.
-    struct GatedBackend {
-        entered: Sender<usize>,
-        gate: Gate,
-    }
-
-    impl AuditBackend for GatedBackend {
-        fn name(&self) -> &'static str {
-            "gated"
-        }
-        fn write_batch(&mut self, batch: &[AuditRecord]) -> Result<(), AuditWriteError> {
-            let _ = self.entered.send(batch.len());
-            let (open, cv) = &*self.gate;
-            let mut open = open.lock();
-            while !*open {
-                cv.wait(&mut open);
-            }
-            Ok(())
-        }
-    }
-
-    /// A gate a test opens to let the writer go on.
-    type Gate = Arc<(Mutex<bool>, Condvar)>;
-
-    /// A gated backend, the channel on which it reports each write it
-    /// starts, and its gate.
-    fn gated() -> (
-        Box<dyn AuditBackend>,
-        std::sync::mpsc::Receiver<usize>,
-        Gate,
-    ) {
-        let (entered, started) = channel();
-        let gate = Arc::new((Mutex::new(false), Condvar::new()));
-        let backend = GatedBackend {
-            entered,
-            gate: gate.clone(),
-        };
-        (Box::new(backend), started, gate)
-    }
-
-    fn open(gate: &(Mutex<bool>, Condvar)) {
-        *gate.0.lock() = true;
-        gate.1.notify_all();
-    }
-
-    /// Fails its first `failures` writes, then keeps what it is given.
-    struct FlakyBackend {
-        failures: usize,
-        written: Arc<Mutex<Vec<AuditRecord>>>,
-    }
-
-    impl AuditBackend for FlakyBackend {
-        fn name(&self) -> &'static str {
-            "flaky"
-        }
-        fn write_batch(&mut self, batch: &[AuditRecord]) -> Result<(), AuditWriteError> {
-            if self.failures > 0 {
-                self.failures -= 1;
-                return Err(AuditWriteError("database is locked".into()));
-            }
-            self.written.lock().extend_from_slice(batch);
-            Ok(())
-        }
-    }
-
-    fn wait_for(what: impl Fn() -> bool) {
-        let until = Instant::now() + Duration::from_secs(10);
-        while !what() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-
-    #[test]
-    fn a_stalled_writer_fills_the_queue_and_emitting_never_waits() {
-        let (backend, started, gate) = gated();
-        let (sink, log) = ChannelAuditSink::start_with(backend, 4, 0);
-        sink.emit(record(AuditOutcome::Allow));
-        assert_eq!(
-            started.recv().unwrap(),
-            1,
-            "the writer took the first record"
-        );
-        // The writer is stuck in its write: 4 fit in the queue, 6 are refused.
-        for _ in 0..10 {
-            sink.emit(record(AuditOutcome::Allow));
-        }
-        let health = log.health();
-        assert_eq!(
-            (
-                health.accepted,
-                health.rejected,
-                health.flushed,
-                health.queue_size
-            ),
-            (5, 6, 0, 5)
-        );
-        assert!(health.is_degraded());
-        open(&gate);
-        let drain = log.drain(Duration::from_secs(10));
-        assert_eq!(
-            drain,
-            AuditDrain {
-                accepted: 5,
-                flushed: 5,
-                lost: 0,
-                rejected: 6,
-                completed: true
-            }
-        );
-        assert_eq!(log.health().queue_size, 0);
-    }
-
-    #[test]
-    fn a_failed_batch_is_counted_and_retried_until_written() {
-        let written = Arc::new(Mutex::new(Vec::new()));
-        let backend = FlakyBackend {
-            failures: 3,
-            written: written.clone(),
-        };
-        let (sink, log) = ChannelAuditSink::start_with(Box::new(backend), 64, 0);
-        let outcomes = [AuditOutcome::Allow, AuditOutcome::Deny, AuditOutcome::Error];
-        for i in 0..30 {
-            sink.emit(record(outcomes[i % 3]));
-        }
-        wait_for(|| log.flushed() == 30);
-        let health = log.health();
-        assert_eq!(health.failed_flushes, 3);
-        assert_eq!(
-            (health.accepted, health.flushed, health.rejected),
-            (30, 30, 0)
-        );
-        assert!(health.is_degraded(), "a failed flush degrades the health");
-        let written = written.lock();
-        let got: Vec<AuditOutcome> = written.iter().map(|r| r.outcome).collect();
-        let want: Vec<AuditOutcome> = (0..30).map(|i| outcomes[i % 3]).collect();
-        assert_eq!(got, want, "every record written once, in order");
-    }
-
-    #[test]
-    fn a_drain_past_its_deadline_counts_what_was_not_written() {
-        let (backend, started, gate) = gated();
-        let (sink, log) = ChannelAuditSink::start_with(backend, 8, 0);
-        sink.emit(record(AuditOutcome::Allow));
-        started.recv().unwrap();
-        for _ in 0..3 {
-            sink.emit(record(AuditOutcome::Deny));
-        }
-        let drain = log.drain(Duration::from_millis(30));
-        assert!(!drain.completed);
-        assert_eq!((drain.accepted, drain.flushed, drain.lost), (4, 0, 4));
-        assert_eq!(drain.accepted, drain.flushed + drain.lost);
-        assert_eq!(log.lost(), 4);
-        // After the drain started, nothing more is accepted.
-        sink.emit(record(AuditOutcome::Allow));
-        assert_eq!((log.sent(), log.dropped()), (4, 1));
-        open(&gate);
-    }
-
-    #[test]
-    fn records_reach_the_background_thread() {
-        let (sink, log) = ChannelAuditSink::start(16, 4);
-        for _ in 0..6 {
-            sink.emit(record(AuditOutcome::Deny));
-        }
-        drop(sink);
-        wait_for(|| log.received() == 6 && log.flushed() == 6);
-        assert_eq!(log.received(), 6);
-        assert_eq!(log.recent().len(), 4);
-        assert_eq!(log.health().backend, "memory");
-    }
-}
+#[path = "audit_tests.rs"]
+mod tests;

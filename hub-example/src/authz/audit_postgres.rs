@@ -1,6 +1,7 @@
-//! The audit backend on PostgreSQL: batches of records written into the
-//! `audit_events` table (the port of migration 3), one transaction per
-//! batch, and the PostgreSQL statements behind
+//! The audit backend on PostgreSQL: batches of entries written into the
+//! `audit_events` table (the ports of migrations 3 and 5), one transaction
+//! per batch, expired rows deleted in small batches, and the PostgreSQL
+//! statements behind
 //! [`super::audit_store::query_events`], clause for clause those of
 //! [`super::audit_sqlite`].
 //!
@@ -12,15 +13,16 @@
 //! counted and retried on a fresh connection, and the queue absorbs the
 //! records meanwhile.
 //!
-//! A batch travels as seven arrays in one `INSERT ... SELECT FROM unnest`,
+//! A batch travels as eleven arrays in one `INSERT ... SELECT FROM unnest`,
 //! so the statement text never depends on the batch's length, and the ids
 //! follow the batch's order.
 
 use tokio_postgres::Row;
 
-use super::audit::{AuditBackend, AuditRecord, AuditWriteError, WRITER_BUSY_TIMEOUT};
+use super::audit::{AuditBackend, AuditEntry, AuditWriteError, WRITER_BUSY_TIMEOUT};
 use super::audit_store::{
-    millis, outcome_name, resource_parts, AuditCursor, AuditEventRow, AuditPage, AuditQuery,
+    denied_ids_json, millis, outcome_name, prune_sql, tally_columns, AuditCursor, AuditEventRow,
+    AuditPage, AuditQuery, EVENT_COLUMNS,
 };
 use crate::db::postgres::{PgClient, PgManager, PgTransaction};
 use crate::db::{Db, DbError, Dialect};
@@ -56,13 +58,17 @@ impl PostgresAuditBackend {
 }
 
 const INSERT: &str = "INSERT INTO audit_events \
-     (at_ms, principal_kind, principal_id, action, resource_kind, resource_id, outcome) \
-     SELECT at_ms, principal_kind, principal_id, action, resource_kind, resource_id, outcome \
-     FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) \
-     WITH ORDINALITY AS r(at_ms, principal_kind, principal_id, action, resource_kind, resource_id, outcome, n) \
+     (at_ms, principal_kind, principal_id, action, resource_kind, resource_id, outcome, \
+      allowed, denied, errors, denied_ids) \
+     SELECT at_ms, principal_kind, principal_id, action, resource_kind, resource_id, outcome, \
+      allowed, denied, errors, denied_ids \
+     FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], \
+      $8::bigint[], $9::bigint[], $10::bigint[], $11::text[]) \
+     WITH ORDINALITY AS r(at_ms, principal_kind, principal_id, action, resource_kind, resource_id, outcome, \
+      allowed, denied, errors, denied_ids, n) \
      ORDER BY n";
 
-fn write_all(conn: &mut PgClient, batch: &[AuditRecord]) -> Result<(), DbError> {
+fn write_all(conn: &mut PgClient, batch: &[AuditEntry]) -> Result<(), DbError> {
     let mut at_ms = Vec::with_capacity(batch.len());
     let mut principal_kinds = Vec::with_capacity(batch.len());
     let mut principal_ids = Vec::with_capacity(batch.len());
@@ -70,15 +76,20 @@ fn write_all(conn: &mut PgClient, batch: &[AuditRecord]) -> Result<(), DbError> 
     let mut resource_kinds = Vec::with_capacity(batch.len());
     let mut resource_ids = Vec::with_capacity(batch.len());
     let mut outcomes = Vec::with_capacity(batch.len());
-    for record in batch {
-        let (resource_kind, resource_id) = resource_parts(&record.resource);
-        at_ms.push(millis(record));
-        principal_kinds.push(record.principal.kind.as_str());
-        principal_ids.push(&*record.principal.id);
-        actions.push(record.action.as_str());
-        resource_kinds.push(resource_kind);
-        resource_ids.push(resource_id);
-        outcomes.push(outcome_name(record.outcome));
+    let mut tallies: [Vec<i64>; 3] = Default::default();
+    let mut denied_ids = Vec::with_capacity(batch.len());
+    for entry in batch {
+        at_ms.push(millis(entry));
+        principal_kinds.push(entry.principal.kind.as_str());
+        principal_ids.push(&*entry.principal.id);
+        actions.push(entry.action.as_str());
+        resource_kinds.push(entry.resource_kind);
+        resource_ids.push(entry.resource_id.as_deref());
+        outcomes.push(outcome_name(entry));
+        for (column, count) in tallies.iter_mut().zip(tally_columns(entry)) {
+            column.push(count);
+        }
+        denied_ids.push(denied_ids_json(entry));
     }
     let mut tx = conn.transaction()?;
     tx.batch_execute(&format!(
@@ -95,6 +106,10 @@ fn write_all(conn: &mut PgClient, batch: &[AuditRecord]) -> Result<(), DbError> 
             &resource_kinds,
             &resource_ids,
             &outcomes,
+            &tallies[0],
+            &tallies[1],
+            &tallies[2],
+            &denied_ids,
         ],
     )?;
     tx.commit()?;
@@ -106,11 +121,22 @@ impl AuditBackend for PostgresAuditBackend {
         "postgres"
     }
 
-    fn write_batch(&mut self, batch: &[AuditRecord]) -> Result<(), AuditWriteError> {
+    fn write_batch(&mut self, batch: &[AuditEntry]) -> Result<(), AuditWriteError> {
         let written = self.connection().and_then(|conn| write_all(conn, batch));
         written.map_err(|e| {
             // The retry starts on a fresh connection: this one may be the
             // one a restarted server closed.
+            self.conn = None;
+            AuditWriteError(e.to_string())
+        })
+    }
+
+    fn prune(&mut self, before_ms: i64, max_rows: u32) -> Result<u64, AuditWriteError> {
+        let deleted = self.connection().and_then(|conn| {
+            let limit = i64::from(max_rows);
+            Ok(conn.execute(prune_sql(Dialect::Postgres), &[&before_ms, &limit])?)
+        });
+        deleted.map_err(|e| {
             self.conn = None;
             AuditWriteError(e.to_string())
         })
@@ -127,6 +153,8 @@ fn event_row(row: &Row) -> Result<AuditEventRow, DbError> {
         resource_kind: row.try_get(5)?,
         resource_id: row.try_get(6)?,
         outcome: row.try_get(7)?,
+        tally: [row.try_get(8)?, row.try_get(9)?, row.try_get(10)?],
+        denied_ids: row.try_get(11)?,
     })
 }
 
@@ -142,10 +170,11 @@ pub fn query_events(
     // One row more than the page tells whether another page follows.
     let mut events = conn
         .query(
-            "SELECT id, at_ms, principal_kind, principal_id, action, resource_kind, resource_id, outcome \
-             FROM audit_events \
-             WHERE at_ms >= $1 AND at_ms < $2 AND (at_ms < $3 OR (at_ms = $3 AND id < $4)) \
-             ORDER BY at_ms DESC, id DESC LIMIT $5",
+            &format!(
+                "SELECT {EVENT_COLUMNS} FROM audit_events \
+                 WHERE at_ms >= $1 AND at_ms < $2 AND (at_ms < $3 OR (at_ms = $3 AND id < $4)) \
+                 ORDER BY at_ms DESC, id DESC LIMIT $5"
+            ),
             &[
                 &query.from_ms,
                 &query.to_ms,

@@ -1,6 +1,7 @@
-//! The audit backend on SQLite: batches of records written into the
-//! `audit_events` table (migration 3), one transaction per batch, and the
-//! SQLite statements behind [`super::audit_store::query_events`].
+//! The audit backend on SQLite: batches of entries written into the
+//! `audit_events` table (migrations 3 and 5), one transaction per batch,
+//! expired rows deleted in small batches, and the SQLite statements behind
+//! [`super::audit_store::query_events`].
 //!
 //! The writer has a connection of its own, so it never takes a pooled
 //! connection from a request, and a short busy timeout
@@ -13,10 +14,12 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
-use super::audit::{AuditBackend, AuditRecord, AuditWriteError};
+use super::audit::{AuditBackend, AuditEntry, AuditWriteError};
 use super::audit_store::{
-    millis, outcome_name, resource_parts, AuditCursor, AuditEventRow, AuditPage, AuditQuery,
+    denied_ids_json, millis, outcome_name, prune_sql, tally_columns, AuditCursor, AuditEventRow,
+    AuditPage, AuditQuery, EVENT_COLUMNS,
 };
+use crate::db::Dialect;
 
 /// Writes batches into `audit_events`.
 #[derive(Debug)]
@@ -38,34 +41,41 @@ impl SqliteAuditBackend {
     }
 }
 
-/// Rows per multi-row `INSERT`: one statement per 64 records instead of one
-/// per record (7 parameters a row, far below SQLite's limit).
+/// Rows per multi-row `INSERT`: one statement per 64 entries instead of one
+/// per entry (11 parameters a row, far below SQLite's limit).
 const ROWS_PER_INSERT: usize = 64;
+/// Parameters per row.
+const COLUMNS: usize = 11;
 
 fn insert_sql(rows: usize) -> String {
-    let values = vec!["(?, ?, ?, ?, ?, ?, ?)"; rows].join(", ");
+    let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; rows].join(", ");
     format!(
         "INSERT INTO audit_events \
-         (at_ms, principal_kind, principal_id, action, resource_kind, resource_id, outcome) \
+         (at_ms, principal_kind, principal_id, action, resource_kind, resource_id, outcome, \
+          allowed, denied, errors, denied_ids) \
          VALUES {values}"
     )
 }
 
-fn write_all(conn: &mut Connection, batch: &[AuditRecord]) -> rusqlite::Result<()> {
+fn write_all(conn: &mut Connection, batch: &[AuditEntry]) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     for chunk in batch.chunks(ROWS_PER_INSERT) {
         let mut insert = tx.prepare_cached(&insert_sql(chunk.len()))?;
         let mut index = 1;
-        for record in chunk {
-            let (resource_kind, resource_id) = resource_parts(&record.resource);
-            insert.raw_bind_parameter(index, millis(record))?;
-            insert.raw_bind_parameter(index + 1, record.principal.kind.as_str())?;
-            insert.raw_bind_parameter(index + 2, &*record.principal.id)?;
-            insert.raw_bind_parameter(index + 3, record.action.as_str())?;
-            insert.raw_bind_parameter(index + 4, resource_kind)?;
-            insert.raw_bind_parameter(index + 5, resource_id)?;
-            insert.raw_bind_parameter(index + 6, outcome_name(record.outcome))?;
-            index += 7;
+        for entry in chunk {
+            let [allowed, denied, errors] = tally_columns(entry);
+            insert.raw_bind_parameter(index, millis(entry))?;
+            insert.raw_bind_parameter(index + 1, entry.principal.kind.as_str())?;
+            insert.raw_bind_parameter(index + 2, &*entry.principal.id)?;
+            insert.raw_bind_parameter(index + 3, entry.action.as_str())?;
+            insert.raw_bind_parameter(index + 4, entry.resource_kind)?;
+            insert.raw_bind_parameter(index + 5, entry.resource_id.as_deref())?;
+            insert.raw_bind_parameter(index + 6, outcome_name(entry))?;
+            insert.raw_bind_parameter(index + 7, allowed)?;
+            insert.raw_bind_parameter(index + 8, denied)?;
+            insert.raw_bind_parameter(index + 9, errors)?;
+            insert.raw_bind_parameter(index + 10, denied_ids_json(entry))?;
+            index += COLUMNS;
         }
         insert.raw_execute()?;
     }
@@ -77,8 +87,16 @@ impl AuditBackend for SqliteAuditBackend {
         "sqlite"
     }
 
-    fn write_batch(&mut self, batch: &[AuditRecord]) -> Result<(), AuditWriteError> {
+    fn write_batch(&mut self, batch: &[AuditEntry]) -> Result<(), AuditWriteError> {
         write_all(&mut self.conn, batch).map_err(|e| AuditWriteError(e.to_string()))
+    }
+
+    fn prune(&mut self, before_ms: i64, max_rows: u32) -> Result<u64, AuditWriteError> {
+        self.conn
+            .prepare_cached(prune_sql(Dialect::Sqlite))
+            .and_then(|mut delete| delete.execute(params![before_ms, max_rows]))
+            .map(|n| n as u64)
+            .map_err(|e| AuditWriteError(e.to_string()))
     }
 }
 
@@ -88,12 +106,11 @@ pub fn query_events(conn: &Connection, query: &AuditQuery) -> rusqlite::Result<A
     let (after_at, after_id) = query
         .after
         .map_or((i64::MAX, i64::MAX), |c| (c.at_ms, c.id));
-    let mut page = conn.prepare_cached(
-        "SELECT id, at_ms, principal_kind, principal_id, action, resource_kind, resource_id, outcome \
-         FROM audit_events \
+    let mut page = conn.prepare_cached(&format!(
+        "SELECT {EVENT_COLUMNS} FROM audit_events \
          WHERE at_ms >= ?1 AND at_ms < ?2 AND (at_ms < ?3 OR (at_ms = ?3 AND id < ?4)) \
          ORDER BY at_ms DESC, id DESC LIMIT ?5",
-    )?;
+    ))?;
     // One row more than the page tells whether another page follows.
     let mut events: Vec<AuditEventRow> = page
         .query_map(
@@ -114,6 +131,8 @@ pub fn query_events(conn: &Connection, query: &AuditQuery) -> rusqlite::Result<A
                     resource_kind: r.get(5)?,
                     resource_id: r.get(6)?,
                     outcome: r.get(7)?,
+                    tally: [r.get(8)?, r.get(9)?, r.get(10)?],
+                    denied_ids: r.get(11)?,
                 })
             },
         )?
@@ -147,9 +166,10 @@ pub fn query_events(conn: &Connection, query: &AuditQuery) -> rusqlite::Result<A
 }
 
 /// The rows of a window estimated from two index seeks: the ids of its
-/// first and last rows. Exact while ids follow time (one writer, records
-/// written in the order they were decided, nothing deleted); off by the
-/// few records whose batch was written out of time order otherwise.
+/// first and last rows. Exact while ids follow time (one writer, entries
+/// written in the order they were decided, only the oldest rows deleted);
+/// off by the few entries whose batch was written out of time order
+/// otherwise.
 fn approximate_count(conn: &Connection, from_ms: i64, to_ms: i64) -> rusqlite::Result<u64> {
     let first: Option<i64> = conn
         .prepare_cached(
@@ -176,7 +196,7 @@ fn approximate_count(conn: &Connection, from_ms: i64, to_ms: i64) -> rusqlite::R
 mod tests {
     use super::*;
     use crate::authz::audit::{
-        AuditEmitter, AuditOutcome, ChannelAuditSink, Resource, WRITER_BUSY_TIMEOUT,
+        AuditEmitter, AuditOutcome, AuditRecord, ChannelAuditSink, Resource, WRITER_BUSY_TIMEOUT,
     };
     use crate::authz::Action;
     use crate::db::{migrate, Db, OpenMode, PoolOptions};
@@ -223,7 +243,7 @@ mod tests {
         hub.resource = Resource::Hub;
         hub.action = Action::HubAdmin;
         backend
-            .write_batch(&[record_at(2_000, AuditOutcome::Allow), hub])
+            .write_batch(&[record_at(2_000, AuditOutcome::Allow).into(), hub.into()])
             .unwrap();
         let page = query_events(
             &db.conn().unwrap(),
@@ -305,8 +325,8 @@ mod tests {
         let (_dir, db) = migrated();
         let mut backend = SqliteAuditBackend::open(db.path(), WRITER_BUSY_TIMEOUT).unwrap();
         // Two records share each millisecond, so the cursor needs the id too.
-        let batch: Vec<AuditRecord> = (0..50)
-            .map(|i| record_at(60_000 + (i / 2) * 1_000, AuditOutcome::Allow))
+        let batch: Vec<AuditEntry> = (0..50)
+            .map(|i| record_at(60_000 + (i / 2) * 1_000, AuditOutcome::Allow).into())
             .collect();
         backend.write_batch(&batch).unwrap();
         let conn = db.conn().unwrap();
@@ -345,8 +365,8 @@ mod tests {
     fn the_approximate_count_matches_rows_written_in_time_order() {
         let (_dir, db) = migrated();
         let mut backend = SqliteAuditBackend::open(db.path(), WRITER_BUSY_TIMEOUT).unwrap();
-        let batch: Vec<AuditRecord> = (0..300)
-            .map(|i| record_at(i * 100, AuditOutcome::Deny))
+        let batch: Vec<AuditEntry> = (0..300)
+            .map(|i| record_at(i * 100, AuditOutcome::Deny).into())
             .collect();
         backend.write_batch(&batch).unwrap();
         let conn = db.conn().unwrap();
@@ -371,6 +391,85 @@ mod tests {
             };
             let page = query_events(&conn, &query).unwrap();
             assert_eq!((page.count, page.count_is_approximate), (want, true));
+        }
+    }
+
+    #[test]
+    fn a_list_batch_is_one_row_per_question_with_its_counts_and_denied_ids() {
+        let (_dir, db) = migrated();
+        let mut backend = SqliteAuditBackend::open(db.path(), WRITER_BUSY_TIMEOUT).unwrap();
+        let mut records = (0..4).map(|i| AuditRecord {
+            resource: Resource::Agent(format!("a-{i}").into()),
+            ..record_at(5_000, [AuditOutcome::Allow, AuditOutcome::Deny][i % 2])
+        });
+        let entries = crate::authz::audit::summarize(&mut records);
+        backend.write_batch(&entries).unwrap();
+        let page = query_events(&db.conn().unwrap(), &window(0, 10_000)).unwrap();
+        assert_eq!(page.count, 1);
+        let row = &page.events[0];
+        assert_eq!(
+            (row.resource_kind.as_str(), row.resource_id.as_deref()),
+            ("agent", None)
+        );
+        assert_eq!((row.tally, row.outcome.as_str()), ([2, 2, 0], "deny"));
+        assert_eq!(row.denied_ids.as_deref(), Some(r#"["a-1","a-3"]"#));
+    }
+
+    #[test]
+    fn pruning_deletes_rows_past_the_window_oldest_first_in_batches() {
+        let (_dir, db) = migrated();
+        let mut backend = SqliteAuditBackend::open(db.path(), WRITER_BUSY_TIMEOUT).unwrap();
+        let batch: Vec<AuditEntry> = (0..10)
+            .map(|i| record_at(1_000 * (i + 1), AuditOutcome::Allow).into())
+            .collect();
+        backend.write_batch(&batch).unwrap();
+        // Rows at 1 s to 10 s; the cutoff at 7.5 s expires seven of them.
+        assert_eq!(backend.prune(7_500, 4).unwrap(), 4, "a batch at most");
+        assert_eq!(backend.prune(7_500, 4).unwrap(), 3);
+        assert_eq!(backend.prune(7_500, 4).unwrap(), 0);
+        let left: Vec<i64> = query_events(&db.conn().unwrap(), &window(0, 20_000))
+            .unwrap()
+            .events
+            .iter()
+            .map(|e| e.at_ms)
+            .collect();
+        assert_eq!(left, vec![10_000, 9_000, 8_000], "the newer rows stay");
+    }
+
+    #[test]
+    fn the_writer_prunes_past_the_retention_window_between_batches() {
+        let (_dir, db) = migrated();
+        let backend = SqliteAuditBackend::open(db.path(), WRITER_BUSY_TIMEOUT).unwrap();
+        let (sink, log) = ChannelAuditSink::start_with(Box::new(backend), 64, 0);
+        let now = std::time::SystemTime::now();
+        let old = AuditRecord {
+            at: now - Duration::from_secs(7_200),
+            ..record_at(0, AuditOutcome::Deny)
+        };
+        let new = AuditRecord {
+            at: now,
+            ..record_at(0, AuditOutcome::Allow)
+        };
+        sink.emit(old);
+        sink.emit(new);
+        wait_for(|| log.flushed() == 2);
+        assert_eq!(rows(&db), 2, "both kept under the default 30 days");
+        // A new window takes effect at the writer's next turn.
+        log.set_retention(Duration::from_secs(3_600));
+        wait_for(|| rows(&db) == 1);
+        let left = query_events(&db.conn().unwrap(), &window(0, i64::MAX)).unwrap();
+        assert_eq!(left.count, 1, "the old row went, the new one stayed");
+        assert_eq!(left.events[0].outcome, "allow");
+    }
+
+    fn window(from_ms: i64, to_ms: i64) -> AuditQuery {
+        AuditQuery {
+            from_ms,
+            to_ms,
+            after: None,
+            limit: 100,
+            bucket_ms: None,
+            approximate_count: false,
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The `audit_events` table (migration 3) on either database: the columns a
-//! record is stored as, which both writers share, and the reads behind
+//! The `audit_events` table (migrations 3 and 5) on either database: the
+//! columns an entry is stored as, which both writers share, and the reads behind
 //! `GET /api/v1/admin/audit-events`. [`query_events`] runs the statements of
 //! the database's dialect ([`super::audit_sqlite`] or
 //! [`super::audit_postgres`]); both order, page, count and bucket the same,
@@ -7,39 +7,46 @@
 
 use std::time::UNIX_EPOCH;
 
-use super::audit::{AuditOutcome, AuditRecord, Resource};
+use super::audit::{AuditEntry, AuditOutcome};
 use crate::db::{Db, DbError, Dialect};
 
-/// The `outcome` column of a record.
-pub(super) fn outcome_name(outcome: AuditOutcome) -> &'static str {
-    match outcome {
+/// The `outcome` column of an entry: its gravest outcome.
+pub(super) fn outcome_name(entry: &AuditEntry) -> &'static str {
+    match entry.tally.outcome() {
         AuditOutcome::Allow => "allow",
         AuditOutcome::Deny => "deny",
         AuditOutcome::Error => "error",
     }
 }
 
-/// The `resource_kind` and `resource_id` columns of a record.
-pub(super) fn resource_parts(resource: &Resource) -> (&'static str, Option<&str>) {
-    match resource {
-        Resource::Hub => ("hub", None),
-        Resource::Project(id) => ("project", Some(id)),
-        Resource::Agent(id) => ("agent", Some(id)),
-        Resource::Group(id) => ("group", Some(id)),
-        Resource::User(id) => ("user", Some(id)),
+/// The `denied_ids` column of an entry: a JSON array of the ids not
+/// allowed, or NULL when there are none.
+pub(super) fn denied_ids_json(entry: &AuditEntry) -> Option<String> {
+    if entry.denied_ids.is_empty() {
+        return None;
     }
+    let ids: Vec<&str> = entry.denied_ids.iter().map(|id| &**id).collect();
+    serde_json::to_string(&ids).ok()
 }
 
-/// The `at_ms` column of a record: Unix milliseconds.
-pub(super) fn millis(record: &AuditRecord) -> i64 {
-    record
+/// The `at_ms` column of an entry: Unix milliseconds.
+pub(super) fn millis(entry: &AuditEntry) -> i64 {
+    entry
         .at
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
 }
 
-/// One stored record, as the admin endpoint returns it.
+/// The count columns of an entry, as stored.
+pub(super) fn tally_columns(entry: &AuditEntry) -> [i64; 3] {
+    let t = entry.tally;
+    [t.allowed, t.denied, t.errors].map(i64::from)
+}
+
+/// One stored row, as the admin endpoint returns it: a decision, or the
+/// decisions of one question of a batch (a list's), counted by outcome with
+/// the ids not allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditEventRow {
     /// Its row id (increasing in the order records were written).
@@ -54,10 +61,37 @@ pub struct AuditEventRow {
     pub action: String,
     /// `hub`, `project`, `agent`, `group` or `user`.
     pub resource_kind: String,
-    /// The resource's id (none for the Hub).
+    /// The resource's id (none for the Hub and for a row of several
+    /// decisions).
     pub resource_id: Option<String>,
-    /// `allow`, `deny` or `error`.
+    /// `allow`, `deny` or `error`: the gravest outcome of the row's
+    /// decisions.
     pub outcome: String,
+    /// Decisions allowed, denied and in error (`[1, 0, 0]` for a single
+    /// allowed decision).
+    pub tally: [i64; 3],
+    /// For a row of several decisions, the JSON array of the ids not
+    /// allowed (NULL when none).
+    pub denied_ids: Option<String>,
+}
+
+/// The columns the page reads, in [`AuditEventRow`]'s order.
+pub(super) const EVENT_COLUMNS: &str = "id, at_ms, principal_kind, principal_id, action, \
+     resource_kind, resource_id, outcome, allowed, denied, errors, denied_ids";
+
+/// Deletes at most `max_rows` of the oldest rows before `before_ms`: the
+/// statement both dialects run (SQLite's `?` and PostgreSQL's `$n`).
+pub(super) fn prune_sql(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => {
+            "DELETE FROM audit_events WHERE id IN \
+             (SELECT id FROM audit_events WHERE at_ms < ?1 ORDER BY at_ms, id LIMIT ?2)"
+        }
+        Dialect::Postgres => {
+            "DELETE FROM audit_events WHERE id IN \
+             (SELECT id FROM audit_events WHERE at_ms < $1 ORDER BY at_ms, id LIMIT $2)"
+        }
+    }
 }
 
 /// A position in the newest-first order: the last row of a page.

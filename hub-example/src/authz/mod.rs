@@ -3,7 +3,10 @@
 
 mod action;
 pub mod audit;
+mod audit_entry;
 pub mod audit_postgres;
+pub mod audit_retention;
+pub mod audit_settings;
 pub mod audit_sqlite;
 pub mod audit_store;
 mod authorizer;
@@ -12,7 +15,7 @@ mod principal;
 
 pub use action::{Action, ActionNames, Permissions, Verbs};
 pub use audit::{
-    AuditEmitter, AuditLog, AuditOutcome, AuditRecord, ChannelAuditSink, Resource,
+    AuditEmitter, AuditEntry, AuditLog, AuditOutcome, AuditRecord, ChannelAuditSink, Resource,
     TracedAuditEmitter,
 };
 pub use authorizer::{Authorizer, ListScope, CREATOR_ROLE_SETTING, DEFAULT_CREATOR_ROLE};

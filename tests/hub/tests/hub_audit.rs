@@ -3,7 +3,9 @@
 //! figures `/healthz` shows, and the faults: a writer that stalls (the queue
 //! fills, records are rejected and counted, requests are unaffected) and a
 //! database locked during flushes (failed flushes counted and retried,
-//! nothing lost while the queue has room).
+//! nothing lost while the queue has room). A list's decisions are stored
+//! as one row per question, so the rows a request writes do not grow with
+//! the agents it lists, and one principal's uncached lists are bounded.
 
 mod hub_support;
 
@@ -11,7 +13,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
-use hub_example::authz::audit::{AuditBackend, AuditRecord, AuditWriteError};
+use hub_example::authz::audit::{AuditBackend, AuditEntry, AuditWriteError};
+use hub_example::authz::audit_settings::AuditSettings;
 use hub_example::log::CaptureBuffer;
 use hub_example::settings::Settings;
 use hub_example::{Hub, HubOptions};
@@ -35,8 +38,26 @@ async fn wait_for(what: impl Fn() -> bool) {
     }
 }
 
+/// The decisions the stored rows stand for (a list's row counts each).
+fn audit_decisions(hub: &TestHub) -> i64 {
+    hub_support::sql::query_row(
+        &hub.seeded.db(),
+        "SELECT CAST(COALESCE(SUM(allowed + denied + errors), 0) AS BIGINT) FROM audit_events",
+        &[],
+    )[0]
+    .int()
+}
+
 fn audit_rows(hub: &TestHub) -> i64 {
     hub_support::sql::query_row(&hub.seeded.db(), "SELECT COUNT(*) FROM audit_events", &[])[0].int()
+}
+
+/// The decisions of an event of the audit-events API.
+fn decisions_of(event: &Value) -> u64 {
+    ["allow", "deny", "error"]
+        .iter()
+        .map(|k| event["decisions"][k].as_u64().unwrap())
+        .sum()
 }
 
 #[tokio::test]
@@ -72,7 +93,7 @@ async fn decisions_are_persisted_and_read_back_newest_first_by_an_admin_only() {
         "one decision per agent at least: {accepted}"
     );
     wait_for(|| hub.hub.audit_log().flushed() == accepted).await;
-    assert_eq!(audit_rows(&hub), accepted as i64);
+    assert_eq!(audit_decisions(&hub), accepted as i64);
 
     let member = hub
         .get(
@@ -85,6 +106,7 @@ async fn decisions_are_persisted_and_read_back_newest_first_by_an_admin_only() {
     let admin = &hub.doc().admin_token;
     let mut cursor: Option<String> = None;
     let mut seen: Vec<(String, i64)> = Vec::new();
+    let mut seen_decisions = 0;
     loop {
         let uri = match &cursor {
             Some(c) => format!(
@@ -105,6 +127,7 @@ async fn decisions_are_persisted_and_read_back_newest_first_by_an_admin_only() {
             .sum();
         assert_eq!(buckets, body["count"].as_u64().unwrap());
         for event in body["events"].as_array().unwrap() {
+            seen_decisions += decisions_of(event);
             seen.push((
                 event["at"].as_str().unwrap().to_owned(),
                 event["id"].as_i64().unwrap(),
@@ -116,7 +139,7 @@ async fn decisions_are_persisted_and_read_back_newest_first_by_an_admin_only() {
         }
     }
     // Every persisted record at least (the admin's own checks add some).
-    assert!(seen.len() as u64 >= accepted, "{} < {accepted}", seen.len());
+    assert!(seen_decisions >= accepted, "{seen_decisions} < {accepted}");
     let mut sorted = seen.clone();
     sorted.sort_by(|a, b| b.cmp(a));
     sorted.dedup();
@@ -129,12 +152,13 @@ async fn decisions_are_persisted_and_read_back_newest_first_by_an_admin_only() {
         )
         .await
         .json();
-    let reads = one["events"]
+    let reads: u64 = one["events"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|e| e["principal"]["id"] == hub.doc().member_user_id.as_str())
-        .count();
+        .map(decisions_of)
+        .sum();
     assert!(reads >= 12, "the member's decisions are listed: {reads}");
 
     let wide = hub
@@ -142,7 +166,7 @@ async fn decisions_are_persisted_and_read_back_newest_first_by_an_admin_only() {
         .await
         .json();
     assert_eq!(wide["countApproximate"], true);
-    assert!(wide["count"].as_u64().unwrap() >= accepted);
+    assert!(wide["count"].as_u64().unwrap() >= seen.len() as u64);
 }
 
 #[tokio::test]
@@ -174,7 +198,7 @@ impl AuditBackend for StalledBackend {
     fn name(&self) -> &'static str {
         "stalled"
     }
-    fn write_batch(&mut self, _batch: &[AuditRecord]) -> Result<(), AuditWriteError> {
+    fn write_batch(&mut self, _batch: &[AuditEntry]) -> Result<(), AuditWriteError> {
         let (open, cv) = &*self.gate;
         let mut open = open.lock().unwrap();
         while !*open {
@@ -265,6 +289,116 @@ async fn a_locked_database_fails_flushes_that_are_retried_until_everything_is_wr
     wait_for(|| log.flushed() == log.sent()).await;
     let health = log.health();
     assert_eq!((health.rejected, health.queue_size), (0, 0));
-    assert_eq!(audit_rows(&hub), health.flushed as i64, "nothing lost");
+    assert_eq!(audit_decisions(&hub), health.flushed as i64, "nothing lost");
     assert!(health.flushed >= 90);
+}
+
+/// The rows and decisions one uncached list by the member writes into a
+/// project of `agents` agents.
+async fn one_list(agents: u32) -> (i64, u64, Value) {
+    let hub = TestHub::new(agents, untraced());
+    let log = hub.hub.audit_log().clone();
+    wait_for(|| log.flushed() == log.sent()).await;
+    let (rows, decisions) = (audit_rows(&hub), log.sent());
+    let list = hub
+        .get(&hub.project_agents_uri(), Some(&hub.doc().member_token))
+        .await;
+    assert_eq!(list.status, StatusCode::OK);
+    wait_for(|| log.flushed() == log.sent()).await;
+    let health = log.health();
+    assert_eq!((health.rejected, health.queue_size), (0, 0));
+    assert_eq!(audit_decisions(&hub), health.flushed as i64, "nothing lost");
+    let admin = hub.doc().admin_token.clone();
+    let page = hub
+        .get(
+            "/api/v1/admin/audit-events?window=5m&limit=500",
+            Some(&admin),
+        )
+        .await
+        .json();
+    (audit_rows(&hub) - rows, log.sent() - decisions, page)
+}
+
+#[tokio::test]
+async fn the_rows_an_uncached_list_writes_do_not_grow_with_its_agents() {
+    let (rows_10, decisions_10, _) = one_list(10).await;
+    let (rows_40, decisions_40, page) = one_list(40).await;
+    assert!(
+        decisions_40 > 3 * decisions_10,
+        "decisions grow with agents: {decisions_10} then {decisions_40}"
+    );
+    assert_eq!(rows_10, rows_40, "rows per request stay the same");
+    assert!(rows_40 <= 16, "one row per question: {rows_40}");
+    // The denials stay visible: each row of the list's batch names the
+    // agents its action was denied on.
+    let events = page["events"].as_array().unwrap();
+    let denied: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["outcome"] == "deny" && e["resource"]["id"].is_null())
+        .collect();
+    assert!(!denied.is_empty(), "{page}");
+    for event in denied {
+        let ids = event["deniedIds"].as_array().unwrap();
+        assert_eq!(
+            ids.len() as u64,
+            event["decisions"]["deny"].as_u64().unwrap()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_principal_past_its_uncached_list_quota_gets_429_with_retry_after() {
+    let seeded = Seeded::new(5);
+    let hub = Hub::new(
+        seeded.db(),
+        HubOptions {
+            session_secret: SECRET.into(),
+            settings: untraced(),
+            log: CaptureBuffer::new().writer(),
+        },
+    )
+    .with_audit_settings(AuditSettings {
+        list_rate: 1,
+        list_burst: 2,
+        ..AuditSettings::default()
+    });
+    let hub = TestHub {
+        seeded,
+        router: hub.router(),
+        hub,
+        log: CaptureBuffer::new(),
+    };
+    let (member, owner) = (
+        hub.doc().member_token.clone(),
+        hub.doc().owner_token.clone(),
+    );
+    for _ in 0..2 {
+        let reply = hub.get(&hub.project_agents_uri(), Some(&member)).await;
+        assert_eq!(reply.status, StatusCode::OK);
+    }
+    let sent = hub.hub.audit_log().sent();
+    let refused = hub.get("/api/v1/agents", Some(&member)).await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    let retry: u64 = refused.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry >= 1);
+    assert_eq!(refused.json()["retryAfterSeconds"], retry);
+    assert!(refused.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("uncached list"));
+    assert_eq!(
+        hub.hub.audit_log().sent(),
+        sent,
+        "refused before deciding anything"
+    );
+    let other = hub.get(&hub.project_agents_uri(), Some(&owner)).await;
+    assert_eq!(
+        other.status,
+        StatusCode::OK,
+        "another principal is unaffected"
+    );
 }

@@ -22,7 +22,9 @@ use http_body_util::BodyExt;
 use hub_example::authz::audit::{AuditBackend, WRITER_BUSY_TIMEOUT};
 use hub_example::authz::audit_postgres::PostgresAuditBackend;
 use hub_example::authz::audit_sqlite::SqliteAuditBackend;
-use hub_example::authz::{Action, AuditEmitter, AuditOutcome, AuditRecord, ChannelAuditSink};
+use hub_example::authz::{
+    Action, AuditEmitter, AuditEntry, AuditOutcome, AuditRecord, ChannelAuditSink,
+};
 use hub_example::authz::{AuditLog, Resource};
 use hub_example::log::CaptureBuffer;
 use hub_example::model::PrincipalRef;
@@ -43,12 +45,20 @@ fn traced() -> Settings {
     }
 }
 
-/// The same seed on SQLite and in a schema of the PostgreSQL server.
+/// The same seed on SQLite and in a schema of the PostgreSQL server. The
+/// Hubs keep audit rows a century: the fixed records are dated from
+/// [`T0`], which their writers' retention window would otherwise expire.
 fn both_stores(server: &str) -> (TestHub, TestHub) {
-    (
+    let hubs = (
         TestHub::over(Seeded::on_sqlite(4), traced()),
         TestHub::over(Seeded::on_postgres(4, server), traced()),
-    )
+    );
+    for hub in [&hubs.0, &hubs.1] {
+        hub.hub
+            .audit_log()
+            .set_retention(Duration::from_secs(100 * 365 * 86_400));
+    }
+    hubs
 }
 
 /// Start of the fixed records' window: 2026-01-01T00:00:00Z.
@@ -80,6 +90,7 @@ fn fixed_records() -> Vec<AuditRecord> {
 }
 
 fn write_directly(mut backend: Box<dyn AuditBackend>, batch: Vec<AuditRecord>) {
+    let batch: Vec<AuditEntry> = batch.into_iter().map(AuditEntry::from).collect();
     off_runtime(move || backend.write_batch(&batch).unwrap());
 }
 
@@ -195,6 +206,82 @@ async fn audit_records_are_written_and_read_back_with_the_same_json_as_on_sqlite
             json!({"kind": "user", "id": postgres.doc().member_user_id})
         );
     }
+}
+
+/// The rows of `hub`'s audit table, oldest first: time and decisions.
+fn stored(hub: &TestHub) -> Vec<(i64, i64)> {
+    hub_support::sql::query(
+        &hub.seeded.db(),
+        "SELECT at_ms, CAST(allowed + denied + errors AS BIGINT) FROM audit_events ORDER BY at_ms, id",
+        &[],
+    )
+    .iter()
+    .map(|row| (row[0].int(), row[1].int()))
+    .collect()
+}
+
+#[tokio::test]
+async fn a_list_batch_and_the_retention_window_store_and_prune_the_same_on_both_stores() {
+    let Some(server) = pg_url() else { return };
+    let (sqlite, postgres) = both_stores(&server);
+    // The fixed records one by one, then a batch of ten agents' reads
+    // summarized into one row.
+    let mut batch = (0..10).map(|i| AuditRecord {
+        at: UNIX_EPOCH + Duration::from_millis(T0 as u64 + 60_000),
+        principal: PrincipalRef::user("user-0"),
+        action: Action::AgentRead,
+        resource: Resource::Agent(format!("a-{i}").into()),
+        outcome: [AuditOutcome::Allow, AuditOutcome::Deny][i % 2],
+    });
+    let summary = hub_example::authz::audit::summarize(&mut batch);
+    assert_eq!(summary.len(), 1);
+    let mut sqlite_backend =
+        SqliteAuditBackend::open(sqlite.hub.db().path(), WRITER_BUSY_TIMEOUT).unwrap();
+    let postgres_backend = PostgresAuditBackend::for_db(postgres.hub.db()).unwrap();
+    let entries: Vec<AuditEntry> = fixed_records()
+        .into_iter()
+        .map(AuditEntry::from)
+        .chain(summary)
+        .collect();
+    sqlite_backend.write_batch(&entries).unwrap();
+    let (postgres_backend, deleted) = off_runtime(move || {
+        let mut backend = postgres_backend;
+        backend.write_batch(&entries).unwrap();
+        // Expire the first 20 s of records (40 rows) in passes of 15.
+        let deleted: Vec<u64> = (0..4)
+            .map(|_| backend.prune(T0 + 20_000, 15).unwrap())
+            .collect();
+        (backend, deleted)
+    });
+    drop(postgres_backend);
+    let sqlite_deleted: Vec<u64> = (0..4)
+        .map(|_| sqlite_backend.prune(T0 + 20_000, 15).unwrap())
+        .collect();
+    assert_eq!(deleted, vec![15, 15, 10, 0]);
+    assert_eq!(sqlite_deleted, deleted);
+    let left = stored(&postgres);
+    assert_eq!(left, stored(&sqlite));
+    assert_eq!(left.len(), 11, "ten newer records and the list's row");
+    assert!(left.iter().all(|(at, _)| *at >= T0 + 20_000));
+    assert_eq!(
+        left.last(),
+        Some(&(T0 + 60_000, 10)),
+        "the list's row stands for ten"
+    );
+
+    let query = format!("from={T0}&to={}&limit=50", T0 + 120_000);
+    let (on_sqlite, on_postgres) = (pages(&sqlite, &query).await, pages(&postgres, &query).await);
+    assert_eq!(on_sqlite, on_postgres);
+    let newest = &on_postgres[0]["events"][0];
+    assert_eq!(
+        newest["decisions"],
+        json!({"allow": 5, "deny": 5, "error": 0})
+    );
+    assert_eq!(
+        newest["deniedIds"],
+        json!(["a-1", "a-3", "a-5", "a-7", "a-9"])
+    );
+    assert_eq!(newest["resource"], json!({"kind": "agent", "id": null}));
 }
 
 #[test]

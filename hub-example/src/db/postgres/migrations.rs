@@ -175,6 +175,20 @@ CREATE TABLE web_sessions (
 CREATE INDEX web_sessions_by_user ON web_sessions (user_id);
 "#,
     },
+    Migration {
+        version: 5,
+        name: "audit event tallies",
+        sql: r#"
+ALTER TABLE audit_events ADD COLUMN allowed BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE audit_events ADD COLUMN denied BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE audit_events ADD COLUMN errors BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE audit_events ADD COLUMN denied_ids TEXT COLLATE "C";
+UPDATE audit_events SET
+    allowed = CASE WHEN outcome = 'allow' THEN 1 ELSE 0 END,
+    denied = CASE WHEN outcome = 'deny' THEN 1 ELSE 0 END,
+    errors = CASE WHEN outcome = 'error' THEN 1 ELSE 0 END;
+"#,
+    },
 ];
 
 /// The ports this build applies: those of the versions it has an SQLite

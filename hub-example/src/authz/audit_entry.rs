@@ -1,0 +1,217 @@
+//! What the audit queue carries and the `audit_events` table stores: an
+//! [`AuditEntry`], one row per decision asked alone, and one row per
+//! request and question for a batch of decisions (a list deciding an action
+//! on each agent of its page): the question, the allowed, denied and error
+//! counts, and the ids not allowed. So the rows a request writes grow with
+//! the questions it asks, not with the agents it lists, and an auditor can
+//! still read who was denied what and when.
+
+use std::time::SystemTime;
+
+use super::audit::{AuditOutcome, AuditRecord, Resource};
+use super::Action;
+use crate::model::{Id, PrincipalRef};
+
+/// Decisions by outcome: what an entry stands for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Decisions allowed.
+    pub allowed: u32,
+    /// Decisions denied.
+    pub denied: u32,
+    /// Decisions without a conclusion (the inputs could not be read).
+    pub errors: u32,
+}
+
+impl Tally {
+    /// The decisions counted.
+    pub fn decisions(&self) -> u64 {
+        u64::from(self.allowed) + u64::from(self.denied) + u64::from(self.errors)
+    }
+
+    fn add(&mut self, outcome: AuditOutcome) {
+        match outcome {
+            AuditOutcome::Allow => self.allowed += 1,
+            AuditOutcome::Deny => self.denied += 1,
+            AuditOutcome::Error => self.errors += 1,
+        }
+    }
+
+    /// The `outcome` column: the gravest outcome counted (an error, then a
+    /// denial, then allowed), so a search for denials finds every entry
+    /// holding one.
+    pub fn outcome(&self) -> AuditOutcome {
+        if self.errors > 0 {
+            AuditOutcome::Error
+        } else if self.denied > 0 {
+            AuditOutcome::Deny
+        } else {
+            AuditOutcome::Allow
+        }
+    }
+}
+
+/// One stored audit row: a decision, or the decisions of one question of a
+/// batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    /// When it was decided (a batch's first decision).
+    pub at: SystemTime,
+    /// Who asked.
+    pub principal: PrincipalRef,
+    /// What for.
+    pub action: Action,
+    /// On what kind of resource (`hub`, `project`, `agent`, `group`,
+    /// `user`).
+    pub resource_kind: &'static str,
+    /// The one resource decided on; `None` for the Hub and for an entry of
+    /// several decisions.
+    pub resource_id: Option<Id>,
+    /// The decisions by outcome.
+    pub tally: Tally,
+    /// For an entry of several decisions, the resources not allowed
+    /// (denied or in error), in the order decided; empty otherwise.
+    pub denied_ids: Vec<Id>,
+}
+
+impl AuditEntry {
+    /// The decisions the entry stands for.
+    pub fn decisions(&self) -> u64 {
+        self.tally.decisions()
+    }
+}
+
+/// The `resource_kind` and `resource_id` columns of a resource.
+pub(super) fn resource_parts(resource: &Resource) -> (&'static str, Option<&Id>) {
+    match resource {
+        Resource::Hub => ("hub", None),
+        Resource::Project(id) => ("project", Some(id)),
+        Resource::Agent(id) => ("agent", Some(id)),
+        Resource::Group(id) => ("group", Some(id)),
+        Resource::User(id) => ("user", Some(id)),
+    }
+}
+
+impl From<AuditRecord> for AuditEntry {
+    /// A decision asked alone: its own row.
+    fn from(record: AuditRecord) -> AuditEntry {
+        let (resource_kind, resource_id) = resource_parts(&record.resource);
+        let mut tally = Tally::default();
+        tally.add(record.outcome);
+        AuditEntry {
+            at: record.at,
+            resource_kind,
+            resource_id: resource_id.cloned(),
+            principal: record.principal,
+            action: record.action,
+            tally,
+            denied_ids: Vec::new(),
+        }
+    }
+}
+
+/// The entries of one batch of decisions: one per principal, action and
+/// resource kind, in the order each was first decided. A question decided
+/// once stays its own row, resource id and all.
+pub fn summarize(records: &mut dyn Iterator<Item = AuditRecord>) -> Vec<AuditEntry> {
+    // A batch asks a few questions (an action each): a scan beats a map.
+    let mut entries: Vec<(AuditEntry, Option<Id>)> = Vec::new();
+    for record in records {
+        let (kind, id) = resource_parts(&record.resource);
+        let found = entries.iter_mut().find(|(e, _)| {
+            e.action == record.action && e.resource_kind == kind && e.principal == record.principal
+        });
+        let (entry, _) = match found {
+            Some(found) => found,
+            None => {
+                entries.push((
+                    AuditEntry {
+                        at: record.at,
+                        principal: record.principal.clone(),
+                        action: record.action,
+                        resource_kind: kind,
+                        resource_id: None,
+                        tally: Tally::default(),
+                        denied_ids: Vec::new(),
+                    },
+                    id.cloned(),
+                ));
+                entries.last_mut().expect("just pushed")
+            }
+        };
+        entry.tally.add(record.outcome);
+        if record.outcome != AuditOutcome::Allow {
+            if let Some(id) = id {
+                entry.denied_ids.push(id.clone());
+            }
+        }
+    }
+    entries
+        .into_iter()
+        .map(|(mut entry, first_id)| {
+            if entry.decisions() == 1 {
+                entry.resource_id = first_id;
+                entry.denied_ids.clear();
+            }
+            entry
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(action: Action, agent: &str, outcome: AuditOutcome) -> AuditRecord {
+        AuditRecord {
+            at: SystemTime::UNIX_EPOCH,
+            principal: PrincipalRef::user("u"),
+            action,
+            resource: Resource::Agent(agent.into()),
+            outcome,
+        }
+    }
+
+    #[test]
+    fn a_batch_becomes_one_entry_per_question_with_its_counts_and_denied_ids() {
+        let mut records = Vec::new();
+        for agent in ["a", "b", "c"] {
+            records.push(record(Action::AgentRead, agent, AuditOutcome::Allow));
+            let update = if agent == "a" {
+                AuditOutcome::Allow
+            } else {
+                AuditOutcome::Deny
+            };
+            records.push(record(Action::AgentUpdate, agent, update));
+        }
+        let entries = summarize(&mut records.into_iter());
+        assert_eq!(entries.len(), 2);
+        let (read, update) = (&entries[0], &entries[1]);
+        assert_eq!(
+            (read.action, read.resource_kind),
+            (Action::AgentRead, "agent")
+        );
+        assert_eq!((read.tally.allowed, read.tally.denied), (3, 0));
+        assert!(read.denied_ids.is_empty() && read.resource_id.is_none());
+        assert_eq!((update.tally.allowed, update.tally.denied), (1, 2));
+        assert_eq!(update.denied_ids, vec![Id::from("b"), Id::from("c")]);
+        assert_eq!(update.tally.outcome(), AuditOutcome::Deny);
+        assert_eq!(entries.iter().map(AuditEntry::decisions).sum::<u64>(), 6);
+    }
+
+    #[test]
+    fn a_question_decided_once_keeps_its_resource() {
+        let entries = summarize(&mut std::iter::once(record(
+            Action::AgentDelete,
+            "a",
+            AuditOutcome::Deny,
+        )));
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].resource_id, Some(Id::from("a")));
+        assert!(entries[0].denied_ids.is_empty());
+        assert_eq!(
+            entries[0],
+            AuditEntry::from(record(Action::AgentDelete, "a", AuditOutcome::Deny))
+        );
+    }
+}

@@ -1,0 +1,158 @@
+//! What bounds the audit trail's volume, read at startup like the server
+//! limits (settings file, then environment, which wins):
+//!
+//! | setting | environment | default | bounds |
+//! | --- | --- | --- | --- |
+//! | `server.hub.audit.retention` | `SCION_SERVER_HUB_AUDIT_RETENTION` | `30days` | how long `audit_events` rows are kept |
+//! | `server.hub.audit.list_rate` | `SCION_SERVER_HUB_AUDIT_LIST_RATE` | `5` | uncached list requests per second one principal may make, sustained |
+//! | `server.hub.audit.list_burst` | `SCION_SERVER_HUB_AUDIT_LIST_BURST` | `100` | uncached list requests one principal may make at once |
+//!
+//! A list answered from the response cache decides nothing and writes no
+//! audit row, so only lists that are computed take from the principal's
+//! bucket; past it the Hub answers 429 with `Retry-After`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::audit_retention::DEFAULT_RETENTION;
+use crate::settings::{lookup, read_document, SettingsError};
+
+/// The audit trail's bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditSettings {
+    /// How long rows are kept.
+    pub retention: Duration,
+    /// Uncached list requests per second per principal, sustained.
+    pub list_rate: u32,
+    /// Uncached list requests per principal at once (the bucket's size).
+    pub list_burst: u32,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        AuditSettings {
+            retention: DEFAULT_RETENTION,
+            list_rate: 5,
+            list_burst: 100,
+        }
+    }
+}
+
+/// The settings key and environment variable of each bound.
+const RETENTION: (&str, &str) = (
+    "server.hub.audit.retention",
+    "SCION_SERVER_HUB_AUDIT_RETENTION",
+);
+const LIST_RATE: (&str, &str) = (
+    "server.hub.audit.list_rate",
+    "SCION_SERVER_HUB_AUDIT_LIST_RATE",
+);
+const LIST_BURST: (&str, &str) = (
+    "server.hub.audit.list_burst",
+    "SCION_SERVER_HUB_AUDIT_LIST_BURST",
+);
+
+fn text_of(value: &serde_yaml::Value) -> String {
+    match value {
+        serde_yaml::Value::String(s) => s.clone(),
+        serde_yaml::Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn duration(text: &str, name: &'static str) -> Result<Duration, SettingsError> {
+    humantime::parse_duration(text.trim())
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or(SettingsError::Invalid {
+            name,
+            expected: "a duration above zero such as 30days or 12h",
+        })
+}
+
+fn count(text: &str, name: &'static str) -> Result<u32, SettingsError> {
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or(SettingsError::Invalid {
+            name,
+            expected: "a whole number above zero",
+        })
+}
+
+impl AuditSettings {
+    /// Reads the settings file (if any), then the environment through
+    /// `env`, which wins.
+    pub fn load(
+        config: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<AuditSettings, SettingsError> {
+        let mut settings = AuditSettings::default();
+        let doc = read_document(config)?;
+        let value = |(key, var): (&'static str, &'static str)| -> Option<(String, &'static str)> {
+            let from_file = doc.as_ref().and_then(|d| lookup(d, key)).map(text_of);
+            env(var)
+                .map(|text| (text, var))
+                .or(from_file.map(|text| (text, key)))
+        };
+        if let Some((text, name)) = value(RETENTION) {
+            settings.retention = duration(&text, name)?;
+        }
+        if let Some((text, name)) = value(LIST_RATE) {
+            settings.list_rate = count(&text, name)?;
+        }
+        if let Some((text, name)) = value(LIST_BURST) {
+            settings.list_burst = count(&text, name)?;
+        }
+        Ok(settings)
+    }
+
+    /// Reads the settings file and the process environment.
+    pub fn from_process(config: Option<&Path>) -> Result<AuditSettings, SettingsError> {
+        AuditSettings::load(config, |name| std::env::var(name).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::test_files::{file, no_env};
+
+    #[test]
+    fn defaults_hold_without_settings() {
+        let settings = AuditSettings::load(None, no_env).unwrap();
+        assert_eq!(settings, AuditSettings::default());
+        assert_eq!(settings.retention, Duration::from_secs(30 * 86_400));
+    }
+
+    #[test]
+    fn the_file_sets_the_bounds_and_the_environment_wins() {
+        let f = file("server:\n  hub:\n    audit:\n      retention: 7days\n      list_rate: 5\n      list_burst: 50\n");
+        let env = |name: &str| (name == LIST_BURST.1).then(|| "9".to_owned());
+        let settings = AuditSettings::load(Some(f.path()), env).unwrap();
+        assert_eq!(
+            settings,
+            AuditSettings {
+                retention: Duration::from_secs(7 * 86_400),
+                list_rate: 5,
+                list_burst: 9,
+            }
+        );
+    }
+
+    #[test]
+    fn bad_values_name_the_setting_without_echoing_it() {
+        for (name, value) in [
+            (RETENTION.1, "forever"),
+            (RETENTION.1, "0s"),
+            (LIST_RATE.1, "0"),
+            (LIST_BURST.1, "-3"),
+        ] {
+            let env = |n: &str| (n == name).then(|| value.to_owned());
+            let message = AuditSettings::load(None, env).unwrap_err().to_string();
+            assert!(message.contains(name), "{message}");
+            assert!(!message.contains(value), "{message}");
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! The audit queue and writer: rejections, retries, the drain, recovery.
+
+use super::*;
+use std::sync::mpsc::{channel, Sender};
+
+fn record(outcome: AuditOutcome) -> AuditRecord {
+    AuditRecord {
+        at: SystemTime::UNIX_EPOCH,
+        principal: PrincipalRef::user("u"),
+        action: Action::AgentRead,
+        resource: Resource::Hub,
+        outcome,
+    }
+}
+
+/// Signals each write it starts, then waits for a go-ahead per batch.
+struct GatedBackend {
+    entered: Sender<usize>,
+    gate: Gate,
+}
+
+impl AuditBackend for GatedBackend {
+    fn name(&self) -> &'static str {
+        "gated"
+    }
+    fn write_batch(&mut self, batch: &[AuditEntry]) -> Result<(), AuditWriteError> {
+        let _ = self.entered.send(batch.len());
+        let (open, cv) = &*self.gate;
+        let mut open = open.lock();
+        while !*open {
+            cv.wait(&mut open);
+        }
+        Ok(())
+    }
+}
+
+/// A gate a test opens to let the writer go on.
+type Gate = Arc<(Mutex<bool>, Condvar)>;
+
+/// A gated backend, the channel on which it reports each write it
+/// starts, and its gate.
+fn gated() -> (
+    Box<dyn AuditBackend>,
+    std::sync::mpsc::Receiver<usize>,
+    Gate,
+) {
+    let (entered, started) = channel();
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let backend = GatedBackend {
+        entered,
+        gate: gate.clone(),
+    };
+    (Box::new(backend), started, gate)
+}
+
+fn open(gate: &(Mutex<bool>, Condvar)) {
+    *gate.0.lock() = true;
+    gate.1.notify_all();
+}
+
+/// Fails its first `failures` writes, then keeps what it is given.
+struct FlakyBackend {
+    failures: usize,
+    written: Arc<Mutex<Vec<AuditEntry>>>,
+}
+
+impl AuditBackend for FlakyBackend {
+    fn name(&self) -> &'static str {
+        "flaky"
+    }
+    fn write_batch(&mut self, batch: &[AuditEntry]) -> Result<(), AuditWriteError> {
+        if self.failures > 0 {
+            self.failures -= 1;
+            return Err(AuditWriteError("database is locked".into()));
+        }
+        self.written.lock().extend_from_slice(batch);
+        Ok(())
+    }
+}
+
+fn wait_for(what: impl Fn() -> bool) {
+    let until = Instant::now() + Duration::from_secs(10);
+    while !what() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_stalled_writer_fills_the_queue_and_emitting_never_waits() {
+    let (backend, started, gate) = gated();
+    let (sink, log) = ChannelAuditSink::start_with(backend, 4, 0);
+    sink.emit(record(AuditOutcome::Allow));
+    assert_eq!(
+        started.recv().unwrap(),
+        1,
+        "the writer took the first record"
+    );
+    // The writer is stuck in its write: 4 fit in the queue, 6 are refused.
+    for _ in 0..10 {
+        sink.emit(record(AuditOutcome::Allow));
+    }
+    let health = log.health();
+    assert_eq!(
+        (
+            health.accepted,
+            health.rejected,
+            health.flushed,
+            health.queue_size
+        ),
+        (5, 6, 0, 5)
+    );
+    assert!(health.is_degraded());
+    open(&gate);
+    let drain = log.drain(Duration::from_secs(10));
+    assert_eq!(
+        drain,
+        AuditDrain {
+            accepted: 5,
+            flushed: 5,
+            lost: 0,
+            rejected: 6,
+            completed: true
+        }
+    );
+    assert_eq!(log.health().queue_size, 0);
+}
+
+#[test]
+fn a_failed_batch_is_counted_and_retried_until_written() {
+    let written = Arc::new(Mutex::new(Vec::new()));
+    let backend = FlakyBackend {
+        failures: 3,
+        written: written.clone(),
+    };
+    let (sink, log) = ChannelAuditSink::start_with(Box::new(backend), 64, 0);
+    let outcomes = [AuditOutcome::Allow, AuditOutcome::Deny, AuditOutcome::Error];
+    for i in 0..30 {
+        sink.emit(record(outcomes[i % 3]));
+    }
+    wait_for(|| log.flushed() == 30);
+    let health = log.health();
+    assert_eq!(health.failed_flushes, 3);
+    assert_eq!(
+        (health.accepted, health.flushed, health.rejected),
+        (30, 30, 0)
+    );
+    assert!(health.is_degraded(), "a failed flush degrades the health");
+    let written = written.lock();
+    let got: Vec<AuditOutcome> = written.iter().map(|r| r.tally.outcome()).collect();
+    let want: Vec<AuditOutcome> = (0..30).map(|i| outcomes[i % 3]).collect();
+    assert_eq!(got, want, "every record written once, in order");
+}
+
+#[test]
+fn a_drain_past_its_deadline_counts_what_was_not_written() {
+    let (backend, started, gate) = gated();
+    let (sink, log) = ChannelAuditSink::start_with(backend, 8, 0);
+    sink.emit(record(AuditOutcome::Allow));
+    started.recv().unwrap();
+    for _ in 0..3 {
+        sink.emit(record(AuditOutcome::Deny));
+    }
+    let drain = log.drain(Duration::from_millis(30));
+    assert!(!drain.completed);
+    assert_eq!((drain.accepted, drain.flushed, drain.lost), (4, 0, 4));
+    assert_eq!(drain.accepted, drain.flushed + drain.lost);
+    assert_eq!(log.lost(), 4);
+    // After the drain started, nothing more is accepted.
+    sink.emit(record(AuditOutcome::Allow));
+    assert_eq!((log.sent(), log.dropped()), (4, 1));
+    open(&gate);
+}
+
+#[test]
+fn records_reach_the_background_thread() {
+    let (sink, log) = ChannelAuditSink::start(16, 4);
+    for _ in 0..6 {
+        sink.emit(record(AuditOutcome::Deny));
+    }
+    drop(sink);
+    wait_for(|| log.received() == 6 && log.flushed() == 6);
+    assert_eq!(log.received(), 6);
+    assert_eq!(log.recent().len(), 4);
+    assert_eq!(log.health().backend, "memory");
+}
+
+#[test]
+fn health_recovers_once_the_queue_drained_and_nothing_was_lost_for_the_window() {
+    let (backend, started, gate) = gated();
+    let (sink, log) = ChannelAuditSink::start_with(backend, 1, 0);
+    sink.emit(record(AuditOutcome::Allow));
+    started.recv().unwrap();
+    for _ in 0..3 {
+        sink.emit(record(AuditOutcome::Allow));
+    }
+    let later = Instant::now() + RECOVERY_WINDOW * 2;
+    assert!(log.health().is_degraded(), "a rejection degrades");
+    assert!(
+        log.health_at(later).is_degraded(),
+        "still degraded while the queue holds records"
+    );
+    open(&gate);
+    wait_for(|| log.flushed() == log.sent());
+    let now = log.health();
+    assert!(now.is_degraded(), "within the window after the rejection");
+    let recovered = log.health_at(Instant::now() + RECOVERY_WINDOW);
+    assert!(!recovered.is_degraded(), "{recovered:?}");
+    assert_eq!(
+        (recovered.accepted, recovered.flushed, recovered.rejected),
+        (2, 2, 2),
+        "the totals are kept"
+    );
+}
+
+#[test]
+fn a_batch_is_queued_as_one_entry_per_question_and_counted_in_decisions() {
+    let (sink, log) = ChannelAuditSink::start(16, 16);
+    let agents = ["a", "b", "c", "d"];
+    let mut records = agents.iter().flat_map(|id| {
+        [Action::AgentRead, Action::AgentDelete].map(|action| AuditRecord {
+            resource: Resource::Agent((*id).into()),
+            action,
+            outcome: if action == Action::AgentRead {
+                AuditOutcome::Allow
+            } else {
+                AuditOutcome::Deny
+            },
+            ..record(AuditOutcome::Allow)
+        })
+    });
+    let outcomes = DecisionBatch {
+        allow: 4,
+        deny: 4,
+        ..DecisionBatch::default()
+    };
+    sink.emit_batch(outcomes, &mut records);
+    drop(sink);
+    wait_for(|| log.flushed() == 8);
+    assert_eq!((log.sent(), log.flushed()), (8, 8), "counted in decisions");
+    let entries = log.recent();
+    assert_eq!(entries.len(), 2, "one entry per question");
+    assert_eq!(entries[1].denied_ids.len(), 4);
+}
