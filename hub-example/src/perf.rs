@@ -62,7 +62,7 @@ pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) 
     let sink = LineSink::shared(logger.writer().clone())
         .on_failure(move |e| report.report_failure(e))
         .flush_every(exits.background_lines.unwrap_or(LINE_FLUSH_INTERVAL));
-    let format = LineFormat::new(COMPONENT).gcp(logger.gcp());
+    let format = LineFormat::scion(COMPONENT).gcp(logger.gcp());
     let emitter = exits.apply(Emitter::new(format, sink));
     // The Hub's own lines stay after the lines of the requests before them.
     logger.write_after(emitter.queued_lines());

@@ -23,16 +23,19 @@ fn pairs(stats: &[KeyStat], value: impl Fn(&KeyStat) -> u64) -> String {
 }
 
 /// Renders the headers of `snapshot`. Empty sets are left out; `Decisions` is
-/// present whenever the schema has decisions (the contract's default); `DB`
+/// present whenever the schema has the decisions group (the Scion
+/// contract's); `DB`
 /// only with pool figures; then one header per counter set and two per timer
 /// set (microseconds, counts) that recorded anything.
 ///
 /// ```
 /// # use perf_trace_core::{render_headers, Snapshot};
 /// # use perf_trace_core::snapshot::Decisions;
+/// # use perf_trace_core::keys::Groups;
 /// # use std::time::Duration;
 /// # let snapshot = Snapshot {
 /// #     decisions: Decisions { records: 3, allow: 2, deny: 1, other: 0, emit_time: Duration::from_nanos(1_999) },
+/// #     groups: Groups::SCION,
 /// #     ..Snapshot::default()
 /// # };
 /// let headers = render_headers(&snapshot);

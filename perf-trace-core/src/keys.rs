@@ -206,12 +206,15 @@ impl TimerSet {
 }
 
 /// The optional groups of fields a schema has. The default,
-/// [`Groups::CONTRACT`], is the Scion contract's: all of them.
+/// [`Groups::NONE`], has none of them: a schema asks for each group it
+/// records, and the Scion contract's line asks for all of them
+/// ([`Groups::SCION`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Groups {
     /// Authorization decisions: the `audit_*` fields and the `Decisions` header.
     pub decisions: bool,
-    /// The store total over all methods: `authz_store_calls`, `authz_store_us`.
+    /// The store total over all methods: `store_calls`, `store_us`
+    /// (`authz_store_calls`, `authz_store_us` in the Scion profile).
     pub store_total: bool,
     /// Connection pool figures (`db_*`, the `DB` header), when a pool is given.
     pub pool: bool,
@@ -221,7 +224,7 @@ pub struct Groups {
 
 impl Groups {
     /// Every group: the Scion contract's line and headers.
-    pub const CONTRACT: Groups = Groups {
+    pub const SCION: Groups = Groups {
         decisions: true,
         store_total: true,
         pool: true,
@@ -239,15 +242,19 @@ impl Groups {
 
 impl Default for Groups {
     fn default() -> Self {
-        Groups::CONTRACT
+        Groups::NONE
     }
 }
 
 /// The key sets one service records: a recorder is created for one schema.
 ///
-/// Counter and timer sets are listed in constants rather than associated
-/// types, because associated-type defaults are not stable Rust: a schema
-/// without them writes nothing, and [`MAX_SETS`] bounds each list.
+/// Counter and timer sets need not be listed: a set the schema leaves out
+/// is recorded all the same and reaches the line after the listed ones,
+/// by prefix. Listing a set (in [`COUNTERS`](Schema::COUNTERS) and
+/// [`TIMERS`](Schema::TIMERS), at most [`MAX_SETS`] each) lays out its
+/// table with the recorder and fixes its place on the line, so that
+/// recording into it never locks nor allocates: list the sets a service
+/// records on every request.
 ///
 /// ```
 /// use perf_trace_core::{KeySet, Schema};
@@ -285,12 +292,15 @@ pub trait Schema: Send + Sync + 'static {
     /// The phase the tower layer times from response start to the end of the
     /// body (`serialize`), if the schema has one.
     const SERIALIZE: Option<Self::Phase> = None;
-    /// The counter sets, rendered in this order (at most [`MAX_SETS`]).
+    /// The counter sets laid out with the recorder, rendered in this order
+    /// (at most [`MAX_SETS`]); others are recorded on a slower path.
     const COUNTERS: &'static [CounterSet] = &[];
-    /// The timer sets, rendered in this order (at most [`MAX_SETS`]).
+    /// The timer sets laid out with the recorder, rendered in this order
+    /// (at most [`MAX_SETS`]); others are recorded on a slower path.
     const TIMERS: &'static [TimerSet] = &[];
-    /// The optional groups of fields: all of them by default.
-    const GROUPS: Groups = Groups::CONTRACT;
+    /// The optional groups of fields: none unless the schema asks
+    /// ([`Groups::SCION`] for the Scion contract's line).
+    const GROUPS: Groups = Groups::NONE;
 }
 
 /// Names and identities of a schema's sets, erased so a recorder is one type.

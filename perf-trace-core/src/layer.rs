@@ -347,7 +347,9 @@ struct RequestTrace {
 
 impl RequestTrace {
     fn on_response<B>(&mut self, response: &mut Response<B>) {
-        self.facts.status = Some(response.status().as_u16());
+        let status = response.status().as_u16();
+        self.facts.status = Some(status);
+        self.recorder.0.set_status(status);
         let headers = response.headers_mut();
         if let Some(trace) = &self.facts.trace {
             insert_traceresponse(trace, headers);
@@ -376,9 +378,13 @@ impl RequestTrace {
     fn insert_perf_headers(&self, headers: &mut http::HeaderMap) {
         // Taken now, before the body: the headers never include serialize.
         for header in render_headers(&self.recorder.snapshot()) {
-            let name = self.layer.name(header.suffix);
+            // A set the schema does not list has no name made in advance.
+            let name = self.layer.name(header.suffix).cloned().or_else(|| {
+                let name = self.layer.emitter().format().header_name(header.suffix);
+                HeaderName::from_bytes(name.as_bytes()).ok()
+            });
             if let (Some(name), Ok(value)) = (name, HeaderValue::from_str(&header.value)) {
-                headers.insert(name.clone(), value);
+                headers.insert(name, value);
             }
         }
     }

@@ -10,7 +10,7 @@
 //! one log line (and, for callers allowed to see them, response headers) when
 //! the request ends.
 //!
-//! The [`LineFormat`] is the profile: [`LineFormat::new`] is the Scion
+//! The [`LineFormat`] is the profile: [`LineFormat::scion`] is the Scion
 //! contract's ([`contract`]), [`LineFormat::plain`] a service's own. The
 //! schema says which optional groups of fields it has
 //! ([`keys::Groups`]: decisions, store total, pool figures, SSE); the
@@ -137,7 +137,7 @@ pub use keys::{KeySet, Schema};
 #[cfg(feature = "tower")]
 pub use layer::{PerfTraceLayer, TracePolicy};
 pub use line::LineFormat;
-pub use perf_trace_macros::{counted_store, key, traced_phase, KeySet};
+pub use perf_trace_macros::{counted_store, key, phase, traced_phase, KeySet};
 pub use record::{
     add_sse_events, count, count_by, count_n, count_n_by, discard_line, mark_stream,
     record_decision, set_endpoint, start_timer, time, time_decision, time_decisions, time_future,

@@ -359,7 +359,7 @@ impl Emitter {
     /// use std::time::Duration;
     /// use perf_trace_core::{Emitter, LineFormat, LineSink};
     ///
-    /// let emitter = Emitter::new(LineFormat::new("svc"), LineSink::stdout())
+    /// let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::stdout())
     ///     .in_background(Duration::from_millis(50));
     /// # drop(emitter);
     /// ```

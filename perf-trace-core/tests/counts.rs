@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use http::{Request, Response, StatusCode};
 use perf_trace_core::counts::CountsView;
+use perf_trace_core::keys::Groups;
 use perf_trace_core::testing::perf_traced_request;
 use perf_trace_core::{
     assert_counts_snapshot, counted_store, record_decision, set_endpoint, traced_phase, KeySet,
@@ -30,7 +31,7 @@ enum Endpoint {
     ThingsList,
 }
 
-#[counted_store]
+#[counted_store(rename_all = "PascalCase")]
 trait ThingStore {
     fn get_user(&self, id: u64) -> Option<u64>;
     fn list_things(&self, owner: u64) -> Vec<u64>;
@@ -53,6 +54,7 @@ impl Schema for App {
     type Phase = Phase;
     type StoreMethod = ThingStoreMethod;
     type Endpoint = Endpoint;
+    const GROUPS: Groups = Groups::SCION;
 }
 
 #[traced_phase(Phase::Load)]

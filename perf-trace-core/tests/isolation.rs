@@ -63,7 +63,10 @@ async fn handler(request: Request<()>) -> Result<Response<Full<Bytes>>, Infallib
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_requests_keep_their_own_counts() {
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::new("test-svc"), LineSink::new(captured.clone()));
+    let emitter = Emitter::new(
+        LineFormat::scion("test-svc"),
+        LineSink::new(captured.clone()),
+    );
     let svc = PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter).layer(service_fn(handler));
     let mut tasks = Vec::new();
     for n in 1..=200u64 {

@@ -98,7 +98,10 @@ fn traced(
     captured: &Captured,
 ) -> impl Service<Request<()>, Response = Response<TracedBody<BoxBody>>, Error = Infallible> + Clone
 {
-    let emitter = Emitter::new(LineFormat::new("test-svc"), LineSink::new(captured.clone()));
+    let emitter = Emitter::new(
+        LineFormat::scion("test-svc"),
+        LineSink::new(captured.clone()),
+    );
     PerfTraceLayer::<TestSchema, _>::new(Policy, emitter)
         .with_pool(Arc::new(FakePool(AtomicU64::new(0))))
         .layer(service_fn(handler))
@@ -345,7 +348,7 @@ async fn a_failing_sink_never_fails_the_request() {
     let sink = LineSink::new(Broken).on_failure(move |_| {
         counted.fetch_add(1, Ordering::Relaxed);
     });
-    let emitter = Emitter::new(LineFormat::new("test-svc"), sink);
+    let emitter = Emitter::new(LineFormat::scion("test-svc"), sink);
     let svc =
         PerfTraceLayer::<TestSchema, _>::new(Policy, emitter.clone()).layer(service_fn(handler));
     for _ in 0..5 {

@@ -34,7 +34,7 @@ pub type StoreResult<T> = Result<T, DbError>;
 
 /// The inputs of authorization decisions. Counting (when tracing is on) sits
 /// below the request-local memo, so every count is a real round trip.
-#[counted_store]
+#[counted_store(rename_all = "PascalCase")]
 pub trait AuthzStore: Send + Sync + 'static {
     /// Every group the user belongs to, directly or through parent groups.
     fn get_effective_groups(&self, user_id: &str) -> StoreResult<Vec<Id>>;

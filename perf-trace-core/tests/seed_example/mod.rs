@@ -4,6 +4,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use perf_trace_core::keys::Groups;
 use perf_trace_core::pool::DbFigures;
 use perf_trace_core::snapshot::{Decisions, KeyStat};
 use perf_trace_core::Snapshot;
@@ -66,6 +67,9 @@ pub fn seed_snapshot() -> Snapshot {
         sse_stage: None,
         method: "GET",
         request_id: "00000000-0000-4000-8000-000000000000".into(),
+        // The Hub's response had a status; the Scion profile leaves it out.
+        status: Some(200),
+        groups: Groups::SCION,
         ..Snapshot::default()
     }
 }

@@ -65,8 +65,9 @@ impl Role {
     /// The convention names are rendered in unless `rename_all` says otherwise.
     pub(crate) fn default_rule(self) -> RenameRule {
         match self {
-            Role::Phases | Role::Endpoints | Role::Counters | Role::Timers => RenameRule::Snake,
-            Role::StoreMethods => RenameRule::Pascal,
+            Role::Phases | Role::Endpoints | Role::Counters | Role::Timers | Role::StoreMethods => {
+                RenameRule::Snake
+            }
         }
     }
 }
