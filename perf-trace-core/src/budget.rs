@@ -10,6 +10,10 @@
 
 use std::fmt;
 
+mod by_key;
+
+pub use by_key::Budget;
+
 /// How a bounded value's margin is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Margin {

@@ -147,7 +147,7 @@ pub use recorder::{Outcome, Recorder};
 pub use scope::FutureExt;
 #[cfg(feature = "tokio")]
 pub use scope::{spawn, spawn_blocking};
-pub use sink::{Emitter, LineSink, SharedLineWriter};
+pub use sink::{Emitter, LineSink, MemoryLines, SharedLineWriter};
 pub use snapshot::{Snapshot, SseStage};
 
 /// Support for the macros' expansions. Not public API. Its name carries the

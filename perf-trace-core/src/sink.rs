@@ -26,6 +26,10 @@ use crate::sampling::TailSampling;
 use crate::snapshot::Snapshot;
 use crate::timestamp;
 
+mod memory;
+
+pub use memory::MemoryLines;
+
 /// A writer behind a lock, which a service may share with its own log so
 /// that both write whole lines to one destination.
 pub type SharedLineWriter = Arc<Mutex<Box<dyn Write + Send>>>;
