@@ -146,6 +146,69 @@ pub trait StoreMethodKey: KeySet {}
 pub trait EndpointKey: KeySet {
     /// The class of a request nobody classified (`other` in the Hub).
     const DEFAULT: Self;
+
+    /// The routes each class stands for, from `#[key(route = "GET
+    /// /items/{sku}")]`: the method (empty for any), the path as the router
+    /// spells it, the class.
+    const ROUTES: &'static [(&'static str, &'static str, Self)] = &[];
+
+    /// The class of a request to `path` (a route as the router spells it,
+    /// `/items/{sku}`, or the request's own path, `/items/42`) with
+    /// `method`: the first route that matches, else [`DEFAULT`](Self::DEFAULT).
+    ///
+    /// ```
+    /// use perf_trace_core::KeySet;
+    /// use perf_trace_core::keys::EndpointKey;
+    ///
+    /// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    /// #[key_set(endpoints)]
+    /// enum Endpoint {
+    ///     #[key(default)]
+    ///     Other,
+    ///     #[key(route = "GET /items")]
+    ///     ItemsList,
+    ///     #[key(route = "GET /items/{sku}", route = "HEAD /items/{sku}")]
+    ///     ItemsGet,
+    ///     #[key(route = "/files/{*path}")]
+    ///     Files,
+    /// }
+    ///
+    /// assert_eq!(Endpoint::from_route("GET", "/items/{sku}"), Endpoint::ItemsGet);
+    /// assert_eq!(Endpoint::from_route("HEAD", "/items/42"), Endpoint::ItemsGet);
+    /// assert_eq!(Endpoint::from_route("POST", "/items/42"), Endpoint::Other);
+    /// assert_eq!(Endpoint::from_route("PUT", "/files/a/b.txt"), Endpoint::Files);
+    /// assert_eq!(Endpoint::from_route("GET", "/items/42/parts"), Endpoint::Other);
+    /// ```
+    fn from_route(method: &str, path: &str) -> Self {
+        Self::ROUTES
+            .iter()
+            .find(|(m, route, _)| (m.is_empty() || *m == method) && route_matches(route, path))
+            .map_or(Self::DEFAULT, |&(_, _, class)| class)
+    }
+}
+
+/// Whether `path` is `route`, or a path `route` matches: a `{param}` (or
+/// `:param`) segment matches any one segment, a `{*rest}` (or `*rest`)
+/// segment the rest of the path.
+fn route_matches(route: &str, path: &str) -> bool {
+    if route == path {
+        return true;
+    }
+    let mut paths = path.split('/');
+    for segment in route.split('/') {
+        if segment.starts_with("{*") || segment.starts_with('*') {
+            return true;
+        }
+        let Some(actual) = paths.next() else {
+            return false;
+        };
+        let param =
+            (segment.starts_with('{') && segment.ends_with('}')) || segment.starts_with(':');
+        if !(param && !actual.is_empty() || segment == actual) {
+            return false;
+        }
+    }
+    paths.next().is_none()
 }
 
 /// A counter set: a count per key, no time (marked `#[key_set(counters, prefix = "...")]`).

@@ -27,7 +27,13 @@ use crate::sink::Emitter;
 use crate::snapshot::SseStage;
 use crate::trace_context::{TraceContext, TRACEPARENT, TRACERESPONSE};
 
-/// What the service decides about each request.
+mod routes;
+
+pub use routes::RoutePolicy;
+
+/// What the service decides about each request. [`RoutePolicy`] is the
+/// common case (classes by route, headers for whom a closure allows);
+/// write one for anything else (the Hub classifies by query parameters).
 pub trait TracePolicy<S: Schema>: Clone + Send + Sync + 'static {
     /// The request's endpoint class (handlers may refine it with
     /// [`set_endpoint`](crate::set_endpoint)).
