@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use http::Request;
 use perf_trace_core::pool::{PoolFigures, PoolStats};
-use perf_trace_core::{Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy};
+use perf_trace_core::{layer::TracePolicy, Emitter, LineFormat, LineSink, PerfTraceLayer};
 
 use crate::authz::Principal;
 use crate::db::Db;

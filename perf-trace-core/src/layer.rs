@@ -15,13 +15,13 @@ use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
 
 use crate::clock;
-use crate::contract::{suffix, REQUEST_ID_HEADER};
 use crate::export::RequestFacts;
 use crate::headers::render_headers;
 use crate::keys::{KeySet, Schema};
 use crate::pool::{self, PoolBaseline, PoolStats};
 use crate::recorder::{Recorder, RequestStart, Table};
 use crate::request_id;
+use crate::scion::{suffix, REQUEST_ID_HEADER};
 use crate::scope::{current, in_scope_of};
 use crate::sink::Emitter;
 use crate::snapshot::SseStage;
@@ -36,7 +36,7 @@ pub use routes::RoutePolicy;
 /// write one for anything else (the Hub classifies by query parameters).
 pub trait TracePolicy<S: Schema>: Clone + Send + Sync + 'static {
     /// The request's endpoint class (handlers may refine it with
-    /// [`set_endpoint`](crate::set_endpoint)).
+    /// [`set_endpoint`](crate::record::set_endpoint)).
     fn classify<B>(&self, request: &Request<B>) -> S::Endpoint;
 
     /// Whether the caller may receive the perf headers. Asked only when the

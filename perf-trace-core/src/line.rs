@@ -4,9 +4,9 @@
 use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
-use crate::contract;
 use crate::keys::{Groups, KeySetInfo};
 use crate::pool::DbFigures;
+use crate::scion;
 use crate::snapshot::{Decisions, Snapshot, SseStage};
 
 pub(crate) mod writer;
@@ -66,10 +66,10 @@ impl LineFormat {
     pub fn scion(component: impl Into<Cow<'static, str>>) -> Self {
         LineFormat {
             component: component.into(),
-            subsystem: Cow::Borrowed(contract::SUBSYSTEM),
+            subsystem: Cow::Borrowed(scion::SUBSYSTEM),
             gcp: false,
-            header_prefix: Cow::Borrowed(contract::HEADER_PREFIX),
-            request_id_header: Cow::Borrowed(contract::REQUEST_ID_HEADER),
+            header_prefix: Cow::Borrowed(scion::HEADER_PREFIX),
+            request_id_header: Cow::Borrowed(scion::REQUEST_ID_HEADER),
             head: String::new(),
             scion: true,
         }
@@ -98,7 +98,7 @@ impl LineFormat {
             subsystem: subsystem.into(),
             gcp: false,
             header_prefix: Cow::Borrowed("X-Perf-"),
-            request_id_header: Cow::Borrowed(contract::REQUEST_ID_HEADER),
+            request_id_header: Cow::Borrowed(scion::REQUEST_ID_HEADER),
             head: String::new(),
             scion: false,
         }

@@ -13,7 +13,8 @@ use std::task::{Context, Poll};
 use crate::clock;
 use crate::keys::{CounterKey, EndpointKey, KeySet, KeySetInfo, PairedCounterKey, TimerKey};
 use crate::pending;
-use crate::recorder::{Inner, Outcome};
+use crate::recorder::Inner;
+pub use crate::recorder::Outcome;
 use crate::scope::{current_ptr, with_current};
 
 #[inline(always)]
@@ -221,7 +222,7 @@ impl Drop for TimerGuard {
 ///
 /// let recorder = Recorder::new::<Orders>();
 /// let rate = async { 20 };
-/// let rate = block_on(recorder.instrument(perf_trace_core::time_future(Upstream::Tax, rate)));
+/// let rate = block_on(recorder.instrument(perf_trace_core::record::time_future(Upstream::Tax, rate)));
 /// assert_eq!(rate, 20);
 /// assert_eq!(recorder.snapshot().timer(Upstream::Tax).count, 1);
 /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -350,7 +351,7 @@ impl DecisionBatch {
 /// With no recorder in scope, just runs `emit`.
 ///
 /// ```
-/// use perf_trace_core::{time_decisions, DecisionBatch, Outcome};
+/// use perf_trace_core::{record::time_decisions, record::DecisionBatch, record::Outcome};
 ///
 /// let mut batch = DecisionBatch::default();
 /// for allowed in [true, true, false] {

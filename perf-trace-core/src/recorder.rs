@@ -564,12 +564,12 @@ impl Recorder {
         self.0.set_endpoint(endpoint);
     }
 
-    /// Whether [`discard_line`](crate::discard_line) was called in its scope.
+    /// Whether [`discard_line`](crate::record::discard_line) was called in its scope.
     pub(crate) fn is_discarded(&self) -> bool {
         self.0.discarded.load(Relaxed)
     }
 
-    /// Whether the request was marked as a stream (see [`crate::mark_stream`]).
+    /// Whether the request was marked as a stream (see [`crate::record::mark_stream`]).
     pub(crate) fn is_stream(&self) -> bool {
         self.0.stream.load(Relaxed)
     }

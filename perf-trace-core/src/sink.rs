@@ -17,7 +17,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::background::{Background, QueuedLines};
+use crate::background::Background;
+pub use crate::background::QueuedLines;
 use crate::clock;
 use crate::export::{FinishedRequest, RequestFacts, RequestSink};
 use crate::line::{LineFormat, LineSource};

@@ -19,7 +19,8 @@ use perf_trace_core::__private01::TimedGuard;
 use perf_trace_core::export::{FinishedRequest, RequestSink};
 use perf_trace_core::pool::{PoolFigures, PoolStats};
 use perf_trace_core::{
-    count_by, count_n, time, traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer,
+    record::count_by, record::count_n, time, traced_phase, Emitter, LineFormat, LineSink,
+    PerfTraceLayer,
 };
 use tower::{service_fn, Layer, Service, ServiceExt};
 

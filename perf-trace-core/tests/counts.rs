@@ -9,8 +9,8 @@ use perf_trace_core::counts::CountsView;
 use perf_trace_core::keys::Groups;
 use perf_trace_core::testing::perf_traced_request;
 use perf_trace_core::{
-    assert_counts_snapshot, counted_store, record_decision, set_endpoint, traced_phase, KeySet,
-    Outcome, Recorder, Schema, Snapshot,
+    assert_counts_snapshot, counted_store, record::record_decision, record::set_endpoint,
+    record::Outcome, traced_phase, KeySet, Recorder, Schema, Snapshot,
 };
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
@@ -205,7 +205,9 @@ async fn a_traced_response_adds_its_status() {
 mod sets {
     use perf_trace_core::counts::CountsView;
     use perf_trace_core::keys::{CounterSet, Groups, TimerSet};
-    use perf_trace_core::{count, count_by, count_n, time, KeySet, Recorder, Schema};
+    use perf_trace_core::{
+        count, record::count_by, record::count_n, time, KeySet, Recorder, Schema,
+    };
 
     use super::{Endpoint, Phase, ThingStoreMethod};
 

@@ -21,8 +21,8 @@ use perf_trace_core::sampling::TailSampling;
 use perf_trace_core::trace_context::TraceContext;
 use perf_trace_core::tracing_sink::TracingSink;
 use perf_trace_core::{
-    count, count_by, count_n, record_decision, time, traced_phase, Emitter, LineFormat, LineSink,
-    Outcome, PerfTraceLayer, TracePolicy,
+    count, layer::TracePolicy, record::count_by, record::count_n, record::record_decision,
+    record::Outcome, time, traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer,
 };
 use tower::{service_fn, Layer, Service, ServiceExt};
 

@@ -15,7 +15,9 @@ use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, StreamBody};
 use perf_trace_core::layer::TracedBody;
 use perf_trace_core::pool::{PoolFigures, PoolStats};
-use perf_trace_core::{traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy};
+use perf_trace_core::{
+    layer::TracePolicy, traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer,
+};
 use tower::{service_fn, Layer, Service, ServiceExt};
 
 #[derive(Clone)]
@@ -72,16 +74,16 @@ async fn handler(request: Request<()>) -> Result<Response<BoxBody>, Infallible> 
             Ok(Response::new(Full::new(Bytes::new()).boxed_unsync()))
         }
         "/discard" => {
-            perf_trace_core::discard_line();
+            perf_trace_core::record::discard_line();
             Ok(Response::builder()
                 .status(400)
                 .body(Full::new(Bytes::new()).boxed_unsync())
                 .unwrap())
         }
         "/stream" => {
-            perf_trace_core::mark_stream();
+            perf_trace_core::record::mark_stream();
             let chunks = futures_util::stream::iter((0..3).map(|i| {
-                perf_trace_core::add_sse_events(1);
+                perf_trace_core::record::add_sse_events(1);
                 Ok::<_, Infallible>(http_body::Frame::data(Bytes::from(format!(
                     "data: {i}\n\n"
                 ))))

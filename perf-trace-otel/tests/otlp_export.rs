@@ -19,8 +19,8 @@ use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use perf_trace_core::keys::Groups;
 use perf_trace_core::{
-    record_decision, traced_phase, Emitter, KeySet, LineFormat, LineSink, Outcome, PerfTraceLayer,
-    Schema, TracePolicy,
+    layer::TracePolicy, record::record_decision, record::Outcome, traced_phase, Emitter, KeySet,
+    LineFormat, LineSink, PerfTraceLayer, Schema,
 };
 use perf_trace_otel::{OtlpConfig, OtlpSink};
 use tower::{service_fn, Layer, ServiceExt};

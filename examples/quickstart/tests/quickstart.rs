@@ -11,7 +11,7 @@ use http_body_util::BodyExt;
 use perf_trace_core::budget::Budget;
 use perf_trace_core::layer::RoutePolicy;
 use perf_trace_core::testing::perf_traced_request;
-use perf_trace_core::{assert_counts_snapshot, LineSink, MemoryLines};
+use perf_trace_core::{assert_counts_snapshot, sink::MemoryLines, LineSink};
 use quickstart::{app, Inventory, ItemStoreMethod, Phase, Shelf, Stock};
 use tower::ServiceExt;
 

@@ -6,7 +6,7 @@
 //! The methods are synchronous on purpose. SQLite through rusqlite blocks
 //! (and PostgreSQL's calls block on the async driver, see
 //! [`crate::db::postgres`]), so a request runs its whole authorization pass (memo, decisions, row reads)
-//! inside one `perf_trace_core::spawn_blocking` call, which carries the
+//! inside one `perf_trace_core::scope::spawn_blocking` call, which carries the
 //! request's recorder to the blocking thread. Async methods would add one
 //! thread hop per store call without freeing anything, and make each count
 //! include scheduling delay rather than the database round trip.

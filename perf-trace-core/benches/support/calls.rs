@@ -111,13 +111,13 @@ pub fn counted(x: u64) -> u64 {
 
 #[inline(never)]
 pub fn counted_max(x: u64) -> u64 {
-    perf_trace_core::count_n(Batch::Largest, x);
+    perf_trace_core::record::count_n(Batch::Largest, x);
     black_box(x) + 1
 }
 
 #[inline(never)]
 pub fn counted_by(x: u64) -> u64 {
-    perf_trace_core::count_by(Endpoint::Other, Cache::Hit);
+    perf_trace_core::record::count_by(Endpoint::Other, Cache::Hit);
     black_box(x) + 1
 }
 

@@ -156,7 +156,8 @@ impl<'a> Budget<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{count, count_by, time, Recorder, Schema};
+    use crate::record::count_by;
+    use crate::{count, time, Recorder, Schema};
 
     #[derive(crate::KeySet, Clone, Copy, PartialEq, Eq, Debug)]
     #[key_set(phases)]

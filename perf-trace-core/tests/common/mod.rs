@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use perf_trace_core::keys::{CounterSet, Groups, TimerSet};
-use perf_trace_core::{KeySet, Schema, TracePolicy};
+use perf_trace_core::{layer::TracePolicy, KeySet, Schema};
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
 #[key_set(phases)]

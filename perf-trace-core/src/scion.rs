@@ -7,12 +7,12 @@
 //! a line stands for:
 //!
 //! ```
-//! use perf_trace_core::contract::{self, field, header};
+//! use perf_trace_core::scion::{self, field, header};
 //!
-//! let line: serde_json::Value = serde_json::from_str(contract::EXAMPLE_LINE).unwrap();
+//! let line: serde_json::Value = serde_json::from_str(scion::EXAMPLE_LINE).unwrap();
 //! let figure = |name: &str| line[name].as_u64().unwrap();
-//! assert_eq!(line[field::SUBSYSTEM], contract::SUBSYSTEM);
-//! let decisions = contract::decisions_value(
+//! assert_eq!(line[field::SUBSYSTEM], scion::SUBSYSTEM);
+//! let decisions = scion::decisions_value(
 //!     figure(field::AUDIT_RECORDS),
 //!     figure(field::AUDIT_ALLOW),
 //!     figure(field::AUDIT_DENY),
