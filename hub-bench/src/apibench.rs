@@ -39,7 +39,7 @@ use crate::report::{
 use crate::seed_file::LoadedSeed;
 use crate::stats;
 use crate::table::{self, Table};
-use perf_trace_core::contract::header;
+use perf_trace_core::scion::header;
 
 /// The flags of `apibench`.
 #[derive(Debug, Clone, Args)]

@@ -25,7 +25,7 @@ use crate::apibench::{count_cell, scenarios, timed_get, ApibenchArgs};
 use crate::report::Report;
 use crate::table::{ms, Table};
 use crate::{client, run_apibench, stats};
-use perf_trace_core::contract::header;
+use perf_trace_core::scion::header;
 
 const SESSION_SECRET: &str = "demo-session-secret";
 

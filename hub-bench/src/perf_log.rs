@@ -18,7 +18,7 @@ use std::io::{BufRead as _, BufReader};
 use std::path::Path;
 
 use anyhow::Context as _;
-use perf_trace_core::contract::{self, field, header};
+use perf_trace_core::scion::{self, field, header};
 use serde_json::{Map, Value};
 
 use crate::report::PerfTraceMap;
@@ -125,7 +125,7 @@ pub fn parse_perf_line(line: &str) -> Option<PerfLine> {
         return None;
     }
     let obj: Map<String, Value> = serde_json::from_str(line).ok()?;
-    if obj.get(field::MSG)?.as_str()? != contract::MESSAGE {
+    if obj.get(field::MSG)?.as_str()? != scion::MESSAGE {
         return None;
     }
     let mut out = PerfLine {
@@ -186,7 +186,7 @@ pub fn parse_perf_line(line: &str) -> Option<PerfLine> {
 }
 
 fn pairs(map: &BTreeMap<String, CountUs>, value: impl Fn(&CountUs) -> u64) -> String {
-    contract::pairs_value(map.iter().map(|(name, stat)| (name.as_str(), value(stat))))
+    scion::pairs_value(map.iter().map(|(name, stat)| (name.as_str(), value(stat))))
 }
 
 impl PerfLine {
@@ -209,12 +209,12 @@ impl PerfLine {
         let d = &self.decisions;
         put(
             header::DECISIONS,
-            contract::decisions_value(d.records, d.allow, d.deny, d.other, d.emit_us),
+            scion::decisions_value(d.records, d.allow, d.deny, d.other, d.emit_us),
         );
         if let Some(db) = &self.db {
             put(
                 header::DB,
-                contract::db_value(db.wait_count, db.wait_us, db.in_use, db.open),
+                scion::db_value(db.wait_count, db.wait_us, db.in_use, db.open),
             );
         }
         m
@@ -281,7 +281,7 @@ pub fn read_perf_log(path: &Path) -> anyhow::Result<HashMap<String, PerfLine>> {
 
 /// Whether a response header name is a trace header (`X-Scion-Perf-*`, any case).
 pub fn is_perf_header(name: &str) -> bool {
-    let prefix = contract::HEADER_PREFIX;
+    let prefix = scion::HEADER_PREFIX;
     name.len() > prefix.len()
         && name.is_char_boundary(prefix.len())
         && name[..prefix.len()].eq_ignore_ascii_case(prefix)
@@ -313,7 +313,7 @@ mod tests {
     use super::*;
 
     /// The contract's example line (a member listing a 25-agent project).
-    const GUIDE_LINE: &str = contract::EXAMPLE_LINE;
+    const GUIDE_LINE: &str = scion::EXAMPLE_LINE;
 
     #[test]
     fn parses_the_guide_line() {

@@ -24,7 +24,8 @@
 use std::time::Duration;
 
 use hub_bench::web::budget::{
-    measure_view, observe_long_tasks, stable_element_count, throttle_cpu, FixtureServer, LoadCounts,
+    measure_view, observe_long_tasks, stable_element_count, throttle_cpu, FixtureServer,
+    LoadCounts, DOM_ELEMENTS_MARGIN, LONG_TASKS_MARGIN,
 };
 use hub_bench::web::hub::WebHub;
 use hub_bench::web::page::{self, View};
@@ -152,8 +153,18 @@ async fn project_page_views_stay_within_their_budgets() {
         let dom_elements = loads.iter().map(|l| l.dom_elements).max().unwrap();
         let long_tasks = median(loads.iter().map(|l| l.long_tasks).collect());
         let check = BudgetCheck::new(name, BASELINE_COMMIT)
-            .dom_elements("dom_elements", dom_elements, budget.dom_elements)
-            .long_tasks("long_tasks", long_tasks, budget.long_tasks);
+            .bounded(
+                "dom_elements",
+                dom_elements,
+                budget.dom_elements,
+                DOM_ELEMENTS_MARGIN,
+            )
+            .bounded(
+                "long_tasks",
+                long_tasks,
+                budget.long_tasks,
+                LONG_TASKS_MARGIN,
+            );
         if let Err(over) = check.check() {
             failures.extend(over.failures);
         }

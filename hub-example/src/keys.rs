@@ -5,7 +5,7 @@
 //! classes carry their dotted names, and store methods come from
 //! `#[counted_store]` on [`AuthzStore`](crate::store::AuthzStore).
 
-use perf_trace_core::keys::CounterSet;
+use perf_trace_core::keys::{CounterSet, Groups};
 use perf_trace_core::{KeySet, Schema};
 
 use crate::store::AuthzStoreMethod;
@@ -139,6 +139,8 @@ impl Schema for HubSchema {
         CounterSet::of::<CacheOutcome>(),
         CounterSet::of::<AuthzBatch>(),
     ];
+    /// The Scion contract's line: decisions, store total, pool, SSE.
+    const GROUPS: Groups = Groups::SCION;
 }
 
 /// Query parameters that turn a legacy full list into a sorted page.

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use parking_lot::Mutex;
-use perf_trace_core::QueuedLines;
+use perf_trace_core::sink::QueuedLines;
 use serde_json::Value;
 
 /// The `component` of every Hub log line.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use http::Request;
 use perf_trace_core::pool::{PoolFigures, PoolStats};
-use perf_trace_core::{Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy};
+use perf_trace_core::{layer::TracePolicy, Emitter, LineFormat, LineSink, PerfTraceLayer};
 
 use crate::authz::Principal;
 use crate::db::Db;
@@ -104,7 +104,7 @@ fn trace_emitter(logger: &Logger, exits: &HubExits) -> Emitter {
     let sink = LineSink::shared(logger.writer().clone())
         .on_failure(move |e| report.report_failure(e))
         .flush_every(exits.background_lines.unwrap_or(LINE_FLUSH_INTERVAL));
-    let format = LineFormat::new(COMPONENT).gcp(logger.gcp());
+    let format = LineFormat::scion(COMPONENT).gcp(logger.gcp());
     let emitter = exits.apply(Emitter::new(format, sink));
     // The Hub's own lines stay after the lines of the requests before them.
     logger.write_after(emitter.queued_lines());

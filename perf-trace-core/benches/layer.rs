@@ -77,7 +77,7 @@ fn traced_with(
     Response = Response<impl http_body::Body<Error = Infallible>>,
     Error = Infallible,
 > + Clone {
-    let emitter = Emitter::new(LineFormat::new("bench-svc"), sink);
+    let emitter = Emitter::new(LineFormat::scion("bench-svc"), sink);
     PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter).layer(service_fn(handler))
 }
 

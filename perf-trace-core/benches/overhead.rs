@@ -129,6 +129,9 @@ fn phases(c: &mut Criterion) {
     let recorder = Recorder::new::<Bench>();
     recorder.in_scope(|| {
         group.bench_function("traced, recorded", |b| b.iter(|| traced(black_box(1))));
+        group.bench_function("phase! block, recorded", |b| {
+            b.iter(|| traced_block(black_box(1)))
+        });
     });
     #[cfg(target_arch = "x86_64")]
     group.bench_function("floor: two raw TSC reads + thread-local add", |b| {
@@ -242,7 +245,7 @@ fn lines(c: &mut Criterion) {
     let mut group = c.benchmark_group("seed line");
     let snapshot = seed_example::seed_snapshot();
     let time = std::time::SystemTime::now();
-    let format = LineFormat::new("scion-hub");
+    let format = LineFormat::scion("scion-hub");
     let mut out = String::with_capacity(2048);
     group.bench_function("LineFormat::render", |b| {
         b.iter(|| {

@@ -45,6 +45,7 @@ const KINDS: &[(&str, Call)] = &[
         floor_or_plain,
     ),
     ("phase, recorded", traced),
+    ("phase! block, recorded", traced_block),
     ("store call, direct", direct),
     ("store call, counted, recorded", counted_store_call),
     ("phase around the same call, recorded", traced_store_call),
@@ -63,7 +64,7 @@ thread_local! {
     /// it is rendered into, made once per thread.
     static SEED: (Snapshot, LineFormat, RefCell<String>) = (
         seed_example::seed_snapshot(),
-        LineFormat::new("scion-hub"),
+        LineFormat::scion("scion-hub"),
         RefCell::new(String::with_capacity(2048)),
     );
 }

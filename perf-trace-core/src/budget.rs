@@ -1,14 +1,15 @@
 //! Counts as regression budgets: a measured count may exceed its baseline by
 //! `max(2, ceil(2%))`, response bytes by `ceil(1%)`. Counts repeat exactly for
 //! a fixed seed, so the margins are tight on purpose: one extra read per
-//! request fits, one extra read per returned row does not.
-//!
-//! A browser's figures have their own margins: a page's DOM element count may
-//! exceed its baseline by 10 elements, its long-task count (the median of
-//! three loads) by `max(3, ceil(50%))`, the one figure that depends on the
-//! runner's CPU.
+//! request fits, one extra read per returned row does not. Other figures
+//! (a page's, measured by a browser) bring their own margin
+//! ([`Margin::Fixed`], [`Margin::Share`], [`BudgetCheck::bounded`]).
 
 use std::fmt;
+
+mod by_key;
+
+pub use by_key::Budget;
 
 /// How a bounded value's margin is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,10 +18,15 @@ pub enum Margin {
     Count,
     /// Response bytes: `ceil(1% of baseline)`.
     Bytes,
-    /// A page's DOM element count: 10 elements.
-    DomElements,
-    /// A page's long tasks: `max(3, ceil(50% of baseline))`.
-    LongTasks,
+    /// A fixed margin, whatever the baseline.
+    Fixed(u64),
+    /// `max(at_least, ceil(percent % of baseline))`.
+    Share {
+        /// The least margin.
+        at_least: u64,
+        /// The margin's share of the baseline, in percent.
+        percent: u64,
+    },
 }
 
 impl Margin {
@@ -32,16 +38,19 @@ impl Margin {
     /// assert_eq!(Margin::Count.of(101), 3);
     /// assert_eq!(Margin::Bytes.of(1_000), 10);
     /// assert_eq!(Margin::Bytes.of(1_001), 11);
-    /// assert_eq!(Margin::DomElements.of(2_400), 10);
-    /// assert_eq!(Margin::LongTasks.of(2), 3);
-    /// assert_eq!(Margin::LongTasks.of(9), 5);
+    /// assert_eq!(Margin::Fixed(10).of(2_400), 10);
+    /// let half = Margin::Share { at_least: 3, percent: 50 };
+    /// assert_eq!(half.of(2), 3);
+    /// assert_eq!(half.of(9), 5);
     /// ```
     pub fn of(self, baseline: u64) -> u64 {
         match self {
             Margin::Count => 2.max(baseline.div_ceil(50)),
             Margin::Bytes => baseline.div_ceil(100),
-            Margin::DomElements => 10,
-            Margin::LongTasks => 3.max(baseline.div_ceil(2)),
+            Margin::Fixed(margin) => margin,
+            Margin::Share { at_least, percent } => {
+                at_least.max(baseline.saturating_mul(percent).div_ceil(100))
+            }
         }
     }
 }
@@ -137,37 +146,26 @@ impl BudgetCheck {
 
     /// Bounds a host-independent count.
     pub fn count(self, name: impl Into<String>, measured: u64, baseline: u64) -> Self {
-        self.bound(name, measured, baseline, Margin::Count)
+        self.bounded(name, measured, baseline, Margin::Count)
     }
 
     /// Bounds a response size in bytes.
     pub fn bytes(self, name: impl Into<String>, measured: u64, baseline: u64) -> Self {
-        self.bound(name, measured, baseline, Margin::Bytes)
+        self.bounded(name, measured, baseline, Margin::Bytes)
     }
 
-    /// Bounds a page's DOM element count (shadow roots included).
+    /// Bounds a value with a margin of its own.
     ///
     /// ```
-    /// use perf_trace_core::budget::BudgetCheck;
+    /// use perf_trace_core::budget::{BudgetCheck, Margin};
     /// let check = BudgetCheck::new("grid", "main 1a2b3c4")
-    ///     .dom_elements("dom_elements", 1_211, 1_200)
-    ///     .long_tasks("long_tasks", 4, 1);
-    /// let outcome = check.evaluate();
+    ///     .bounded("dom_elements", 1_211, 1_200, Margin::Fixed(10));
     /// assert_eq!(
-    ///     outcome.failures,
+    ///     check.evaluate().failures,
     ///     ["grid: dom_elements = 1211 is over its budget 1210 (baseline 1200 + margin 10; baselines from main 1a2b3c4)"]
     /// );
     /// ```
-    pub fn dom_elements(self, name: impl Into<String>, measured: u64, baseline: u64) -> Self {
-        self.bound(name, measured, baseline, Margin::DomElements)
-    }
-
-    /// Bounds a page's long-task count (the median of several loads).
-    pub fn long_tasks(self, name: impl Into<String>, measured: u64, baseline: u64) -> Self {
-        self.bound(name, measured, baseline, Margin::LongTasks)
-    }
-
-    fn bound(
+    pub fn bounded(
         mut self,
         name: impl Into<String>,
         measured: u64,

@@ -29,7 +29,7 @@
 //! }
 //!
 //! let errors = Arc::new(ServerErrors::default());
-//! let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(std::io::sink()))
+//! let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(std::io::sink()))
 //!     .with_sink(Arc::clone(&errors));
 //! let facts = RequestFacts { status: Some(503), ..RequestFacts::default() };
 //! emitter.emit_request(&Snapshot::default(), &facts);

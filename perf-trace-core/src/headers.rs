@@ -3,8 +3,8 @@
 //! ([`LineFormat`](crate::LineFormat)) gives their prefix (`X-Scion-Perf-`
 //! in the contract).
 
-use crate::contract::{self, suffix};
 use crate::line::micros;
+use crate::scion::{self, suffix};
 use crate::snapshot::{KeyStat, Snapshot};
 
 /// One header: its name suffix (after the prefix) and its value.
@@ -19,20 +19,23 @@ pub struct PerfHeader {
 }
 
 fn pairs(stats: &[KeyStat], value: impl Fn(&KeyStat) -> u64) -> String {
-    contract::pairs_value(stats.iter().map(|s| (s.name, value(s))))
+    scion::pairs_value(stats.iter().map(|s| (s.name, value(s))))
 }
 
 /// Renders the headers of `snapshot`. Empty sets are left out; `Decisions` is
-/// present whenever the schema has decisions (the contract's default); `DB`
+/// present whenever the schema has the decisions group (the Scion
+/// contract's); `DB`
 /// only with pool figures; then one header per counter set and two per timer
 /// set (microseconds, counts) that recorded anything.
 ///
 /// ```
-/// # use perf_trace_core::{render_headers, Snapshot};
+/// # use perf_trace_core::{headers::render_headers, Snapshot};
 /// # use perf_trace_core::snapshot::Decisions;
+/// # use perf_trace_core::keys::Groups;
 /// # use std::time::Duration;
 /// # let snapshot = Snapshot {
 /// #     decisions: Decisions { records: 3, allow: 2, deny: 1, other: 0, emit_time: Duration::from_nanos(1_999) },
+/// #     groups: Groups::SCION,
 /// #     ..Snapshot::default()
 /// # };
 /// let headers = render_headers(&snapshot);
@@ -65,13 +68,13 @@ pub fn render_headers(snapshot: &Snapshot) -> Vec<PerfHeader> {
         let d = &snapshot.decisions;
         push(
             suffix::DECISIONS,
-            contract::decisions_value(d.records, d.allow, d.deny, d.other, micros(d.emit_time)),
+            scion::decisions_value(d.records, d.allow, d.deny, d.other, micros(d.emit_time)),
         );
     }
     if let Some(db) = snapshot.db.as_ref().filter(|_| groups.pool) {
         push(
             suffix::DB,
-            contract::db_value(db.wait_count, micros(db.wait_time), db.in_use, db.open),
+            scion::db_value(db.wait_count, micros(db.wait_time), db.in_use, db.open),
         );
     }
     for set in &snapshot.counters {

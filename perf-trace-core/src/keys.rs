@@ -6,10 +6,10 @@
 //! | --- | --- | --- | --- |
 //! | `phases` | [`PhaseKey`] | `#[traced_phase]` | `phase_<p>_us`, `phase_<p>_n` |
 //! | `store_methods` | [`StoreMethodKey`] | `#[counted_store]` | `store_<M>_n`, `store_<M>_us` |
-//! | `endpoints` | [`EndpointKey`] | the layer's policy, [`set_endpoint`](crate::set_endpoint) | `endpoint` |
-//! | `counters, prefix = "p"` | [`CounterKey`] | [`count`](crate::count), [`count_n`](crate::count_n) | `p_<k>` |
-//! | `counters, prefix = "p", by = Set` | [`PairedCounterKey`] | [`count_by`](crate::count_by), [`count_n_by`](crate::count_n_by) | `p_<by>_<k>` |
-//! | `timers, prefix = "p"` | [`TimerKey`] | [`time`](crate::time), [`start_timer`](crate::start_timer), [`time_future`](crate::time_future) | `p_<k>_us`, `p_<k>_n` |
+//! | `endpoints` | [`EndpointKey`] | the layer's policy, [`set_endpoint`](crate::record::set_endpoint) | `endpoint` |
+//! | `counters, prefix = "p"` | [`CounterKey`] | [`count`](crate::count), [`count_n`](crate::record::count_n) | `p_<k>` |
+//! | `counters, prefix = "p", by = Set` | [`PairedCounterKey`] | [`count_by`](crate::record::count_by), [`count_n_by`](crate::record::count_n_by) | `p_<by>_<k>` |
+//! | `timers, prefix = "p"` | [`TimerKey`] | [`time`](crate::time), [`start_timer`](crate::record::start_timer), [`time_future`](crate::record::time_future) | `p_<k>_us`, `p_<k>_n` |
 //!
 //! Names, order, size and the role are all fixed at compile time; nothing is
 //! built at run time, so no request-derived value can ever become a key.
@@ -146,6 +146,69 @@ pub trait StoreMethodKey: KeySet {}
 pub trait EndpointKey: KeySet {
     /// The class of a request nobody classified (`other` in the Hub).
     const DEFAULT: Self;
+
+    /// The routes each class stands for, from `#[key(route = "GET
+    /// /items/{sku}")]`: the method (empty for any), the path as the router
+    /// spells it, the class.
+    const ROUTES: &'static [(&'static str, &'static str, Self)] = &[];
+
+    /// The class of a request to `path` (a route as the router spells it,
+    /// `/items/{sku}`, or the request's own path, `/items/42`) with
+    /// `method`: the first route that matches, else [`DEFAULT`](Self::DEFAULT).
+    ///
+    /// ```
+    /// use perf_trace_core::KeySet;
+    /// use perf_trace_core::keys::EndpointKey;
+    ///
+    /// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    /// #[key_set(endpoints)]
+    /// enum Endpoint {
+    ///     #[key(default)]
+    ///     Other,
+    ///     #[key(route = "GET /items")]
+    ///     ItemsList,
+    ///     #[key(route = "GET /items/{sku}", route = "HEAD /items/{sku}")]
+    ///     ItemsGet,
+    ///     #[key(route = "/files/{*path}")]
+    ///     Files,
+    /// }
+    ///
+    /// assert_eq!(Endpoint::from_route("GET", "/items/{sku}"), Endpoint::ItemsGet);
+    /// assert_eq!(Endpoint::from_route("HEAD", "/items/42"), Endpoint::ItemsGet);
+    /// assert_eq!(Endpoint::from_route("POST", "/items/42"), Endpoint::Other);
+    /// assert_eq!(Endpoint::from_route("PUT", "/files/a/b.txt"), Endpoint::Files);
+    /// assert_eq!(Endpoint::from_route("GET", "/items/42/parts"), Endpoint::Other);
+    /// ```
+    fn from_route(method: &str, path: &str) -> Self {
+        Self::ROUTES
+            .iter()
+            .find(|(m, route, _)| (m.is_empty() || *m == method) && route_matches(route, path))
+            .map_or(Self::DEFAULT, |&(_, _, class)| class)
+    }
+}
+
+/// Whether `path` is `route`, or a path `route` matches: a `{param}` (or
+/// `:param`) segment matches any one segment, a `{*rest}` (or `*rest`)
+/// segment the rest of the path.
+fn route_matches(route: &str, path: &str) -> bool {
+    if route == path {
+        return true;
+    }
+    let mut paths = path.split('/');
+    for segment in route.split('/') {
+        if segment.starts_with("{*") || segment.starts_with('*') {
+            return true;
+        }
+        let Some(actual) = paths.next() else {
+            return false;
+        };
+        let param =
+            (segment.starts_with('{') && segment.ends_with('}')) || segment.starts_with(':');
+        if !(param && !actual.is_empty() || segment == actual) {
+            return false;
+        }
+    }
+    paths.next().is_none()
 }
 
 /// A counter set: a count per key, no time (marked `#[key_set(counters, prefix = "...")]`).
@@ -206,12 +269,15 @@ impl TimerSet {
 }
 
 /// The optional groups of fields a schema has. The default,
-/// [`Groups::CONTRACT`], is the Scion contract's: all of them.
+/// [`Groups::NONE`], has none of them: a schema asks for each group it
+/// records, and the Scion contract's line asks for all of them
+/// ([`Groups::SCION`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Groups {
     /// Authorization decisions: the `audit_*` fields and the `Decisions` header.
     pub decisions: bool,
-    /// The store total over all methods: `authz_store_calls`, `authz_store_us`.
+    /// The store total over all methods: `store_calls`, `store_us`
+    /// (`authz_store_calls`, `authz_store_us` in the Scion profile).
     pub store_total: bool,
     /// Connection pool figures (`db_*`, the `DB` header), when a pool is given.
     pub pool: bool,
@@ -221,7 +287,7 @@ pub struct Groups {
 
 impl Groups {
     /// Every group: the Scion contract's line and headers.
-    pub const CONTRACT: Groups = Groups {
+    pub const SCION: Groups = Groups {
         decisions: true,
         store_total: true,
         pool: true,
@@ -239,15 +305,19 @@ impl Groups {
 
 impl Default for Groups {
     fn default() -> Self {
-        Groups::CONTRACT
+        Groups::NONE
     }
 }
 
 /// The key sets one service records: a recorder is created for one schema.
 ///
-/// Counter and timer sets are listed in constants rather than associated
-/// types, because associated-type defaults are not stable Rust: a schema
-/// without them writes nothing, and [`MAX_SETS`] bounds each list.
+/// Counter and timer sets need not be listed: a set the schema leaves out
+/// is recorded all the same and reaches the line after the listed ones,
+/// by prefix. Listing a set (in [`COUNTERS`](Schema::COUNTERS) and
+/// [`TIMERS`](Schema::TIMERS), at most [`MAX_SETS`] each) lays out its
+/// table with the recorder and fixes its place on the line, so that
+/// recording into it never locks nor allocates: list the sets a service
+/// records on every request.
 ///
 /// ```
 /// use perf_trace_core::{KeySet, Schema};
@@ -285,12 +355,15 @@ pub trait Schema: Send + Sync + 'static {
     /// The phase the tower layer times from response start to the end of the
     /// body (`serialize`), if the schema has one.
     const SERIALIZE: Option<Self::Phase> = None;
-    /// The counter sets, rendered in this order (at most [`MAX_SETS`]).
+    /// The counter sets laid out with the recorder, rendered in this order
+    /// (at most [`MAX_SETS`]); others are recorded on a slower path.
     const COUNTERS: &'static [CounterSet] = &[];
-    /// The timer sets, rendered in this order (at most [`MAX_SETS`]).
+    /// The timer sets laid out with the recorder, rendered in this order
+    /// (at most [`MAX_SETS`]); others are recorded on a slower path.
     const TIMERS: &'static [TimerSet] = &[];
-    /// The optional groups of fields: all of them by default.
-    const GROUPS: Groups = Groups::CONTRACT;
+    /// The optional groups of fields: none unless the schema asks
+    /// ([`Groups::SCION`] for the Scion contract's line).
+    const GROUPS: Groups = Groups::NONE;
 }
 
 /// Names and identities of a schema's sets, erased so a recorder is one type.

@@ -15,22 +15,28 @@ use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
 
 use crate::clock;
-use crate::contract::{suffix, REQUEST_ID_HEADER};
 use crate::export::RequestFacts;
 use crate::headers::render_headers;
 use crate::keys::{KeySet, Schema};
 use crate::pool::{self, PoolBaseline, PoolStats};
 use crate::recorder::{Recorder, RequestStart, Table};
 use crate::request_id;
+use crate::scion::{suffix, REQUEST_ID_HEADER};
 use crate::scope::{current, in_scope_of};
 use crate::sink::Emitter;
 use crate::snapshot::SseStage;
 use crate::trace_context::{TraceContext, TRACEPARENT, TRACERESPONSE};
 
-/// What the service decides about each request.
+mod routes;
+
+pub use routes::RoutePolicy;
+
+/// What the service decides about each request. [`RoutePolicy`] is the
+/// common case (classes by route, headers for whom a closure allows);
+/// write one for anything else (the Hub classifies by query parameters).
 pub trait TracePolicy<S: Schema>: Clone + Send + Sync + 'static {
     /// The request's endpoint class (handlers may refine it with
-    /// [`set_endpoint`](crate::set_endpoint)).
+    /// [`set_endpoint`](crate::record::set_endpoint)).
     fn classify<B>(&self, request: &Request<B>) -> S::Endpoint;
 
     /// Whether the caller may receive the perf headers. Asked only when the
@@ -347,7 +353,9 @@ struct RequestTrace {
 
 impl RequestTrace {
     fn on_response<B>(&mut self, response: &mut Response<B>) {
-        self.facts.status = Some(response.status().as_u16());
+        let status = response.status().as_u16();
+        self.facts.status = Some(status);
+        self.recorder.0.set_status(status);
         let headers = response.headers_mut();
         if let Some(trace) = &self.facts.trace {
             insert_traceresponse(trace, headers);
@@ -376,9 +384,13 @@ impl RequestTrace {
     fn insert_perf_headers(&self, headers: &mut http::HeaderMap) {
         // Taken now, before the body: the headers never include serialize.
         for header in render_headers(&self.recorder.snapshot()) {
-            let name = self.layer.name(header.suffix);
+            // A set the schema does not list has no name made in advance.
+            let name = self.layer.name(header.suffix).cloned().or_else(|| {
+                let name = self.layer.emitter().format().header_name(header.suffix);
+                HeaderName::from_bytes(name.as_bytes()).ok()
+            });
             if let (Some(name), Ok(value)) = (name, HeaderValue::from_str(&header.value)) {
-                headers.insert(name.clone(), value);
+                headers.insert(name, value);
             }
         }
     }

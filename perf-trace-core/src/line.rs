@@ -4,9 +4,9 @@
 use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
-use crate::contract;
 use crate::keys::{Groups, KeySetInfo};
 use crate::pool::DbFigures;
+use crate::scion;
 use crate::snapshot::{Decisions, Snapshot, SseStage};
 
 pub(crate) mod writer;
@@ -15,12 +15,14 @@ pub(crate) use writer::LineWriter;
 
 /// A profile: what a service's lines and headers are called.
 ///
-/// [`LineFormat::new`] is the Scion contract's profile (subsystem
-/// `hub.perf-trace`, headers `X-Scion-Perf-*`, request id in `X-Request-ID`);
-/// [`LineFormat::plain`] is a profile of a service's own, with headers
-/// `X-Perf-*` until [`header_prefix`](LineFormat::header_prefix) names them.
-/// Which fields a line has is the schema's business ([`Groups`]),
-/// not the profile's.
+/// [`LineFormat::plain`] is a service's own profile: headers `X-Perf-*`
+/// until [`header_prefix`](LineFormat::header_prefix) names them, the store
+/// total as `store_calls` / `store_us`, and the response's `status` on
+/// every line. [`LineFormat::scion`] is the Scion contract's (subsystem
+/// `hub.perf-trace`, headers `X-Scion-Perf-*`, the store total as
+/// `authz_store_calls` / `authz_store_us`, no `status`), used with
+/// [`Groups::SCION`](crate::keys::Groups::SCION). Which optional fields a
+/// line has is the schema's business ([`Groups`]), not the profile's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineFormat {
     component: Cow<'static, str>,
@@ -31,6 +33,8 @@ pub struct LineFormat {
     head: String,
     header_prefix: Cow<'static, str>,
     request_id_header: Cow<'static, str>,
+    /// The Scion contract's field names (`authz_store_*`) and no `status`.
+    scion: bool,
 }
 
 /// A header prefix or name that cannot name an HTTP header.
@@ -59,14 +63,15 @@ fn is_header_token(name: &str) -> bool {
 
 impl LineFormat {
     /// The Scion contract's profile for `component` (the Hub uses `scion-hub`).
-    pub fn new(component: impl Into<Cow<'static, str>>) -> Self {
+    pub fn scion(component: impl Into<Cow<'static, str>>) -> Self {
         LineFormat {
             component: component.into(),
-            subsystem: Cow::Borrowed(contract::SUBSYSTEM),
+            subsystem: Cow::Borrowed(scion::SUBSYSTEM),
             gcp: false,
-            header_prefix: Cow::Borrowed(contract::HEADER_PREFIX),
-            request_id_header: Cow::Borrowed(contract::REQUEST_ID_HEADER),
+            header_prefix: Cow::Borrowed(scion::HEADER_PREFIX),
+            request_id_header: Cow::Borrowed(scion::REQUEST_ID_HEADER),
             head: String::new(),
+            scion: true,
         }
         .with_head()
     }
@@ -93,8 +98,9 @@ impl LineFormat {
             subsystem: subsystem.into(),
             gcp: false,
             header_prefix: Cow::Borrowed("X-Perf-"),
-            request_id_header: Cow::Borrowed(contract::REQUEST_ID_HEADER),
+            request_id_header: Cow::Borrowed(scion::REQUEST_ID_HEADER),
             head: String::new(),
+            scion: false,
         }
         .with_head()
     }
@@ -159,15 +165,6 @@ impl LineFormat {
         &self.subsystem
     }
 
-    /// The message key: `msg`, or `message` in GCP format.
-    pub fn message_key(&self) -> &'static str {
-        if self.gcp {
-            "message"
-        } else {
-            "msg"
-        }
-    }
-
     /// The full name of the header with `suffix` (`Endpoint`, `Trace`, ...).
     pub fn header_name(&self, suffix: &str) -> String {
         format!("{}{suffix}", self.header_prefix)
@@ -185,18 +182,29 @@ impl LineFormat {
     /// endpoint, elapsed_us`, the phases, the store methods, then the
     /// schema's groups (store total, decisions, `sse_events`, `db_*`), the
     /// counter sets and the timer sets (non-zero keys only, each set sorted
-    /// by name, in the schema's order), `sse_stage`, `method`, `request_id`.
+    /// by name, in the schema's order), `sse_stage`, `method`, `status`
+    /// (plain profile, when known), `request_id`.
     ///
     /// ```
+    /// use perf_trace_core::keys::Groups;
     /// use perf_trace_core::{LineFormat, Snapshot};
     /// # use std::time::{Duration, UNIX_EPOCH};
     /// let snapshot = Snapshot {
     ///     elapsed: Duration::from_nanos(12_999),
     ///     method: "GET",
+    ///     status: Some(404),
     ///     ..Snapshot::default()
     /// };
     /// let mut line = String::new();
-    /// LineFormat::new("scion-hub").render(&snapshot, UNIX_EPOCH, &mut line);
+    /// LineFormat::plain("inventory", "inventory.perf").render(&snapshot, UNIX_EPOCH, &mut line);
+    /// assert_eq!(
+    ///     line,
+    ///     r#"{"time":"1970-01-01T00:00:00.000000000Z","level":"INFO","msg":"perf_trace","component":"inventory","subsystem":"inventory.perf","endpoint":"other","elapsed_us":12,"method":"GET","status":404}"#
+    /// );
+    ///
+    /// // The Scion contract's line: every group, its own names, no status.
+    /// let snapshot = Snapshot { groups: Groups::SCION, ..snapshot };
+    /// LineFormat::scion("scion-hub").render(&snapshot, UNIX_EPOCH, &mut line);
     /// assert_eq!(
     ///     line,
     ///     r#"{"time":"1970-01-01T00:00:00.000000000Z","level":"INFO","msg":"perf_trace","component":"scion-hub","subsystem":"hub.perf-trace","endpoint":"other","elapsed_us":12,"authz_store_calls":0,"authz_store_us":0,"audit_records":0,"audit_allow":0,"audit_deny":0,"audit_other":0,"audit_emit_us":0,"method":"GET"}"#
@@ -243,13 +251,18 @@ impl LineFormat {
         let groups = line.groups();
         if groups.store_total {
             let (calls, time) = line.store_total();
+            let [zero, calls_key, us_key] = if self.scion {
+                SCION_STORE_TOTAL
+            } else {
+                PLAIN_STORE_TOTAL
+            };
             if calls == 0 && time.is_zero() {
                 // A request with no store call (a cache hit) is common: its
                 // fields, all zero, are one copy.
-                out.str(",\"authz_store_calls\":0,\"authz_store_us\":0");
+                out.str(zero);
             } else {
-                out.field(",\"authz_store_calls\":", calls);
-                out.field(",\"authz_store_us\":", micros(time));
+                out.field(calls_key, calls);
+                out.field(us_key, micros(time));
             }
         }
         if groups.decisions {
@@ -307,6 +320,9 @@ impl LineFormat {
             push_plain_json_string(out, line.method());
         } else {
             push_json_string(out, line.method());
+        }
+        if let Some(status) = line.status().filter(|_| !self.scion) {
+            out.field(",\"status\":", u64::from(status));
         }
         let request_id = line.request_id();
         if !request_id.is_empty() {
@@ -444,6 +460,8 @@ pub(crate) trait LineSource {
     fn request_id(&self) -> &str;
     /// Whether the request id is known to need no escaping (one the layer drew).
     fn request_id_is_plain(&self) -> bool;
+    /// The response's status, when known.
+    fn status(&self) -> Option<u16>;
     fn groups(&self) -> Groups;
 }
 
@@ -535,10 +553,29 @@ impl LineSource for Snapshot {
         false
     }
 
+    fn status(&self) -> Option<u16> {
+        self.status
+    }
+
     fn groups(&self) -> Groups {
         self.groups
     }
 }
+
+/// The store total's fields in the Scion profile: both zero, the calls'
+/// key, the time's key.
+const SCION_STORE_TOTAL: [&str; 3] = [
+    ",\"authz_store_calls\":0,\"authz_store_us\":0",
+    ",\"authz_store_calls\":",
+    ",\"authz_store_us\":",
+];
+
+/// The store total's fields in a plain profile, as [`SCION_STORE_TOTAL`].
+const PLAIN_STORE_TOTAL: [&str; 3] = [
+    ",\"store_calls\":0,\"store_us\":0",
+    ",\"store_calls\":",
+    ",\"store_us\":",
+];
 
 /// The decision fields of a request that made none, in line order.
 const NO_DECISIONS: &str =

@@ -30,7 +30,7 @@
 //! use perf_trace_core::{Emitter, LineFormat, LineSink, Snapshot};
 //!
 //! let metrics = Arc::new(MetricsSink::new("svc"));
-//! let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(std::io::sink()))
+//! let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(std::io::sink()))
 //!     .with_sink(Arc::clone(&metrics));
 //! let snapshot = Snapshot {
 //!     endpoint: "orders.get",

@@ -2,8 +2,9 @@
 //! timers, decisions, stream events, and the request's class and fate.
 //!
 //! Every function is a no-op (a thread-local read and a branch) when no
-//! recorder is current, and a key of a set the current schema does not have
-//! is ignored. None of them locks or allocates.
+//! recorder is current. None of them locks or allocates for a set the
+//! schema lists; a counter or timer set it does not list is recorded all
+//! the same, on a slower path, and reaches the line after the listed ones.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -12,7 +13,8 @@ use std::task::{Context, Poll};
 use crate::clock;
 use crate::keys::{CounterKey, EndpointKey, KeySet, KeySetInfo, PairedCounterKey, TimerKey};
 use crate::pending;
-use crate::recorder::{Inner, Outcome};
+use crate::recorder::Inner;
+pub use crate::recorder::Outcome;
 use crate::scope::{current_ptr, with_current};
 
 #[inline(always)]
@@ -67,10 +69,9 @@ pub fn count<K: CounterKey>(key: K) {
 /// is the largest value given so far).
 #[inline]
 pub fn count_n<K: CounterKey>(key: K, n: u64) {
-    with_current(|r| {
-        if let Some(offset) = r.counter_offset(K::INFO) {
-            r.add_count(offset + key.index(), n, is_max(K::INFO.max_mask, key));
-        }
+    with_current(|r| match r.counter_offset(K::INFO) {
+        Some(offset) => r.add_count(offset + key.index(), n, is_max(K::INFO.max_mask, key)),
+        None => r.add_unlisted(K::INFO, key.index(), n, 0),
     });
 }
 
@@ -85,9 +86,10 @@ pub fn count_by<K: PairedCounterKey>(by: K::By, key: K) {
 #[inline]
 pub fn count_n_by<K: PairedCounterKey>(by: K::By, key: K, n: u64) {
     with_current(|r| {
-        if let Some(offset) = r.counter_offset(K::INFO) {
-            let slot = offset + by.index() * K::NAMES.len() + key.index();
-            r.add_count(slot, n, is_max(K::INFO.max_mask, key));
+        let slot = by.index() * K::NAMES.len() + key.index();
+        match r.counter_offset(K::INFO) {
+            Some(offset) => r.add_count(offset + slot, n, is_max(K::INFO.max_mask, key)),
+            None => r.add_unlisted(K::INFO, slot, n, 0),
         }
     });
 }
@@ -134,27 +136,30 @@ pub fn time<K: TimerKey, R>(key: K, f: impl FnOnce() -> R) -> R {
 #[inline]
 pub fn start_timer<K: TimerKey>(key: K) -> TimerGuard {
     let recorder = current_ptr();
-    let slot = if recorder.is_null() {
-        None
-    } else {
-        // SAFETY: a non-null current pointer is kept alive by its scope.
-        unsafe { &*recorder }
-            .timer_offset(K::INFO)
-            .map(|offset| offset + key.index())
-    };
-    match slot {
-        Some(slot) => TimerGuard {
+    if recorder.is_null() {
+        return TimerGuard {
             recorder,
-            slot,
-            start: clock::now(),
-        },
-        None => TimerGuard {
-            recorder: std::ptr::null(),
             slot: 0,
+            set: K::INFO,
             start: 0,
-        },
+        };
+    }
+    // SAFETY: a non-null current pointer is kept alive by its scope.
+    let slot = match unsafe { &*recorder }.timer_offset(K::INFO) {
+        Some(offset) => offset + key.index(),
+        None => UNLISTED | key.index(),
+    };
+    TimerGuard {
+        recorder,
+        slot,
+        set: K::INFO,
+        start: clock::now(),
     }
 }
+
+/// Marks a [`TimerGuard`]'s slot as the key's index in a set the schema
+/// does not list.
+const UNLISTED: usize = 1 << (usize::BITS - 1);
 
 /// A running timer (see [`start_timer`]); records when dropped.
 #[must_use = "the timer records when this guard is dropped"]
@@ -162,7 +167,10 @@ pub fn start_timer<K: TimerKey>(key: K) -> TimerGuard {
 pub struct TimerGuard {
     /// The recorder current at the start; null when nothing is recorded.
     recorder: *const Inner,
+    /// The slot in the recorder's timer table, or [`UNLISTED`] and the
+    /// key's index.
     slot: usize,
+    set: &'static KeySetInfo,
     start: u64,
 }
 
@@ -174,7 +182,12 @@ impl Drop for TimerGuard {
         if !self.recorder.is_null() && current_ptr() == self.recorder {
             let ticks = clock::span(self.start, clock::now());
             // SAFETY: the pointer is current, so its scope keeps it alive.
-            unsafe { &*self.recorder }.add_timer(self.slot, ticks);
+            let recorder = unsafe { &*self.recorder };
+            if self.slot & UNLISTED == 0 {
+                recorder.add_timer(self.slot, ticks);
+            } else {
+                recorder.add_unlisted(self.set, self.slot & !UNLISTED, 1, ticks);
+            }
         }
     }
 }
@@ -209,7 +222,7 @@ impl Drop for TimerGuard {
 ///
 /// let recorder = Recorder::new::<Orders>();
 /// let rate = async { 20 };
-/// let rate = block_on(recorder.instrument(perf_trace_core::time_future(Upstream::Tax, rate)));
+/// let rate = block_on(recorder.instrument(perf_trace_core::record::time_future(Upstream::Tax, rate)));
 /// assert_eq!(rate, 20);
 /// assert_eq!(recorder.snapshot().timer(Upstream::Tax).count, 1);
 /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -235,7 +248,7 @@ pin_project_lite::pin_project! {
         inner: F,
         set: &'static KeySetInfo,
         index: usize,
-        // Set on the first poll when the current recorder has the set.
+        // Set on the first poll when a recorder is current.
         start: Option<u64>,
         polled: bool,
     }
@@ -250,13 +263,12 @@ pin_project_lite::pin_project! {
     }
 }
 
-/// Adds one event to timer `index` of `set` in the current recorder, if it has the set.
+/// Adds one event to timer `index` of `set` in the current recorder.
 fn record_timer(set: &'static KeySetInfo, index: usize, start: u64) {
     let ticks = clock::span(start, clock::now());
-    with_current(|r| {
-        if let Some(offset) = r.timer_offset(set) {
-            r.add_timer(offset + index, ticks);
-        }
+    with_current(|r| match r.timer_offset(set) {
+        Some(offset) => r.add_timer(offset + index, ticks),
+        None => r.add_unlisted(set, index, 1, ticks),
     });
 }
 
@@ -267,7 +279,7 @@ impl<F: Future> Future for TimedTimer<F> {
         let this = self.project();
         if !*this.polled {
             *this.polled = true;
-            if with_current(|r| r.timer_offset(this.set).is_some()) == Some(true) {
+            if with_current(|_| ()).is_some() {
                 *this.start = Some(clock::now());
             }
         }
@@ -339,7 +351,7 @@ impl DecisionBatch {
 /// With no recorder in scope, just runs `emit`.
 ///
 /// ```
-/// use perf_trace_core::{time_decisions, DecisionBatch, Outcome};
+/// use perf_trace_core::{record::time_decisions, record::DecisionBatch, record::Outcome};
 ///
 /// let mut batch = DecisionBatch::default();
 /// for allowed in [true, true, false] {

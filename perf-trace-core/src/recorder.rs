@@ -17,9 +17,11 @@ use crate::line::needs_escape;
 use crate::pool::{DbFigures, PoolFigures, PoolStats};
 use crate::snapshot::{CounterStat, Counters, Decisions, KeyStat, Snapshot, SseStage, Timers};
 
+mod extra_sets;
 mod finished_line;
 mod line_keys;
 
+use extra_sets::ExtraSets;
 use line_keys::LineKeys;
 
 /// Count and summed raw ticks of one key.
@@ -91,10 +93,14 @@ pub(crate) struct Inner {
     counter_offsets: [u32; MAX_SETS],
     /// Where each timer set starts, from `timers_at`.
     timer_offsets: [u32; MAX_SETS],
+    /// Counter and timer sets the schema does not list.
+    extra: ExtraSets,
     decisions: [AtomicU64; 3],
     decision_ticks: AtomicU64,
     sse_events: AtomicU64,
     endpoint: AtomicU16,
+    /// The response's status, 0 until the layer sees the response.
+    status: AtomicU16,
     discarded: AtomicBool,
     stream: AtomicBool,
     start_ticks: u64,
@@ -267,6 +273,12 @@ impl Inner {
         }
     }
 
+    /// Adds to `slot` of a counter or timer set the schema does not list
+    /// (a slower path, but nothing recorded is lost).
+    pub(crate) fn add_unlisted(&self, set: &'static KeySetInfo, slot: usize, n: u64, ticks: u64) {
+        self.extra.add(set, slot, n, ticks);
+    }
+
     pub(crate) fn add_sse_events(&self, n: u64) {
         self.sse_events.fetch_add(n, Relaxed);
     }
@@ -276,6 +288,16 @@ impl Inner {
         if TypeId::of::<E>() == self.schema.endpoints.type_id {
             self.endpoint.store(endpoint.index() as u16, Relaxed);
         }
+    }
+
+    /// Records the response's status.
+    pub(crate) fn set_status(&self, status: u16) {
+        self.status.store(status, Relaxed);
+    }
+
+    /// The response's status, when the layer has seen it.
+    pub(crate) fn status(&self) -> Option<u16> {
+        Some(self.status.load(Relaxed)).filter(|&s| s != 0)
     }
 
     pub(crate) fn discard(&self) {
@@ -289,8 +311,10 @@ impl Inner {
 
 /// One request's recorder. Cloning is cheap (a reference count).
 ///
-/// A recorder is made for a [`Schema`]; keys of other sets recorded while it
-/// is current are ignored.
+/// A recorder is made for a [`Schema`]; phases, store methods and endpoint
+/// classes of other schemas recorded while it is current are ignored.
+/// Counter and timer sets the schema does not list are recorded all the
+/// same and reach the line after the listed ones.
 ///
 /// ```
 /// use perf_trace_core::{KeySet, Recorder, Schema};
@@ -420,10 +444,12 @@ impl RecorderBuilder {
                 .collect(),
             counter_offsets,
             timer_offsets,
+            extra: ExtraSets::default(),
             decisions: Default::default(),
             decision_ticks: AtomicU64::new(0),
             sse_events: AtomicU64::new(0),
             endpoint: AtomicU16::new(schema.default_endpoint),
+            status: AtomicU16::new(0),
             discarded: AtomicBool::new(false),
             stream: AtomicBool::new(false),
             start_ticks: clock::now(),
@@ -479,10 +505,12 @@ impl Recorder {
                 touched &= touched - 1;
             }
         }
+        inner.extra.clear();
         inner.decisions = Default::default();
         *inner.decision_ticks.get_mut() = 0;
         *inner.sse_events.get_mut() = 0;
         *inner.endpoint.get_mut() = schema.default_endpoint;
+        *inner.status.get_mut() = 0;
         *inner.discarded.get_mut() = false;
         *inner.stream.get_mut() = false;
         inner.method = start.method;
@@ -536,12 +564,12 @@ impl Recorder {
         self.0.set_endpoint(endpoint);
     }
 
-    /// Whether [`discard_line`](crate::discard_line) was called in its scope.
+    /// Whether [`discard_line`](crate::record::discard_line) was called in its scope.
     pub(crate) fn is_discarded(&self) -> bool {
         self.0.discarded.load(Relaxed)
     }
 
-    /// Whether the request was marked as a stream (see [`crate::mark_stream`]).
+    /// Whether the request was marked as a stream (see [`crate::record::mark_stream`]).
     pub(crate) fn is_stream(&self) -> bool {
         self.0.stream.load(Relaxed)
     }
@@ -635,6 +663,11 @@ impl Recorder {
                 }
             }
         }
+        if !inner.extra.is_empty() {
+            let (counters, timers) = inner.extra.collect();
+            out.counters.extend(counters);
+            out.timers.extend(timers);
+        }
         out.endpoint = inner.schema.endpoints.names[inner.endpoint.load(Relaxed) as usize];
         out.elapsed = clock::ticks_to_duration(clock::span(inner.start_ticks, end.ticks));
         out.authz_store_calls = authz_store_calls;
@@ -650,6 +683,7 @@ impl Recorder {
         out.method = inner.method;
         out.request_id.clear();
         out.request_id.push_str(&inner.request_id);
+        out.status = inner.status();
         out.groups = inner.schema.groups;
     }
 }

@@ -17,7 +17,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::background::{Background, QueuedLines};
+use crate::background::Background;
+pub use crate::background::QueuedLines;
 use crate::clock;
 use crate::export::{FinishedRequest, RequestFacts, RequestSink};
 use crate::line::{LineFormat, LineSource};
@@ -25,6 +26,10 @@ use crate::recorder::{self, Recorder, RequestEnd};
 use crate::sampling::TailSampling;
 use crate::snapshot::Snapshot;
 use crate::timestamp;
+
+mod memory;
+
+pub use memory::MemoryLines;
 
 /// A writer behind a lock, which a service may share with its own log so
 /// that both write whole lines to one destination.
@@ -359,7 +364,7 @@ impl Emitter {
     /// use std::time::Duration;
     /// use perf_trace_core::{Emitter, LineFormat, LineSink};
     ///
-    /// let emitter = Emitter::new(LineFormat::new("svc"), LineSink::stdout())
+    /// let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::stdout())
     ///     .in_background(Duration::from_millis(50));
     /// # drop(emitter);
     /// ```

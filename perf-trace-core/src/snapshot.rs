@@ -126,6 +126,9 @@ pub struct Snapshot {
     pub method: &'static str,
     /// The request id, empty when none.
     pub request_id: String,
+    /// The response's status, once the layer has seen the response
+    /// (rendered as `status` by the plain profile).
+    pub status: Option<u16>,
     /// The schema's counter sets, in the schema's order.
     pub counters: Vec<Counters>,
     /// The schema's timer sets, in the schema's order.
@@ -135,7 +138,7 @@ pub struct Snapshot {
 }
 
 impl Default for Snapshot {
-    /// An empty snapshot of the `other` endpoint with the contract's groups.
+    /// An empty snapshot of the `other` endpoint with no optional group.
     fn default() -> Self {
         Snapshot {
             endpoint: "other",
@@ -150,9 +153,10 @@ impl Default for Snapshot {
             sse_stage: None,
             method: "",
             request_id: String::new(),
+            status: None,
             counters: Vec::new(),
             timers: Vec::new(),
-            groups: Groups::CONTRACT,
+            groups: Groups::NONE,
         }
     }
 }

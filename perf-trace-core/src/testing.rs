@@ -36,8 +36,11 @@ impl std::fmt::Display for TracedRequestError {
 impl std::error::Error for TracedRequestError {}
 
 /// Serves `request` on `service` with a fresh recorder of schema `S` in scope
-/// for the call and the whole body, and returns the response and the
-/// recorder's snapshot.
+/// for the call and the whole body, and returns a [`TracedResponse`]: the
+/// status, the headers, the whole body, and `snapshot`, what the request
+/// recorded (a [`Snapshot`]: assert its counts, check a
+/// [`Budget`](crate::budget::Budget) against it, or review it with
+/// `assert_counts_snapshot!`).
 ///
 /// A [`PerfTraceLayer`](crate::PerfTraceLayer) inside `service` reuses this
 /// recorder rather than making its own, so the snapshot holds what the layer

@@ -19,7 +19,7 @@
 //! use perf_trace_core::tracing_sink::TracingSink;
 //! use perf_trace_core::{Emitter, LineFormat, LineSink};
 //!
-//! let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(std::io::sink()))
+//! let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(std::io::sink()))
 //!     .with_sink(TracingSink::new());
 //! # let _ = emitter;
 //! ```

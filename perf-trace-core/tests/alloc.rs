@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::future::Future;
 
 use common::{Batch, Cache, Endpoint, Method, Phase, Render, TestSchema};
-use perf_trace_core::{__private01::TimedGuard, traced_phase, Outcome, Recorder};
+use perf_trace_core::{__private01::TimedGuard, record::Outcome, traced_phase, Recorder};
 
 struct Counting;
 
@@ -52,7 +52,7 @@ fn recording_allocates_nothing() {
             for i in 0..1_000 {
                 load(i);
                 let _call = TimedGuard::store_call(Method::GetUser);
-                perf_trace_core::time_decision(Outcome::Allow, || ());
+                perf_trace_core::record::time_decision(Outcome::Allow, || ());
             }
         })
     });
@@ -64,12 +64,14 @@ fn recording_allocates_nothing() {
 
 fn count_and_time(i: u64) {
     perf_trace_core::count(Batch::Count);
-    perf_trace_core::count_n(Batch::Largest, i);
-    perf_trace_core::count_by(Endpoint::ThingsList, Cache::Hit);
-    perf_trace_core::count_n_by(Endpoint::Other, Cache::Shared, 2);
+    perf_trace_core::record::count_n(Batch::Largest, i);
+    perf_trace_core::record::count_by(Endpoint::ThingsList, Cache::Hit);
+    perf_trace_core::record::count_n_by(Endpoint::Other, Cache::Shared, 2);
     perf_trace_core::time(Render::Page, || ());
-    let _footer = perf_trace_core::start_timer(Render::Footer);
-    let timed = std::pin::pin!(perf_trace_core::time_future(Render::Page, async { i }));
+    let _footer = perf_trace_core::record::start_timer(Render::Footer);
+    let timed = std::pin::pin!(perf_trace_core::record::time_future(Render::Page, async {
+        i
+    }));
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     assert!(timed.poll(&mut cx).is_ready());
 }

@@ -19,7 +19,8 @@ use perf_trace_core::__private01::TimedGuard;
 use perf_trace_core::export::{FinishedRequest, RequestSink};
 use perf_trace_core::pool::{PoolFigures, PoolStats};
 use perf_trace_core::{
-    count_by, count_n, time, traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer,
+    record::count_by, record::count_n, time, traced_phase, Emitter, LineFormat, LineSink,
+    PerfTraceLayer,
 };
 use tower::{service_fn, Layer, Service, ServiceExt};
 
@@ -98,11 +99,11 @@ fn a_buffered_sink_writes_on_its_interval_on_flush_and_on_drop() {
 #[tokio::test]
 async fn background_lines_match_inline_lines_and_none_is_lost() {
     let inline = Captured::default();
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(inline.clone()));
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(inline.clone()));
     requests(&emitter, 3).await;
 
     let background = Captured::default();
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(background.clone()))
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(background.clone()))
         .in_background(Duration::from_secs(3600));
     requests(&emitter, 3).await;
     // Buffered for a thread that would wait an hour: flush writes them now.
@@ -119,13 +120,13 @@ async fn background_lines_match_inline_lines_and_none_is_lost() {
 #[tokio::test]
 async fn the_background_thread_writes_on_its_interval_and_the_last_emitter_writes_the_rest() {
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
         .in_background(Duration::from_millis(20));
     requests(&emitter, 2).await;
     assert_eq!(wait_for_lines(&captured, 2, Duration::from_secs(5)), 2);
 
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
         .in_background(Duration::from_secs(3600));
     requests(&emitter, 4).await;
     drop(emitter);
@@ -146,7 +147,7 @@ impl RequestSink for Counting {
 #[tokio::test]
 async fn exits_added_after_the_background_thread_started_see_every_request() {
     let counting = Arc::new(Counting::default());
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(std::io::sink()))
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(std::io::sink()))
         .in_background(Duration::from_secs(3600))
         .with_sink(Arc::clone(&counting));
     requests(&emitter, 5).await;
@@ -175,7 +176,7 @@ impl PoolStats for SteppingPool {
 #[tokio::test]
 async fn reused_recorders_start_clean_whichever_layer_and_pool_reuses_them() {
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
         .in_background(Duration::from_secs(3600));
     // Two layers over one emitter, each with a pool of its own: a recorder
     // written for one is reused by either.
@@ -241,7 +242,7 @@ fn check() {}
 #[tokio::test]
 async fn a_reused_recorder_keeps_nothing_of_the_keys_its_last_request_touched() {
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
         .in_background(Duration::from_secs(3600));
     let service = PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter.clone())
         .layer(service_fn(by_query));
@@ -336,7 +337,7 @@ fn every_thread_s_lines_are_written_once_in_order_also_after_the_thread_is_gone(
     // buffer holds before it is handed to the emitter's thread as a chunk.
     const PER_THREAD: u32 = 700;
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
         .in_background(Duration::from_secs(3600));
     let threads: Vec<_> = (0..THREADS)
         .map(|thread| {
@@ -390,7 +391,7 @@ fn a_thread_s_first_chunks_wait_for_the_interval_with_no_wake_up() {
     // Three chunks of about 140 lines: fewer than wake the emitter's thread.
     const REQUESTS: u32 = 450;
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
         .in_background(Duration::from_secs(3600));
     serve_counted(emitter.clone(), 1..=REQUESTS, |_| ());
     // Nothing wakes the emitter's thread, whose interval is an hour.
@@ -432,7 +433,7 @@ impl std::io::Write for GatedSink {
 fn a_thread_whose_chunks_pile_up_behind_a_stuck_sink_waits_and_loses_nothing() {
     const REQUESTS: u32 = 3_000;
     let sink = GatedSink::default();
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(sink.clone()))
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(sink.clone()))
         .in_background(Duration::from_secs(3600));
     let done = Arc::new(AtomicU64::new(0));
     let requests = std::thread::spawn({

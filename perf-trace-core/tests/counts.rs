@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use http::{Request, Response, StatusCode};
 use perf_trace_core::counts::CountsView;
+use perf_trace_core::keys::Groups;
 use perf_trace_core::testing::perf_traced_request;
 use perf_trace_core::{
-    assert_counts_snapshot, counted_store, record_decision, set_endpoint, traced_phase, KeySet,
-    Outcome, Recorder, Schema, Snapshot,
+    assert_counts_snapshot, counted_store, record::record_decision, record::set_endpoint,
+    record::Outcome, traced_phase, KeySet, Recorder, Schema, Snapshot,
 };
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
@@ -30,7 +31,7 @@ enum Endpoint {
     ThingsList,
 }
 
-#[counted_store]
+#[counted_store(rename_all = "PascalCase")]
 trait ThingStore {
     fn get_user(&self, id: u64) -> Option<u64>;
     fn list_things(&self, owner: u64) -> Vec<u64>;
@@ -53,6 +54,7 @@ impl Schema for App {
     type Phase = Phase;
     type StoreMethod = ThingStoreMethod;
     type Endpoint = Endpoint;
+    const GROUPS: Groups = Groups::SCION;
 }
 
 #[traced_phase(Phase::Load)]
@@ -203,7 +205,9 @@ async fn a_traced_response_adds_its_status() {
 mod sets {
     use perf_trace_core::counts::CountsView;
     use perf_trace_core::keys::{CounterSet, Groups, TimerSet};
-    use perf_trace_core::{count, count_by, count_n, time, KeySet, Recorder, Schema};
+    use perf_trace_core::{
+        count, record::count_by, record::count_n, time, KeySet, Recorder, Schema,
+    };
 
     use super::{Endpoint, Phase, ThingStoreMethod};
 

@@ -21,8 +21,8 @@ use perf_trace_core::sampling::TailSampling;
 use perf_trace_core::trace_context::TraceContext;
 use perf_trace_core::tracing_sink::TracingSink;
 use perf_trace_core::{
-    count, count_by, count_n, record_decision, time, traced_phase, Emitter, LineFormat, LineSink,
-    Outcome, PerfTraceLayer, TracePolicy,
+    count, layer::TracePolicy, record::count_by, record::count_n, record::record_decision,
+    record::Outcome, time, traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer,
 };
 use tower::{service_fn, Layer, Service, ServiceExt};
 
@@ -147,7 +147,7 @@ async fn the_tracing_sink_writes_one_event_per_request_with_the_whole_line() {
     let _guard = tracing::subscriber::set_default(subscriber);
 
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
         .with_sink(TracingSink::new());
     let service = traced(emitter);
     serve(&service, get("/things?a=1")).await;
@@ -217,7 +217,7 @@ impl Rng {
 #[tokio::test(flavor = "current_thread")]
 async fn metric_series_are_fixed_by_the_key_sets_not_by_the_input() {
     let metrics = Arc::new(MetricsSink::new("svc"));
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(std::io::sink()))
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(std::io::sink()))
         .with_sink(Arc::clone(&metrics));
     let service = traced(emitter);
     let statuses = [200, 201, 204, 301, 400, 403, 404, 409, 500, 503];
@@ -317,7 +317,7 @@ async fn tail_sampling_keeps_failures_perf_header_requests_and_one_in_n() {
     let captured = Captured::default();
     let metrics = Arc::new(MetricsSink::new("svc"));
     let spans = Arc::new(Seen::default());
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
         .with_sink(Arc::clone(&metrics))
         .with_sink(Arc::clone(&spans))
         .with_sampling(TailSampling::one_in(10).slow_over(Duration::from_secs(60)));
@@ -361,7 +361,7 @@ async fn tail_sampling_keeps_failures_perf_header_requests_and_one_in_n() {
 #[tokio::test(flavor = "current_thread")]
 async fn slow_requests_over_their_endpoint_threshold_are_kept() {
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
         .with_sampling(
             TailSampling::one_in(u64::MAX)
                 .slow_over(Duration::from_secs(3600))
@@ -402,7 +402,7 @@ impl RequestSink for Traces {
 async fn trace_context_is_continued_and_answered_only_when_an_exit_wants_it() {
     let captured = Captured::default();
     let plain = traced(Emitter::new(
-        LineFormat::new("svc"),
+        LineFormat::scion("svc"),
         LineSink::new(captured.clone()),
     ));
     let incoming = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -414,7 +414,7 @@ async fn trace_context_is_continued_and_answered_only_when_an_exit_wants_it() {
     assert!(response.headers().get("traceresponse").is_none());
 
     let traces = Arc::new(Traces::default());
-    let emitter = Emitter::new(LineFormat::new("svc"), LineSink::new(captured.clone()))
+    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
         .with_sink(Arc::clone(&traces));
     let service = traced(emitter);
     let request = Request::get("/things")

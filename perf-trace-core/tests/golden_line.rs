@@ -3,20 +3,53 @@
 
 mod seed_example;
 
-use perf_trace_core::{render_headers, LineFormat, SseStage};
+use perf_trace_core::keys::Groups;
+use perf_trace_core::{headers::render_headers, snapshot::SseStage, LineFormat};
 use seed_example::{seed_snapshot, seed_time, SEED_LINE};
 
 #[test]
 fn seed_example_line_is_rebuilt_byte_for_byte() {
     let mut line = String::new();
-    LineFormat::new("scion-hub").render(&seed_snapshot(), seed_time(), &mut line);
+    LineFormat::scion("scion-hub").render(&seed_snapshot(), seed_time(), &mut line);
     assert_eq!(line, SEED_LINE);
+}
+
+/// A plain profile's line of the same request: no optional group unless the
+/// schema asks, the response's status, the store total under its own name.
+#[test]
+fn a_plain_line_has_no_contract_field_and_carries_the_status() {
+    let plain = LineFormat::plain("inventory", "inventory.perf");
+    let mut snapshot = seed_snapshot();
+    snapshot.groups = Groups::NONE;
+    snapshot.store_calls.clear();
+    let mut line = String::new();
+    plain.render(&snapshot, seed_time(), &mut line);
+    for field in [r#""authz_"#, r#""audit_"#, r#""db_"#, r#""sse_"#] {
+        assert!(!line.contains(field), "{field} in {line}");
+    }
+    assert!(
+        line.ends_with(r#""phase_serialize_n":1,"method":"GET","status":200,"request_id":"00000000-0000-4000-8000-000000000000"}"#),
+        "{line}"
+    );
+    let headers = render_headers(&snapshot);
+    assert!(headers.iter().all(|h| h.suffix != "Decisions"));
+
+    snapshot.groups = Groups {
+        store_total: true,
+        ..Groups::NONE
+    };
+    snapshot.status = Some(404);
+    plain.render(&snapshot, seed_time(), &mut line);
+    assert!(
+        line.contains(r#""phase_serialize_n":1,"store_calls":88,"store_us":474434,"method":"GET","status":404,"#),
+        "{line}"
+    );
 }
 
 #[test]
 fn gcp_format_uses_message_key() {
     let mut line = String::new();
-    LineFormat::new("scion-hub")
+    LineFormat::scion("scion-hub")
         .gcp(true)
         .render(&seed_snapshot(), seed_time(), &mut line);
     assert_eq!(
@@ -33,7 +66,7 @@ fn optional_keys_are_left_out_and_ordered() {
     snapshot.phases.clear();
     snapshot.store_calls.clear();
     let mut line = String::new();
-    LineFormat::new("scion-hub").render(&snapshot, seed_time(), &mut line);
+    LineFormat::scion("scion-hub").render(&snapshot, seed_time(), &mut line);
     assert!(!line.contains("db_"), "{line}");
     assert!(!line.contains("request_id"), "{line}");
     assert!(!line.contains("phase_"), "{line}");
@@ -46,7 +79,7 @@ fn optional_keys_are_left_out_and_ordered() {
     snapshot.sse_events = 3;
     snapshot.sse_stage = Some(SseStage::Close);
     snapshot.request_id = "r1".into();
-    LineFormat::new("scion-hub").render(&snapshot, seed_time(), &mut line);
+    LineFormat::scion("scion-hub").render(&snapshot, seed_time(), &mut line);
     assert!(
         line.ends_with(r#""audit_emit_us":188,"sse_events":3,"sse_stage":"close","method":"GET","request_id":"r1"}"#),
         "{line}"
@@ -60,7 +93,7 @@ fn every_line_is_valid_json_with_escaped_strings() {
     let mut snapshot = seed_snapshot();
     snapshot.request_id = "a\"b\\c\n\u{1}".into();
     let mut line = String::new();
-    LineFormat::new("odd \"component\"").render(&snapshot, seed_time(), &mut line);
+    LineFormat::scion("odd \"component\"").render(&snapshot, seed_time(), &mut line);
     let value: serde_json::Value = serde_json::from_str(&line).expect("valid JSON");
     assert_eq!(value["request_id"], "a\"b\\c\n\u{1}");
     assert_eq!(value["component"], "odd \"component\"");

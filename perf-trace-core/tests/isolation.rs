@@ -11,7 +11,8 @@ use common::{Batch, Cache, Captured, Endpoint, ListPolicy, Method, Phase, Render
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use perf_trace_core::{
-    __private01::TimedGuard, traced_phase, Emitter, LineFormat, LineSink, Outcome, PerfTraceLayer,
+    __private01::TimedGuard, record::Outcome, traced_phase, Emitter, LineFormat, LineSink,
+    PerfTraceLayer,
 };
 use tower::{service_fn, Layer, ServiceExt};
 
@@ -31,7 +32,7 @@ fn check(n: u64) {
         } else {
             Outcome::Allow
         };
-        perf_trace_core::time_decision(outcome, || ());
+        perf_trace_core::record::time_decision(outcome, || ());
     }
 }
 
@@ -39,17 +40,17 @@ async fn handler(request: Request<()>) -> Result<Response<Full<Bytes>>, Infallib
     let n: u64 = request.uri().query().unwrap().parse().unwrap();
     load(n).await;
     tokio::time::sleep(Duration::from_millis(n % 5)).await;
-    perf_trace_core::spawn_blocking(move || check(n))
+    perf_trace_core::scope::spawn_blocking(move || check(n))
         .await
         .unwrap();
-    perf_trace_core::add_sse_events(n);
-    perf_trace_core::spawn_blocking(move || {
+    perf_trace_core::record::add_sse_events(n);
+    perf_trace_core::scope::spawn_blocking(move || {
         for i in 0..n {
-            perf_trace_core::count_by(Endpoint::ThingsList, Cache::Hit);
-            perf_trace_core::count_n(Batch::Largest, i + 1);
+            perf_trace_core::record::count_by(Endpoint::ThingsList, Cache::Hit);
+            perf_trace_core::record::count_n(Batch::Largest, i + 1);
             perf_trace_core::time(Render::Page, || ());
         }
-        perf_trace_core::count_n_by(Endpoint::Other, Cache::Miss, n * 2);
+        perf_trace_core::record::count_n_by(Endpoint::Other, Cache::Miss, n * 2);
         perf_trace_core::count(Batch::Count);
     })
     .await
@@ -63,7 +64,10 @@ async fn handler(request: Request<()>) -> Result<Response<Full<Bytes>>, Infallib
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_requests_keep_their_own_counts() {
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::new("test-svc"), LineSink::new(captured.clone()));
+    let emitter = Emitter::new(
+        LineFormat::scion("test-svc"),
+        LineSink::new(captured.clone()),
+    );
     let svc = PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter).layer(service_fn(handler));
     let mut tasks = Vec::new();
     for n in 1..=200u64 {

@@ -15,7 +15,9 @@ use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, StreamBody};
 use perf_trace_core::layer::TracedBody;
 use perf_trace_core::pool::{PoolFigures, PoolStats};
-use perf_trace_core::{traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy};
+use perf_trace_core::{
+    layer::TracePolicy, traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer,
+};
 use tower::{service_fn, Layer, Service, ServiceExt};
 
 #[derive(Clone)]
@@ -72,16 +74,16 @@ async fn handler(request: Request<()>) -> Result<Response<BoxBody>, Infallible> 
             Ok(Response::new(Full::new(Bytes::new()).boxed_unsync()))
         }
         "/discard" => {
-            perf_trace_core::discard_line();
+            perf_trace_core::record::discard_line();
             Ok(Response::builder()
                 .status(400)
                 .body(Full::new(Bytes::new()).boxed_unsync())
                 .unwrap())
         }
         "/stream" => {
-            perf_trace_core::mark_stream();
+            perf_trace_core::record::mark_stream();
             let chunks = futures_util::stream::iter((0..3).map(|i| {
-                perf_trace_core::add_sse_events(1);
+                perf_trace_core::record::add_sse_events(1);
                 Ok::<_, Infallible>(http_body::Frame::data(Bytes::from(format!(
                     "data: {i}\n\n"
                 ))))
@@ -98,7 +100,10 @@ fn traced(
     captured: &Captured,
 ) -> impl Service<Request<()>, Response = Response<TracedBody<BoxBody>>, Error = Infallible> + Clone
 {
-    let emitter = Emitter::new(LineFormat::new("test-svc"), LineSink::new(captured.clone()));
+    let emitter = Emitter::new(
+        LineFormat::scion("test-svc"),
+        LineSink::new(captured.clone()),
+    );
     PerfTraceLayer::<TestSchema, _>::new(Policy, emitter)
         .with_pool(Arc::new(FakePool(AtomicU64::new(0))))
         .layer(service_fn(handler))
@@ -345,7 +350,7 @@ async fn a_failing_sink_never_fails_the_request() {
     let sink = LineSink::new(Broken).on_failure(move |_| {
         counted.fetch_add(1, Ordering::Relaxed);
     });
-    let emitter = Emitter::new(LineFormat::new("test-svc"), sink);
+    let emitter = Emitter::new(LineFormat::scion("test-svc"), sink);
     let svc =
         PerfTraceLayer::<TestSchema, _>::new(Policy, emitter.clone()).layer(service_fn(handler));
     for _ in 0..5 {

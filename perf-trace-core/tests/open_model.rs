@@ -12,11 +12,12 @@ use bytes::Bytes;
 use common::{Batch, Cache, Captured, Endpoint, Method, Phase, Render, TestSchema};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
-use perf_trace_core::contract::{self, header, suffix};
 use perf_trace_core::keys::{CounterSet, Groups, TimerSet};
+use perf_trace_core::scion::{self, header, suffix};
 use perf_trace_core::{
-    count, count_by, count_n, count_n_by, render_headers, time, traced_phase, Emitter, KeySet,
-    LineFormat, LineSink, PerfTraceLayer, Recorder, Schema, Snapshot, TracePolicy,
+    count, headers::render_headers, layer::TracePolicy, record::count_by, record::count_n,
+    record::count_n_by, time, traced_phase, Emitter, KeySet, LineFormat, LineSink, PerfTraceLayer,
+    Recorder, Schema, Snapshot,
 };
 use seed_example::{seed_snapshot, seed_time, SEED_LINE};
 use tower::{service_fn, Layer, ServiceExt};
@@ -33,7 +34,7 @@ impl Schema for PlainSchema {
     const GROUPS: Groups = Groups::NONE;
 }
 
-/// A counter set no schema lists.
+/// A counter set no schema lists: counted all the same.
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
 #[key_set(counters, prefix = "unlisted")]
 enum Unlisted {
@@ -79,7 +80,7 @@ fn counters_sum_keep_the_largest_and_pair_with_their_by_set() {
     assert_eq!(snapshot.counter_by(Endpoint::Other, Cache::Hit), 0);
     assert_eq!(snapshot.counter(Batch::Count), 2);
     assert_eq!(snapshot.counter(Batch::Largest), 7);
-    assert_eq!(snapshot.counter(Unlisted::Thing), 0);
+    assert_eq!(snapshot.counter(Unlisted::Thing), 1);
     assert_eq!(snapshot.timer(Render::Footer).count, 2);
     assert_eq!(snapshot.timer(Render::Page).count, 0);
     // Each set's non-zero keys, sorted by rendered name.
@@ -99,7 +100,7 @@ fn counters_sum_keep_the_largest_and_pair_with_their_by_set() {
 }
 
 #[test]
-fn a_recorder_of_a_schema_without_the_set_ignores_it() {
+fn a_schema_that_lists_no_set_still_gets_every_count() {
     struct Bare;
     impl Schema for Bare {
         type Phase = Phase;
@@ -107,9 +108,18 @@ fn a_recorder_of_a_schema_without_the_set_ignores_it() {
         type Endpoint = Endpoint;
     }
     let snapshot = recorded::<Bare>();
-    assert!(snapshot.counters.is_empty());
-    assert!(snapshot.timers.is_empty());
-    assert_eq!(snapshot.counter(Batch::Count), 0);
+    assert_eq!(snapshot.counter(Batch::Count), 2);
+    assert_eq!(snapshot.counter(Batch::Largest), 7);
+    assert_eq!(snapshot.counter_by(Endpoint::ThingsList, Cache::Hit), 2);
+    assert_eq!(snapshot.counter(Unlisted::Thing), 1);
+    assert_eq!(snapshot.timer(Render::Footer).count, 2);
+    let mut line = String::new();
+    LineFormat::plain("orders-api", "orders.perf").render(&snapshot, seed_time(), &mut line);
+    // The sets by prefix, the counters before the timers.
+    assert!(
+        line.contains(r#""elapsed_us":42,"authz_batch_count":2,"authz_batch_largest":7,"cache_other_miss":3,"cache_things.list_hit":2,"cache_things.list_shared":1,"unlisted_thing":1,"render_footer_us":5,"render_footer_n":2,"method""#),
+        "{line}"
+    );
 }
 
 #[test]
@@ -122,7 +132,7 @@ fn the_plain_profile_writes_only_the_schemas_groups() {
     );
     assert_eq!(
         line,
-        r#"{"time":"2026-01-01T00:00:00.000000000Z","level":"INFO","msg":"perf_trace","component":"orders-api","subsystem":"orders.perf","endpoint":"other","elapsed_us":42,"cache_other_miss":3,"cache_things.list_hit":2,"cache_things.list_shared":1,"authz_batch_count":2,"authz_batch_largest":7,"render_footer_us":5,"render_footer_n":2,"method":"GET","request_id":"r-1"}"#
+        r#"{"time":"2026-01-01T00:00:00.000000000Z","level":"INFO","msg":"perf_trace","component":"orders-api","subsystem":"orders.perf","endpoint":"other","elapsed_us":42,"cache_other_miss":3,"cache_things.list_hit":2,"cache_things.list_shared":1,"authz_batch_count":2,"authz_batch_largest":7,"unlisted_thing":1,"render_footer_us":5,"render_footer_n":2,"method":"GET","request_id":"r-1"}"#
     );
 }
 
@@ -130,9 +140,9 @@ fn the_plain_profile_writes_only_the_schemas_groups() {
 fn sets_come_after_the_contract_groups_and_before_the_stage() {
     let mut snapshot = recorded::<TestSchema>();
     snapshot.sse_events = 2;
-    snapshot.sse_stage = Some(perf_trace_core::SseStage::Close);
+    snapshot.sse_stage = Some(perf_trace_core::snapshot::SseStage::Close);
     let mut line = String::new();
-    LineFormat::new("test-svc").render(&snapshot, seed_time(), &mut line);
+    LineFormat::scion("test-svc").render(&snapshot, seed_time(), &mut line);
     assert!(
         line.contains(r#""audit_emit_us":0,"sse_events":2,"cache_other_miss":3,"#),
         "{line}"
@@ -160,6 +170,7 @@ fn each_set_has_its_header_and_a_schema_without_decisions_has_no_decisions_heade
                 "other_miss=3,things.list_hit=2,things.list_shared=1".to_owned()
             ),
             ("Authz-Batch", "count=2,largest=7".to_owned()),
+            ("Unlisted", "thing=1".to_owned()),
             ("Render-Us", "footer=5".to_owned()),
             ("Render-Counts", "footer=2".to_owned()),
         ]
@@ -170,21 +181,24 @@ fn each_set_has_its_header_and_a_schema_without_decisions_has_no_decisions_heade
 async fn a_timed_future_counts_once_whether_it_completes_or_is_dropped() {
     let recorder = Recorder::new::<TestSchema>();
     let value = recorder
-        .instrument(perf_trace_core::time_future(Render::Page, async {
+        .instrument(perf_trace_core::record::time_future(Render::Page, async {
             tokio::task::yield_now().await;
             7
         }))
         .await;
     assert_eq!(value, 7);
     // Dropped after its first poll: still one event.
-    let mut pending = Box::pin(recorder.instrument(perf_trace_core::time_future(
+    let mut pending = Box::pin(recorder.instrument(perf_trace_core::record::time_future(
         Render::Page,
         std::future::pending::<()>(),
     )));
     assert!(futures_util::poll!(pending.as_mut()).is_pending());
     drop(pending);
     // Never polled: nothing.
-    drop(perf_trace_core::time_future(Render::Footer, async {}));
+    drop(perf_trace_core::record::time_future(
+        Render::Footer,
+        async {},
+    ));
     let snapshot = recorder.snapshot();
     assert_eq!(snapshot.timer(Render::Page).count, 2);
     assert_eq!(snapshot.timer(Render::Footer).count, 0);
@@ -261,20 +275,20 @@ fn a_bad_header_prefix_is_refused() {
 
 #[test]
 fn the_contract_module_holds_the_contracts_line_and_names() {
-    assert_eq!(contract::EXAMPLE_LINE, SEED_LINE);
+    assert_eq!(scion::EXAMPLE_LINE, SEED_LINE);
     let mut line = String::new();
-    LineFormat::new(contract::COMPONENT).render(&seed_snapshot(), seed_time(), &mut line);
-    assert_eq!(line, contract::EXAMPLE_LINE);
+    LineFormat::scion(scion::COMPONENT).render(&seed_snapshot(), seed_time(), &mut line);
+    assert_eq!(line, scion::EXAMPLE_LINE);
     for (full, suffix) in header::ALL.iter().zip(suffix::ALL) {
-        assert_eq!(*full, format!("{}{suffix}", contract::HEADER_PREFIX));
-        assert_eq!(LineFormat::new("x").header_name(suffix), *full);
+        assert_eq!(*full, format!("{}{suffix}", scion::HEADER_PREFIX));
+        assert_eq!(LineFormat::scion("x").header_name(suffix), *full);
     }
     assert_eq!(
         header::TRIGGER,
-        format!("{}{}", contract::HEADER_PREFIX, suffix::TRIGGER)
+        format!("{}{}", scion::HEADER_PREFIX, suffix::TRIGGER)
     );
     // The header values rebuilt from the line's figures are the rendered ones.
-    let value: serde_json::Value = serde_json::from_str(contract::EXAMPLE_LINE).unwrap();
+    let value: serde_json::Value = serde_json::from_str(scion::EXAMPLE_LINE).unwrap();
     let figure = |name: &str| value[name].as_u64().unwrap();
     let rendered = render_headers(&seed_snapshot());
     let get = |s: &str| {
@@ -285,14 +299,14 @@ fn the_contract_module_holds_the_contracts_line_and_names() {
             .value
             .clone()
     };
-    let [records, allow, deny, other, emit] = contract::field::DECISIONS.map(figure);
+    let [records, allow, deny, other, emit] = scion::field::DECISIONS.map(figure);
     assert_eq!(
-        contract::decisions_value(records, allow, deny, other, emit),
+        scion::decisions_value(records, allow, deny, other, emit),
         get(suffix::DECISIONS)
     );
-    let [wait_count, wait_us, in_use, open] = contract::field::DB.map(figure);
+    let [wait_count, wait_us, in_use, open] = scion::field::DB.map(figure);
     assert_eq!(
-        contract::db_value(wait_count, wait_us, in_use, open),
+        scion::db_value(wait_count, wait_us, in_use, open),
         get(suffix::DB)
     );
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use common::{Endpoint, Method, OtherPhase, Phase, TestSchema};
 use perf_trace_core::scope::current;
-use perf_trace_core::{__private01::TimedGuard, traced_phase, FutureExt, Outcome, Recorder};
+use perf_trace_core::{
+    __private01::TimedGuard, record::Outcome, scope::FutureExt, traced_phase, Recorder,
+};
 
 #[traced_phase(Phase::Load)]
 fn load(n: u32) -> u32 {
@@ -118,12 +120,12 @@ fn decisions_split_by_outcome() {
             Outcome::Deny,
             Outcome::Other,
         ] {
-            let emitted = perf_trace_core::time_decision(outcome, || 5);
+            let emitted = perf_trace_core::record::time_decision(outcome, || 5);
             assert_eq!(emitted, 5);
         }
-        perf_trace_core::record_decision(Outcome::Deny);
-        perf_trace_core::add_sse_events(2);
-        perf_trace_core::set_endpoint(Endpoint::ThingsList);
+        perf_trace_core::record::record_decision(Outcome::Deny);
+        perf_trace_core::record::add_sse_events(2);
+        perf_trace_core::record::set_endpoint(Endpoint::ThingsList);
     });
     let s = recorder.snapshot();
     assert_eq!(
@@ -150,7 +152,7 @@ async fn async_phases_cover_awaits_and_spawned_work_carries_the_recorder() {
     let recorder = Recorder::new::<TestSchema>();
     let work = async {
         assert_eq!(render(Duration::from_millis(20)).await, 3);
-        let blocking = perf_trace_core::spawn_blocking(|| load(1));
+        let blocking = perf_trace_core::scope::spawn_blocking(|| load(1));
         assert_eq!(blocking.await.unwrap(), 2);
         let task = tokio::spawn(async { check(false) }.in_current_trace());
         task.await.unwrap().unwrap();

@@ -9,8 +9,8 @@ mod common;
 use common::{Method, Phase, TestSchema};
 use perf_trace_core::scope::bind_current;
 use perf_trace_core::{
-    __private01::TimedGuard, record_decision, time_decision, time_decisions, traced_phase,
-    DecisionBatch, Outcome, Recorder,
+    __private01::TimedGuard, record::record_decision, record::time_decision,
+    record::time_decisions, record::DecisionBatch, record::Outcome, traced_phase, Recorder,
 };
 
 #[traced_phase(Phase::Load)]

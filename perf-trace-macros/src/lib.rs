@@ -5,6 +5,8 @@
 //! - [`KeySet`](derive@KeySet): a fixed set of keys from a fieldless enum.
 //! - [`key!`](macro@key): a key of any set, checked like `#[traced_phase]`'s.
 //! - [`traced_phase`](macro@traced_phase): records one phase around a fn's body.
+//! - [`phase!`](macro@phase): records one phase around a block or an `async`
+//!   block inside a function.
 //! - [`counted_store`](macro@counted_store): a store trait's method enum and a
 //!   decorator that counts and times each call.
 //!
@@ -50,8 +52,8 @@ use syn::{parse_macro_input, DeriveInput};
 /// contract's own (`phase`, `store`, `audit`, `db`, `sse`, `authz_store`).
 ///
 /// - `#[key_set(rename_all = "...")]` picks how variant names are rendered:
-///   `"snake_case"` (default for phases and endpoints), `"PascalCase"` (default
-///   for store methods), `"camelCase"`, `"kebab-case"` or
+///   `"snake_case"` (the default, as every other field of the line),
+///   `"PascalCase"` (the Scion contract's store methods), `"camelCase"`, `"kebab-case"` or
 ///   `"SCREAMING_SNAKE_CASE"`. Words split at case changes, and a PascalCase
 ///   name renders unchanged in PascalCase (`GetRoleDefinitionsByIDs`).
 /// - `#[key(rename = "agents.project.sorted")]` on a variant sets its name.
@@ -164,16 +166,19 @@ pub fn traced_phase(args: TokenStream, input: TokenStream) -> TokenStream {
 ///
 /// For `trait AuthzStore` it generates `enum AuthzStoreMethod` (a
 /// `#[key_set(store_methods)]` set with one variant per counted method, in
-/// declaration order: `get_user` is `GetUser`) and `struct
+/// declaration order: `get_user` is `GetUser`, rendered `get_user`) and `struct
 /// CountedAuthzStore<S>` with `new`, `inner` and `into_inner`, implementing
 /// `AuthzStore` when `S` does. Both have the trait's visibility.
 ///
 /// Options: `#[counted_store(methods = Name, decorator = Name)]` rename the
-/// enum and the decorator. On methods:
+/// enum and the decorator; `rename_all = "PascalCase"` renders the method
+/// keys as the Scion contract does (`store_GetUser_n` rather than
+/// `store_get_user_n`; any rule of `#[key_set(rename_all)]`). On methods:
 ///
 /// - `#[counted(skip)]`: forwarded, not counted, no variant.
-/// - `#[counted(rename = "GetRoleDefinitionsByIDs")]`: the variant's name and
-///   its rendered name.
+/// - `#[counted(rename = "GetRoleDefinitionsByIDs")]`: the variant's name,
+///   rendered by the store's rule (`get_role_definitions_by_ids`, or as
+///   written under `rename_all = "PascalCase"`).
 ///
 /// What is forwarded:
 ///
@@ -224,4 +229,36 @@ pub fn traced_phase(args: TokenStream, input: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn counted_store(args: TokenStream, input: TokenStream) -> TokenStream {
     store::expand(args.into(), input.into()).into()
+}
+
+/// Records one phase around a block, or an `async` block, inside a
+/// function: `#[traced_phase]`'s guard and future where the attribute would
+/// time too much (a handler that loads, then encodes its response).
+///
+/// - `phase!(Phase::Load, { .. })` evaluates the block under a guard made on
+///   entry: its value, an early `return`, `?` or a panic all end the phase.
+/// - `phase!(Phase::Load, async { .. })` is the block's future, timed from
+///   its first poll until it completes or is dropped (cancelled); `.await`
+///   it.
+///
+/// The key is checked at compile time as the attribute's is. The cost is the
+/// attribute's: the same guard and future.
+///
+/// ```rust,ignore
+/// use perf_trace_core::{phase, KeySet};
+///
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(phases)]
+/// enum Phase { Load, Encode }
+///
+/// async fn handler(ids: Vec<u32>) -> Result<String, String> {
+///     let rows = phase!(Phase::Load, async { fetch(&ids).await }).await?;
+///     let body = phase!(Phase::Encode, { format!("{rows:?}") });
+///     Ok(body)
+/// }
+/// # async fn fetch(ids: &[u32]) -> Result<Vec<u32>, String> { Ok(ids.to_vec()) }
+/// ```
+#[proc_macro]
+pub fn phase(input: TokenStream) -> TokenStream {
+    phase::block::expand(input.into()).into()
 }

@@ -15,7 +15,7 @@ pub(crate) fn sync_body(start: TokenStream, body: TokenStream) -> TokenStream {
     let out = Ident::new("__perf_trace_out", Span::mixed_site());
     quote! {
         let #guard = #start;
-        #[allow(unreachable_code, clippy::diverging_sub_expression)]
+        #[allow(unreachable_code, unused_braces, clippy::diverging_sub_expression)]
         let #out = #body;
         #[allow(unreachable_code)]
         ::perf_trace_core::__private01::TimedGuard::finish(#guard);

@@ -31,7 +31,10 @@ use perf_trace_otel::{OtlpConfig, OtlpSink};
 mod seed_example;
 
 fn line_only() -> Emitter {
-    Emitter::new(LineFormat::new("scion-hub"), LineSink::new(std::io::sink()))
+    Emitter::new(
+        LineFormat::scion("scion-hub"),
+        LineSink::new(std::io::sink()),
+    )
 }
 
 #[derive(Debug)]

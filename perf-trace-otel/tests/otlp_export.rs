@@ -17,9 +17,10 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::Span;
+use perf_trace_core::keys::Groups;
 use perf_trace_core::{
-    record_decision, traced_phase, Emitter, KeySet, LineFormat, LineSink, Outcome, PerfTraceLayer,
-    Schema, TracePolicy,
+    layer::TracePolicy, record::record_decision, record::Outcome, traced_phase, Emitter, KeySet,
+    LineFormat, LineSink, PerfTraceLayer, Schema,
 };
 use perf_trace_otel::{OtlpConfig, OtlpSink};
 use tower::{service_fn, Layer, ServiceExt};
@@ -51,6 +52,7 @@ impl Schema for App {
     type Phase = Phase;
     type StoreMethod = Method;
     type Endpoint = Endpoint;
+    const GROUPS: Groups = Groups::SCION;
 }
 
 #[derive(Clone)]
@@ -102,7 +104,7 @@ async fn serve(
     let captured = Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
     let writer = SharedVec(Arc::clone(&captured));
     let emitter =
-        Emitter::new(LineFormat::new("svc"), LineSink::new(writer)).with_sink(Arc::clone(otlp));
+        Emitter::new(LineFormat::scion("svc"), LineSink::new(writer)).with_sink(Arc::clone(otlp));
     let service = PerfTraceLayer::<App, _>::new(Policy, emitter).layer(service_fn(handler));
     let mut served = Vec::new();
     for request in requests {

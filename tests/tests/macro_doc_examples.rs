@@ -115,7 +115,7 @@ mod counted_store {
         assert_eq!(store.name(), "store");
         assert_eq!(
             AuthzStoreMethod::NAMES,
-            ["GetUser", "GetRoleDefinitionsByIDs"]
+            ["get_user", "get_role_definitions_by_ids"]
         );
     }
 }

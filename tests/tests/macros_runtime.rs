@@ -26,7 +26,7 @@ enum Endpoint {
 }
 
 /// A store whose decorator is under test.
-#[counted_store(methods = StoreMethod, decorator = CountedStore)]
+#[counted_store(methods = StoreMethod, decorator = CountedStore, rename_all = "PascalCase")]
 trait Store {
     type Error: std::fmt::Debug + PartialEq;
 
@@ -536,6 +536,9 @@ mod async_trait_stores {
         let calls = snap.store(UserMethod::GetUserGroups);
         assert_eq!(calls.count, 1);
         assert!(calls.duration >= Duration::from_millis(5), "{calls:?}");
-        assert_eq!(GroupMethod::NAMES, ["GetParentGroups", "GetGroupBySlug"]);
+        assert_eq!(
+            GroupMethod::NAMES,
+            ["get_parent_groups", "get_group_by_slug"]
+        );
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use http::Request;
-use perf_trace_core::{Emitter, LineFormat, LineSink, PerfTraceLayer, TracePolicy};
+use perf_trace_core::{layer::TracePolicy, Emitter, LineFormat, LineSink, PerfTraceLayer};
 
 use crate::api::{router, SharedStore};
 use crate::keys::{classify, EndpointClass, OrdersSchema};

@@ -100,7 +100,7 @@ async fn a_priced_order_has_its_own_line_and_headers() {
     assert_eq!(lines.len(), 1);
     assert_eq!(
         normalised(&lines[0], &request_id),
-        r#"{"time":"T","level":"INFO","msg":"perf_trace","component":"orders-api","subsystem":"orders.perf-trace","endpoint":"orders.get","elapsed_us":0,"phase_load_us":0,"phase_load_n":1,"phase_price_us":0,"phase_price_n":1,"phase_serialize_us":0,"phase_serialize_n":1,"store_GetOrder_n":1,"store_GetOrder_us":0,"store_GetProduct_n":2,"store_GetProduct_us":0,"price_cache_hit":1,"price_cache_miss":2,"method":"GET","request_id":"ID"}"#
+        r#"{"time":"T","level":"INFO","msg":"perf_trace","component":"orders-api","subsystem":"orders.perf-trace","endpoint":"orders.get","elapsed_us":0,"phase_load_us":0,"phase_load_n":1,"phase_price_us":0,"phase_price_n":1,"phase_serialize_us":0,"phase_serialize_n":1,"store_get_order_n":1,"store_get_order_us":0,"store_get_product_n":2,"store_get_product_us":0,"price_cache_hit":1,"price_cache_miss":2,"method":"GET","status":200,"request_id":"ID"}"#
     );
     for absent in ["authz_", "audit_", "db_", "sse_"] {
         assert!(!lines[0].contains(absent), "{absent} in {}", lines[0]);
@@ -118,8 +118,8 @@ async fn a_priced_order_has_its_own_line_and_headers() {
         ("x-orders-perf-endpoint", "orders.get"),
         ("x-orders-perf-phases", "load=0,price=0"),
         ("x-orders-perf-phase-counts", "load=0,price=0"),
-        ("x-orders-perf-store-calls", "GetOrder=0,GetProduct=0"),
-        ("x-orders-perf-store-us", "GetOrder=0,GetProduct=0"),
+        ("x-orders-perf-store-calls", "get_order=0,get_product=0"),
+        ("x-orders-perf-store-us", "get_order=0,get_product=0"),
         ("x-orders-perf-price-cache", "hit=0,miss=0"),
     ];
     let expected: Vec<(String, String)> = expected
@@ -131,7 +131,7 @@ async fn a_priced_order_has_its_own_line_and_headers() {
     assert_eq!(headers["x-orders-perf-phase-counts"], "load=1,price=1");
     assert_eq!(
         headers["x-orders-perf-store-calls"],
-        "GetOrder=1,GetProduct=2"
+        "get_order=1,get_product=2"
     );
     assert_eq!(headers["x-orders-perf-price-cache"], "hit=1,miss=2");
     assert!(headers
@@ -153,7 +153,7 @@ async fn without_the_trigger_there_are_no_perf_headers_but_still_a_line() {
     // Two orders, products 1, 3, 1 and 2: three distinct products read once.
     assert_eq!(line["price_cache_miss"], 3);
     assert_eq!(line["price_cache_hit"], 1);
-    assert_eq!(line["store_ListOrders_n"], 1);
+    assert_eq!(line["store_list_orders_n"], 1);
 }
 
 #[tokio::test]

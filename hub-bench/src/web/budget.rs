@@ -26,6 +26,7 @@ use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use parking_lot::Mutex;
+use perf_trace_core::budget::Margin;
 use serde_json::json;
 
 use super::browser::Browser;
@@ -256,3 +257,14 @@ pub async fn measure_view(
         long_tasks,
     })
 }
+
+/// A page's DOM element count may exceed its baseline by 10 elements.
+pub const DOM_ELEMENTS_MARGIN: Margin = Margin::Fixed(10);
+
+/// A page's long tasks (the median of three loads), the one figure that
+/// depends on the runner's CPU, may exceed its baseline by
+/// `max(3, ceil(50%))`.
+pub const LONG_TASKS_MARGIN: Margin = Margin::Share {
+    at_least: 3,
+    percent: 50,
+};

@@ -178,7 +178,7 @@ pub async fn put_server_config<S: AuthzStore, A: AuditEmitter>(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = body?;
-    let keys = perf_trace_core::spawn_blocking(move || {
+    let keys = perf_trace_core::scope::spawn_blocking(move || {
         let authz = Authorizer::new(state.store(), state.audit(), &principal);
         if !authz.allow_hub_admin()? {
             return Err(ApiError::forbidden());
@@ -205,7 +205,7 @@ pub async fn get_cache<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
 ) -> Result<Response, ApiError> {
-    let report = perf_trace_core::spawn_blocking(move || {
+    let report = perf_trace_core::scope::spawn_blocking(move || {
         let authz = Authorizer::new(state.store(), state.audit(), &principal);
         if !authz.allow_hub_admin()? {
             return Err(ApiError::forbidden());

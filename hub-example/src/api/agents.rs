@@ -83,7 +83,7 @@ async fn run_list<S: AuthzStore, A: AuditEmitter>(
         if let Some(Extension(quota)) = quota {
             quota.take(&principal.reference())?;
         }
-        Ok(perf_trace_core::spawn_blocking(move || {
+        Ok(perf_trace_core::scope::spawn_blocking(move || {
             let authz = Authorizer::new(state.store(), state.audit(), &principal);
             listing::list_agents(&authz, state.db(), &request)
         })
@@ -161,7 +161,7 @@ pub async fn get_agent<S: AuthzStore, A: AuditEmitter>(
     let key = cache_key(CacheRoute::AgentsById, Some(&id), None, &principal, stamp);
     let cache = state.cache().clone();
     respond(&cache, key, || async move {
-        perf_trace_core::spawn_blocking(move || {
+        perf_trace_core::scope::spawn_blocking(move || {
             let authz = Authorizer::new(state.store(), state.audit(), &principal);
             let agent = authz
                 .memo()
@@ -211,7 +211,7 @@ pub async fn put_status<S: AuthzStore, A: AuditEmitter>(
         )
     })?;
     let bus = state.bus().clone();
-    let updated = perf_trace_core::spawn_blocking(move || {
+    let updated = perf_trace_core::scope::spawn_blocking(move || {
         let authz = Authorizer::new(state.store(), state.audit(), &principal);
         let agent = authz
             .memo()

@@ -223,7 +223,7 @@ pub async fn audit_events<S: AuthzStore, A: AuditEmitter>(
     Extension(principal): Extension<Principal>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let body = perf_trace_core::spawn_blocking(move || {
+    let body = perf_trace_core::scope::spawn_blocking(move || {
         let authz = Authorizer::new(state.store(), state.audit(), &principal);
         if !authz.allow_hub_admin()? {
             return Err(ApiError::forbidden());

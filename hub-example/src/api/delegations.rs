@@ -140,7 +140,7 @@ pub async fn get_project_delegations<S: AuthzStore, A: AuditEmitter>(
 ) -> Result<Response, ApiError> {
     let Path(text) = path.map_err(|_| ApiError::bad_request("invalid project id"))?;
     let project: Id = parse_id(&text, "project")?;
-    let delegations = perf_trace_core::spawn_blocking(move || {
+    let delegations = perf_trace_core::scope::spawn_blocking(move || {
         let authz = Authorizer::new(state.store(), state.audit(), &principal);
         if authz.memo().project(&project)?.is_none() {
             return Err(ApiError::not_found("project"));

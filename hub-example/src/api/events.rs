@@ -57,7 +57,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Formats one event for the wire and counts it.
 #[traced_phase(Phase::SseWrite)]
 fn write_event(event: &HubEvent) -> Event {
-    perf_trace_core::add_sse_events(1);
+    perf_trace_core::record::add_sse_events(1);
     Event::default().event(event.kind).data(&event.data)
 }
 
@@ -243,18 +243,18 @@ pub async fn events<S: AuthzStore, A: AuditEmitter>(
     let subjects = match parse_subjects(params.all("sub")) {
         Ok(subjects) => subjects,
         Err(e) => {
-            perf_trace_core::discard_line();
+            perf_trace_core::record::discard_line();
             return Err(ApiError::bad_request(e.to_string()));
         }
     };
-    perf_trace_core::mark_stream();
+    perf_trace_core::record::mark_stream();
     let permit = match &limiter {
         Some(Extension(limiter)) => Some(limiter.try_open(&principal.reference())?),
         None => None,
     };
     let st = state.clone();
     let kept_subjects = subjects.clone();
-    let patterns = perf_trace_core::spawn_blocking(move || {
+    let patterns = perf_trace_core::scope::spawn_blocking(move || {
         let authz = Authorizer::new(st.store(), st.audit(), &principal);
         let expanded = expand_subjects(&authz, &subjects)?;
         authorize_subjects(&authz, expanded)

@@ -75,7 +75,7 @@ pub fn set_readiness_marks(db: &Db, on: bool, now_ms: i64) -> Result<(), DbError
 pub async fn get_profiling<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
 ) -> Result<Response, ApiError> {
-    let on = perf_trace_core::spawn_blocking(move || readiness_marks(state.db())).await??;
+    let on = perf_trace_core::scope::spawn_blocking(move || readiness_marks(state.db())).await??;
     Ok(Json(ProfilingSettings {
         readiness_marks: on,
     })
@@ -106,7 +106,7 @@ pub async fn put_profiling<S: AuthzStore, A: AuditEmitter>(
             ));
         }
     }
-    let settings = perf_trace_core::spawn_blocking(move || {
+    let settings = perf_trace_core::scope::spawn_blocking(move || {
         let authz = Authorizer::new(state.store(), state.audit(), &principal);
         if !authz.allow_hub_admin()? {
             return Err(ApiError::forbidden());

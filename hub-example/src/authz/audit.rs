@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::{Condvar, Mutex};
-use perf_trace_core::{DecisionBatch, Outcome};
+use perf_trace_core::{record::DecisionBatch, record::Outcome};
 use serde::Serialize;
 
 pub use super::audit_entry::{summarize, AuditEntry, Tally};
@@ -581,7 +581,7 @@ impl<E> TracedAuditEmitter<E> {
 impl<E: AuditEmitter> AuditEmitter for TracedAuditEmitter<E> {
     fn emit(&self, record: AuditRecord) {
         let outcome = record.outcome.into();
-        perf_trace_core::time_decision(outcome, || self.inner.emit(record));
+        perf_trace_core::record::time_decision(outcome, || self.inner.emit(record));
     }
 
     fn emit_batch(&self, outcomes: DecisionBatch, records: &mut dyn Iterator<Item = AuditRecord>) {
@@ -590,7 +590,9 @@ impl<E: AuditEmitter> AuditEmitter for TracedAuditEmitter<E> {
         let mut seen = DecisionBatch::default();
         #[cfg(debug_assertions)]
         let records = &mut records.inspect(|r| seen.add(r.outcome.into()));
-        perf_trace_core::time_decisions(outcomes, || self.inner.emit_batch(outcomes, records));
+        perf_trace_core::record::time_decisions(outcomes, || {
+            self.inner.emit_batch(outcomes, records)
+        });
         #[cfg(debug_assertions)]
         assert_eq!(seen, outcomes, "a batch's outcomes must count its records");
     }

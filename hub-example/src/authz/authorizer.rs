@@ -18,7 +18,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 use std::time::SystemTime;
 
-use perf_trace_core::{DecisionBatch, Outcome};
+use perf_trace_core::{record::DecisionBatch, record::Outcome};
 
 use super::audit::{AuditEmitter, AuditOutcome, AuditRecord, Resource};
 use super::{Action, AuthzMemo, Permissions, Principal};
@@ -342,7 +342,10 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
         actions: &[Action],
     ) -> StoreResult<Vec<Permissions>> {
         perf_trace_core::count(AuthzBatch::Count);
-        perf_trace_core::count_n(AuthzBatch::Largest, (agents.len() * actions.len()) as u64);
+        perf_trace_core::record::count_n(
+            AuthzBatch::Largest,
+            (agents.len() * actions.len()) as u64,
+        );
         let mut projects: Vec<&Id> = agents
             .iter()
             .filter(|a| self.reaches(a))

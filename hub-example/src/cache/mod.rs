@@ -186,7 +186,7 @@ impl ResponseCache {
 
     fn record(&self, route: CacheRoute, outcome: CacheOutcome) {
         self.inner.stats.record(route, outcome);
-        perf_trace_core::count_by(route, outcome);
+        perf_trace_core::record::count_by(route, outcome);
     }
 
     /// The body stored under `key` while fresh; otherwise the body `compute`

@@ -6,7 +6,7 @@
 //! The methods are synchronous on purpose. SQLite through rusqlite blocks
 //! (and PostgreSQL's calls block on the async driver, see
 //! [`crate::db::postgres`]), so a request runs its whole authorization pass (memo, decisions, row reads)
-//! inside one `perf_trace_core::spawn_blocking` call, which carries the
+//! inside one `perf_trace_core::scope::spawn_blocking` call, which carries the
 //! request's recorder to the blocking thread. Async methods would add one
 //! thread hop per store call without freeing anything, and make each count
 //! include scheduling delay rather than the database round trip.
@@ -34,7 +34,7 @@ pub type StoreResult<T> = Result<T, DbError>;
 
 /// The inputs of authorization decisions. Counting (when tracing is on) sits
 /// below the request-local memo, so every count is a real round trip.
-#[counted_store]
+#[counted_store(rename_all = "PascalCase")]
 pub trait AuthzStore: Send + Sync + 'static {
     /// Every group the user belongs to, directly or through parent groups.
     fn get_effective_groups(&self, user_id: &str) -> StoreResult<Vec<Id>>;

@@ -5,7 +5,7 @@
 
 use std::hint::black_box;
 
-use perf_trace_core::keys::{CounterSet, TimerSet};
+use perf_trace_core::keys::{CounterSet, Groups, TimerSet};
 use perf_trace_core::{counted_store, traced_phase, KeySet, Schema};
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
@@ -21,7 +21,7 @@ pub enum Endpoint {
     Other,
 }
 
-#[counted_store]
+#[counted_store(rename_all = "PascalCase")]
 pub trait Store {
     fn get_user(&self, id: u64) -> u64;
 }
@@ -64,6 +64,7 @@ impl Schema for Bench {
     type Endpoint = Endpoint;
     const COUNTERS: &'static [CounterSet] = &[CounterSet::of::<Cache>(), CounterSet::of::<Batch>()];
     const TIMERS: &'static [TimerSet] = &[TimerSet::of::<Render>()];
+    const GROUPS: Groups = Groups::SCION;
 }
 
 #[inline(never)]
@@ -75,6 +76,12 @@ pub fn plain(x: u64) -> u64 {
 #[traced_phase(Phase::Work)]
 pub fn traced(x: u64) -> u64 {
     black_box(x) + 1
+}
+
+/// The same phase as [`traced`], around a block inside the function.
+#[inline(never)]
+pub fn traced_block(x: u64) -> u64 {
+    perf_trace_core::phase!(Phase::Work, { black_box(x) + 1 })
 }
 
 thread_local! {
@@ -104,13 +111,13 @@ pub fn counted(x: u64) -> u64 {
 
 #[inline(never)]
 pub fn counted_max(x: u64) -> u64 {
-    perf_trace_core::count_n(Batch::Largest, x);
+    perf_trace_core::record::count_n(Batch::Largest, x);
     black_box(x) + 1
 }
 
 #[inline(never)]
 pub fn counted_by(x: u64) -> u64 {
-    perf_trace_core::count_by(Endpoint::Other, Cache::Hit);
+    perf_trace_core::record::count_by(Endpoint::Other, Cache::Hit);
     black_box(x) + 1
 }
 

@@ -113,6 +113,9 @@ impl LineSource for FinishedLine<'_> {
                 paired_counters(inner, keys, offset, &mut each);
             }
         }
+        if !inner.extra.is_empty() {
+            unlisted_counters(inner, &mut each);
+        }
     }
 
     fn timers(&self, mut each: impl FnMut(&'static KeySetInfo, FieldName, u64, Duration)) {
@@ -129,6 +132,9 @@ impl LineSource for FinishedLine<'_> {
             each_keyed(table, ALL, keys, |name, count, duration| {
                 each(set.0, name, count, duration)
             });
+        }
+        if !inner.extra.is_empty() {
+            unlisted_timers(inner, &mut each);
         }
     }
 
@@ -150,6 +156,10 @@ impl LineSource for FinishedLine<'_> {
 
     fn request_id_is_plain(&self) -> bool {
         self.inner.request_id_plain
+    }
+
+    fn status(&self) -> Option<u16> {
+        self.inner.status()
     }
 
     fn groups(&self) -> Groups {
@@ -193,6 +203,42 @@ fn paired_counters(
     for &place in places.iter() {
         if let Some((name, value)) = read(&keys.in_order[usize::from(place)]) {
             each(name, value);
+        }
+    }
+}
+
+/// The counters of the sets the schema does not list, after the listed
+/// ones, as a snapshot holds them.
+#[cold]
+#[inline(never)]
+fn unlisted_counters(inner: &Inner, each: &mut impl FnMut(CounterName, u64)) {
+    for set in inner.extra.collect().0 {
+        for value in set.values {
+            let name = CounterName::Name {
+                set: set.set,
+                by: value.by,
+                name: value.name,
+            };
+            each(name, value.value);
+        }
+    }
+}
+
+/// The timers of the sets the schema does not list, after the listed ones.
+#[cold]
+#[inline(never)]
+fn unlisted_timers(
+    inner: &Inner,
+    each: &mut impl FnMut(&'static KeySetInfo, FieldName, u64, Duration),
+) {
+    for set in inner.extra.collect().1 {
+        for stat in set.stats {
+            each(
+                set.set,
+                FieldName::Name(stat.name),
+                stat.count,
+                stat.duration,
+            );
         }
     }
 }
@@ -260,7 +306,7 @@ mod tests {
     }
 
     #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(store_methods)]
+    #[key_set(store_methods, rename_all = "PascalCase")]
     enum Method {
         GetUser,
         ListThings,
@@ -322,6 +368,7 @@ mod tests {
         const COUNTERS: &'static [CounterSet] =
             &[CounterSet::of::<Cache>(), CounterSet::of::<Batch>()];
         const TIMERS: &'static [TimerSet] = &[TimerSet::of::<Render>()];
+        const GROUPS: Groups = Groups::SCION;
     }
 
     struct FixedPool;
@@ -341,7 +388,7 @@ mod tests {
     /// from its snapshot at the same end.
     fn both_lines(recorder: &Recorder) -> (String, String) {
         let end = recorder.end_now();
-        let format = LineFormat::new("svc");
+        let format = LineFormat::scion("svc");
         let mut in_place = String::new();
         format.render_onto(&recorder.line_at(end), 0, &mut in_place);
         let mut from_snapshot = String::new();
@@ -423,6 +470,52 @@ mod tests {
                 assert_eq!(cache[..2], ["a_b_hit", "a_b_miss"]);
                 assert_eq!(value["db_wait_count"], 8);
             }
+        }
+    }
+
+    /// A schema that lists no counter or timer set.
+    struct Bare;
+
+    impl Schema for Bare {
+        type Phase = Phase;
+        type StoreMethod = Method;
+        type Endpoint = Endpoint;
+    }
+
+    #[test]
+    fn sets_the_schema_does_not_list_reach_the_line_after_the_listed_ones() {
+        let cases = [
+            (Recorder::new::<Bare>(), true),
+            (Recorder::new::<Full>(), false),
+        ];
+        for (recorder, batch_first) in cases {
+            recorder.in_scope(|| {
+                count_n(Batch::Largest, 7);
+                count_n(Batch::Largest, 3);
+                count_n(Batch::Size, 2);
+                count_n_by(Endpoint::A, Cache::X, 2);
+                time(Render::Footer, || ());
+            });
+            let (in_place, from_snapshot) = both_lines(&recorder);
+            assert_eq!(in_place, from_snapshot);
+            // Unlisted sets by prefix, after the listed ones: `batch`,
+            // `cache` for Bare; `cache`, `batch` (the schema's order) for Full.
+            let at = |key: &str| in_place.find(key).expect(key);
+            let (batch, cache) = (
+                at(r#""batch_largest":7,"batch_size":2,"#),
+                at(r#""cache_a_x":2,"#),
+            );
+            assert_eq!(batch < cache, batch_first, "{in_place}");
+            assert!(cache < at(r#""render_footer_n":1,"#), "{in_place}");
+            let value: serde_json::Value = serde_json::from_str(&in_place).expect("JSON");
+            assert_eq!(value["batch_largest"], 7);
+            assert_eq!(value["batch_size"], 2);
+            assert_eq!(value["cache_a_x"], 2);
+            assert_eq!(value["render_footer_n"], 1);
+            let snapshot = recorder.snapshot();
+            assert_eq!(snapshot.counter(Batch::Largest), 7);
+            assert_eq!(snapshot.counter_by(Endpoint::A, Cache::X), 2);
+            assert_eq!(snapshot.timer(Render::Footer).count, 1);
         }
     }
 }

@@ -5,8 +5,8 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use perf_trace_core::keys::{CounterSet, TimerSet};
-use perf_trace_core::{KeySet, Schema, TracePolicy};
+use perf_trace_core::keys::{CounterSet, Groups, TimerSet};
+use perf_trace_core::{layer::TracePolicy, KeySet, Schema};
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
 #[key_set(phases)]
@@ -18,7 +18,7 @@ pub enum Phase {
 }
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(store_methods)]
+#[key_set(store_methods, rename_all = "PascalCase")]
 pub enum Method {
     GetUser,
     ListThings,
@@ -71,6 +71,7 @@ impl Schema for TestSchema {
     const SERIALIZE: Option<Phase> = Some(Phase::Serialize);
     const COUNTERS: &'static [CounterSet] = &[CounterSet::of::<Cache>(), CounterSet::of::<Batch>()];
     const TIMERS: &'static [TimerSet] = &[TimerSet::of::<Render>()];
+    const GROUPS: Groups = Groups::SCION;
 }
 
 /// A second, unrelated schema: its keys must never land in a TestSchema recorder.

@@ -65,8 +65,9 @@ impl Role {
     /// The convention names are rendered in unless `rename_all` says otherwise.
     pub(crate) fn default_rule(self) -> RenameRule {
         match self {
-            Role::Phases | Role::Endpoints | Role::Counters | Role::Timers => RenameRule::Snake,
-            Role::StoreMethods => RenameRule::Pascal,
+            Role::Phases | Role::Endpoints | Role::Counters | Role::Timers | Role::StoreMethods => {
+                RenameRule::Snake
+            }
         }
     }
 }
@@ -159,6 +160,9 @@ pub(crate) struct VariantAttrs {
     pub(crate) default: Option<Span>,
     /// The span of `max`, when given: the counter keeps the largest value.
     pub(crate) max: Option<Span>,
+    /// `route = "GET /items/{sku}"`, any number: the routes an endpoint
+    /// class stands for.
+    pub(crate) routes: Vec<LitStr>,
 }
 
 /// Reads every `#[key(...)]` attribute of one variant.
@@ -176,6 +180,7 @@ pub(crate) fn variant(attrs: &[Attribute], errors: &mut Errors) -> VariantAttrs 
                         out.rename = Some(lit);
                     }
                 }
+                "route" => out.routes.push(meta.value()?.parse()?),
                 "default" | "max" => {
                     if has_value(&meta) {
                         errors.spanned(&meta.path, format!("`{name}` takes no value"));
@@ -196,7 +201,8 @@ pub(crate) fn variant(attrs: &[Attribute], errors: &mut Errors) -> VariantAttrs 
                     errors.spanned(
                         &meta.path,
                         format!(
-                            "unknown key option `{name}`; expected `rename = \"...\"`, `default` or `max`"
+                            "unknown key option `{name}`; expected `rename = \"...\"`, `default`, `max` \
+                             or `route = \"GET /path/{{param}}\"`"
                         ),
                     );
                     return skip_value(&meta);

@@ -70,11 +70,21 @@ pub(crate) fn impls(cont: &Container, valid: bool) -> TokenStream {
                 .or(cont.variants.first())
                 .filter(|_| fieldless)
                 .map(|v| v.ident);
+            let routes = keys.iter().flat_map(|v| {
+                let variant = v.ident;
+                v.attrs.routes.iter().filter_map(move |route| {
+                    let route = route.value();
+                    let (method, path) = super::valid::parse_route(&route).ok()?;
+                    Some(quote!((#method, #path, Self::#variant)))
+                })
+            });
             match default {
                 Some(default) => quote_spanned! {span=>
                     #[automatically_derived]
                     impl ::perf_trace_core::__private01::EndpointKey for #ident {
                         const DEFAULT: Self = Self::#default;
+                        const ROUTES: &'static [(&'static str, &'static str, Self)] =
+                            &[#(#routes),*];
                     }
                 },
                 None => TokenStream::new(),

@@ -2,6 +2,7 @@
 
 mod ast;
 mod attr;
+pub(crate) mod block;
 mod expand;
 
 use proc_macro2::TokenStream;

@@ -18,6 +18,8 @@ pub(crate) struct Store {
     pub(crate) methods: Ident,
     /// The decorator's name.
     pub(crate) decorator: Ident,
+    /// `rename_all = "..."` for the method enum, when given.
+    pub(crate) rename_all: Option<syn::LitStr>,
     /// What the decorator's impl holds, in declaration order.
     pub(crate) entries: Vec<Entry>,
 }
@@ -79,7 +81,7 @@ pub(crate) enum Kind {
 pub(crate) struct Variant {
     /// The variant's name.
     pub(crate) ident: Ident,
-    /// The `rename` string it came from, if any (rendered name as is).
+    /// The `rename` string it came from, if any (the variant's name, rendered by the store's rule).
     pub(crate) rename: Option<syn::LitStr>,
     /// The method's name.
     pub(crate) method: Ident,
@@ -94,6 +96,7 @@ impl Store {
         let decorator = options
             .decorator
             .unwrap_or_else(|| format_ident!("Counted{}", item.ident));
+        let rename_all = options.rename_all;
         let mut entries = Vec::new();
         for trait_item in &mut item.items {
             match trait_item {
@@ -125,6 +128,7 @@ impl Store {
         Store {
             methods,
             decorator,
+            rename_all,
             entries,
         }
     }

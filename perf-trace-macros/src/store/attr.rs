@@ -4,15 +4,19 @@ use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
 use syn::{Attribute, Ident, LitStr};
 
+use crate::case::RenameRule;
 use crate::errors::{has_value, option_name, skip_value, Errors};
 
-/// `#[counted_store(methods = ..., decorator = ...)]`.
+/// `#[counted_store(methods = ..., decorator = ..., rename_all = "...")]`.
 #[derive(Default)]
 pub(crate) struct Options {
     /// The name of the method enum (default `<Trait>Method`).
     pub(crate) methods: Option<Ident>,
     /// The name of the decorator (default `Counted<Trait>`).
     pub(crate) decorator: Option<Ident>,
+    /// How the method keys are rendered, handed to the method enum's
+    /// `#[key_set(rename_all = ...)]` (default `snake_case`).
+    pub(crate) rename_all: Option<LitStr>,
 }
 
 /// Reads the attribute's arguments.
@@ -20,6 +24,22 @@ pub(crate) fn parse_args(args: TokenStream, errors: &mut Errors) -> Options {
     let mut options = Options::default();
     let parser = syn::meta::parser(|meta| {
         let name = option_name(&meta);
+        if name == "rename_all" {
+            let lit: LitStr = meta.value()?.parse()?;
+            if RenameRule::from_name(&lit.value()).is_none() {
+                errors.spanned(
+                    &lit,
+                    format!(
+                        "unknown rename_all value {:?}; expected one of {}",
+                        lit.value(),
+                        RenameRule::expected()
+                    ),
+                );
+            } else if options.rename_all.replace(lit).is_some() {
+                errors.spanned(&meta.path, "duplicate #[counted_store] option `rename_all`");
+            }
+            return Ok(());
+        }
         let slot = match name.as_str() {
             "methods" => &mut options.methods,
             "decorator" => &mut options.decorator,
@@ -27,8 +47,8 @@ pub(crate) fn parse_args(args: TokenStream, errors: &mut Errors) -> Options {
                 errors.spanned(
                     &meta.path,
                     format!(
-                        "unknown #[counted_store] option `{name}`; expected `methods = EnumName` \
-                         or `decorator = TypeName`"
+                        "unknown #[counted_store] option `{name}`; expected `methods = EnumName`, \
+                         `decorator = TypeName` or `rename_all = \"...\"`"
                     ),
                 );
                 return skip_value(&meta);

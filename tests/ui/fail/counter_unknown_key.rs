@@ -1,4 +1,4 @@
-use perf_trace_core::{count_by, key, KeySet};
+use perf_trace_core::{record::count_by, key, KeySet};
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
 #[key_set(endpoints)]

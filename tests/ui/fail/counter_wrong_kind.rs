@@ -1,5 +1,5 @@
 use perf_trace_core::keys::CounterSet;
-use perf_trace_core::{count, count_by, KeySet};
+use perf_trace_core::{count, record::count_by, KeySet};
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
 #[key_set(endpoints)]

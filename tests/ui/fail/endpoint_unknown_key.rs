@@ -1,4 +1,4 @@
-use perf_trace_core::{key, set_endpoint, KeySet};
+use perf_trace_core::{key, record::set_endpoint, KeySet};
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
 #[key_set(endpoints)]

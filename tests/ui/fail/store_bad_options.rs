@@ -10,4 +10,9 @@ pub trait GroupStore {
     fn get_group(&self, id: u64) -> Option<String>;
 }
 
+#[counted_store(rename_all = "Pascal")]
+pub trait UserStore {
+    fn get_user(&self, id: u64) -> Option<String>;
+}
+
 fn main() {}

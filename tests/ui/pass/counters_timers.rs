@@ -1,5 +1,5 @@
 use perf_trace_core::keys::{CounterSet, Groups, PairedCounterKey, TimerSet};
-use perf_trace_core::{count, count_by, count_n, key, time, KeySet, Recorder, Schema};
+use perf_trace_core::{count, record::count_by, record::count_n, key, time, KeySet, Recorder, Schema};
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
 #[key_set(phases)]

@@ -18,7 +18,7 @@ pub enum Phase {
 }
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(store_methods)]
+#[key_set(store_methods, rename_all = "PascalCase")]
 pub enum StoreMethod {
     ListRoleBindingsForPrincipals,
     GetRoleDefinitionsByIDs,

@@ -82,7 +82,7 @@ fn main() {
     assert_send(&user);
     drop(user);
 
-    assert_eq!(AgentStoreMethod::NAMES, ["GetAgent", "GetProject", "GetHubSetting"]);
-    assert_eq!(GroupStoreMethod::NAMES, ["GetGroup"]);
-    assert_eq!(UserStoreMethod::NAMES, ["GetUser"]);
+    assert_eq!(AgentStoreMethod::NAMES, ["get_agent", "get_project", "get_hub_setting"]);
+    assert_eq!(GroupStoreMethod::NAMES, ["get_group"]);
+    assert_eq!(UserStoreMethod::NAMES, ["get_user"]);
 }

@@ -64,7 +64,7 @@ fn main() {
     assert_eq!(<CountedRepo<Mem> as Repo<usize, 4>>::PER_SHARD, 16);
     assert_eq!(
         RepoMethod::NAMES,
-        ["Get", "Find", "Chunk", "Describe"]
+        ["get", "find", "chunk", "describe"]
     );
     let copy = store.clone();
     assert_eq!(format!("{copy:?}"), r#"CountedRepo { inner: Mem { names: ["a", "b"] } }"#);

@@ -4,8 +4,8 @@
 use perf_trace_core::keys::StoreMethodKey;
 use perf_trace_core::{counted_store, KeySet};
 
-/// The authorization inputs.
-#[counted_store]
+/// The authorization inputs, keyed as the Scion contract keys them.
+#[counted_store(rename_all = "PascalCase")]
 pub trait AuthzStore {
     /// Role definitions by ids.
     #[counted(rename = "GetRoleDefinitionsByIDs")]

@@ -1,18 +1,18 @@
 //! The Scion contract in one place: the line's field names, the header names
 //! and suffixes, the subsystem, and the contract's example line.
 //!
-//! [`LineFormat::new`](crate::LineFormat::new) renders this profile, and a
+//! [`LineFormat::scion`](crate::LineFormat::scion) renders this profile, and a
 //! reader of the lines (a benchmark client joining lines to its requests)
 //! uses the same names, and the same value renderers, to rebuild the headers
 //! a line stands for:
 //!
 //! ```
-//! use perf_trace_core::contract::{self, field, header};
+//! use perf_trace_core::scion::{self, field, header};
 //!
-//! let line: serde_json::Value = serde_json::from_str(contract::EXAMPLE_LINE).unwrap();
+//! let line: serde_json::Value = serde_json::from_str(scion::EXAMPLE_LINE).unwrap();
 //! let figure = |name: &str| line[name].as_u64().unwrap();
-//! assert_eq!(line[field::SUBSYSTEM], contract::SUBSYSTEM);
-//! let decisions = contract::decisions_value(
+//! assert_eq!(line[field::SUBSYSTEM], scion::SUBSYSTEM);
+//! let decisions = scion::decisions_value(
 //!     figure(field::AUDIT_RECORDS),
 //!     figure(field::AUDIT_ALLOW),
 //!     figure(field::AUDIT_DENY),

@@ -1,0 +1,115 @@
+//! A ready policy for the common case: [`RoutePolicy`] classifies each
+//! request by the routes its endpoint classes declare, and sends the perf
+//! headers only to the requests a closure allows (none by default).
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use http::Request;
+
+use super::{method_name, TracePolicy};
+use crate::keys::{EndpointKey, Schema};
+
+/// Who may receive the perf headers, asked with the request's extensions.
+type HeadersAllowed = Arc<dyn Fn(&http::Extensions) -> bool + Send + Sync>;
+
+/// Classifies each request by the routes of the schema's endpoint classes
+/// (`#[key(route = "GET /items/{sku}")]`, see
+/// [`EndpointKey::from_route`]), falling back to the default class.
+///
+/// With the `axum` feature, the route is axum's `MatchedPath` when the
+/// router set one (install the layer with `Router::layer`, which wraps
+/// each route, so that the router has matched); else, and without the
+/// feature, the request's path is matched against the routes.
+///
+/// The perf headers go to no one unless
+/// [`perf_headers_for`](Self::perf_headers_for) says who may have them.
+pub struct RoutePolicy<S> {
+    headers_allowed: Option<HeadersAllowed>,
+    _schema: PhantomData<fn() -> S>,
+}
+
+impl<S> RoutePolicy<S> {
+    /// A policy that classifies by route and sends no perf headers.
+    pub fn new() -> Self {
+        RoutePolicy {
+            headers_allowed: None,
+            _schema: PhantomData,
+        }
+    }
+
+    /// Sends the perf headers to a request that asks for them (the trigger
+    /// header with the value `1`) when `allowed` says yes, from what
+    /// authentication put in the request's extensions (the layer sits
+    /// inside authentication).
+    ///
+    /// ```
+    /// use perf_trace_core::layer::RoutePolicy;
+    /// # use perf_trace_core::{KeySet, Schema};
+    /// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    /// # #[key_set(phases)]
+    /// # enum Phase { Load }
+    /// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    /// # #[key_set(store_methods)]
+    /// # enum Method { GetItem }
+    /// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    /// # #[key_set(endpoints)]
+    /// # enum Endpoint { #[key(default)] Other }
+    /// # struct App;
+    /// # impl Schema for App { type Phase = Phase; type StoreMethod = Method; type Endpoint = Endpoint; }
+    /// #[derive(Clone)]
+    /// struct Caller { admin: bool }
+    ///
+    /// let policy = RoutePolicy::<App>::new()
+    ///     .perf_headers_for(|ext| ext.get::<Caller>().is_some_and(|c| c.admin));
+    /// # let _ = policy;
+    /// ```
+    pub fn perf_headers_for(
+        mut self,
+        allowed: impl Fn(&http::Extensions) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.headers_allowed = Some(Arc::new(allowed));
+        self
+    }
+}
+
+impl<S> Default for RoutePolicy<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<S> Clone for RoutePolicy<S> {
+    fn clone(&self) -> Self {
+        RoutePolicy {
+            headers_allowed: self.headers_allowed.clone(),
+            _schema: PhantomData,
+        }
+    }
+}
+
+impl<S> fmt::Debug for RoutePolicy<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RoutePolicy")
+            .field("perf_headers", &self.headers_allowed.is_some())
+            .finish()
+    }
+}
+
+impl<S: Schema> TracePolicy<S> for RoutePolicy<S> {
+    fn classify<B>(&self, request: &Request<B>) -> S::Endpoint {
+        let method = method_name(request.method());
+        #[cfg(feature = "axum")]
+        if let Some(route) = request.extensions().get::<axum::extract::MatchedPath>() {
+            return S::Endpoint::from_route(method, route.as_str());
+        }
+        S::Endpoint::from_route(method, request.uri().path())
+    }
+
+    fn headers_allowed<B>(&self, request: &Request<B>) -> bool {
+        self.headers_allowed
+            .as_ref()
+            .is_some_and(|allowed| allowed(request.extensions()))
+    }
+}
