@@ -145,20 +145,24 @@ async fn the_item_list_counts() {
     assert_counts_snapshot!("items-list", &response);
 }
 
-/// The crate's README shows this service and the two tests above as they
-/// are here.
+/// The crate's README and the repository's show this service and the two
+/// tests above as they are here.
 #[test]
-fn the_crate_readme_shows_this_service_and_its_tests_verbatim() {
-    let readme = include_str!("../../../perf-trace-core/README.md");
-    assert!(readme.contains(include_str!("../src/main.rs")));
+fn the_readmes_show_this_service_and_its_tests_verbatim() {
     let tests = include_str!("quickstart.rs");
-    for (start, end) in [
-        ("/// A budget test", "/// A snapshot test"),
-        ("/// A snapshot test", "\n}\n"),
+    for readme in [
+        include_str!("../../../perf-trace-core/README.md"),
+        include_str!("../../../README.md"),
     ] {
-        let at = tests.find(start).expect(start);
-        let len = tests[at..].find(end).expect(end);
-        let shown = tests[at..at + len].trim_end();
-        assert!(readme.contains(shown), "the README lacks:\n{shown}");
+        assert!(readme.contains(include_str!("../src/main.rs")));
+        for (start, end) in [
+            ("/// A budget test", "/// A snapshot test"),
+            ("/// A snapshot test", "\n}\n"),
+        ] {
+            let at = tests.find(start).expect(start);
+            let len = tests[at..].find(end).expect(end);
+            let shown = tests[at..at + len].trim_end();
+            assert!(readme.contains(shown), "a README lacks:\n{shown}");
+        }
     }
 }
