@@ -9,9 +9,7 @@ use std::task::{Context, Poll};
 
 use crate::clock;
 use crate::keys::{KeySet, PhaseKey, StoreMethodKey};
-use crate::pending;
-use crate::recorder::{Inner, Table};
-use crate::scope::current_ptr;
+use crate::recorder::{add_timed, current_ptr, Inner, Table};
 
 /// Adds one timed event to the current recorder if it records `set`.
 #[inline(always)]
@@ -22,7 +20,7 @@ fn record_now(table: Table, set: TypeId, index: usize, start: u64) {
         // SAFETY: a non-null current pointer is kept alive by its scope.
         let inner = unsafe { &*p };
         if inner.set_id(table) == set {
-            pending::add(table, index, clock::span(start, end));
+            add_timed(table, index, clock::span(start, end));
         }
     }
 }

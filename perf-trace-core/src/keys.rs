@@ -6,10 +6,10 @@
 //! | --- | --- | --- | --- |
 //! | `phases` | [`PhaseKey`] | `#[traced_phase]` | `phase_<p>_us`, `phase_<p>_n` |
 //! | `store_methods` | [`StoreMethodKey`] | `#[counted_store]` | `store_<M>_n`, `store_<M>_us` |
-//! | `endpoints` | [`EndpointKey`] | the layer's policy, [`set_endpoint`](crate::record::set_endpoint) | `endpoint` |
-//! | `counters, prefix = "p"` | [`CounterKey`] | [`count`](crate::count), [`count_n`](crate::record::count_n) | `p_<k>` |
-//! | `counters, prefix = "p", by = Set` | [`PairedCounterKey`] | [`count_by`](crate::record::count_by), [`count_n_by`](crate::record::count_n_by) | `p_<by>_<k>` |
-//! | `timers, prefix = "p"` | [`TimerKey`] | [`time`](crate::time), [`start_timer`](crate::record::start_timer), [`time_future`](crate::record::time_future) | `p_<k>_us`, `p_<k>_n` |
+//! | `endpoints` | [`EndpointKey`] | the layer's policy, `record::set_endpoint` | `endpoint` |
+//! | `counters, prefix = "p"` | [`CounterKey`] | `record::count`, `record::count_n` | `p_<k>` |
+//! | `counters, prefix = "p", by = Set` | [`PairedCounterKey`] | `record::count_by`, `record::count_n_by` | `p_<by>_<k>` |
+//! | `timers, prefix = "p"` | [`TimerKey`] | `record::time`, `record::start_timer`, `record::time_future` | `p_<k>_us`, `p_<k>_n` |
 //!
 //! Names, order, size and the role are all fixed at compile time; nothing is
 //! built at run time, so no request-derived value can ever become a key.

@@ -117,7 +117,6 @@ pub mod layer;
 pub mod line;
 #[cfg(feature = "metrics")]
 pub mod metrics;
-mod pending;
 pub mod pool;
 pub mod record;
 pub mod recorder;
@@ -125,7 +124,6 @@ pub mod recorder;
 mod request_id;
 pub mod sampling;
 pub mod scion;
-pub mod scope;
 pub mod sink;
 pub mod snapshot;
 #[cfg(feature = "tower")]
@@ -142,6 +140,10 @@ pub use line::LineFormat;
 pub use perf_trace_macros::{counted_store, key, phase, traced_phase, KeySet};
 pub use record::{count, time};
 pub use recorder::Recorder;
+// `scope` lives with the recorder, whose inside it touches; its public
+// path stays at the root.
+#[doc(inline)]
+pub use recorder::scope;
 pub use sink::{Emitter, LineSink};
 pub use snapshot::Snapshot;
 
@@ -150,7 +152,7 @@ pub mod prelude {
     #[cfg(feature = "tower")]
     pub use crate::layer::{PerfTraceLayer, RoutePolicy, TracePolicy};
     pub use crate::record::{count, count_by, count_n, count_n_by, set_endpoint, time};
-    pub use crate::scope::FutureExt;
+    pub use crate::recorder::scope::FutureExt;
     pub use crate::{counted_store, key, phase, traced_phase, KeySet};
     pub use crate::{Emitter, LineFormat, LineSink, Recorder, Schema, Snapshot};
 }

@@ -12,10 +12,8 @@ use std::task::{Context, Poll};
 
 use crate::clock;
 use crate::keys::{CounterKey, EndpointKey, KeySet, KeySetInfo, PairedCounterKey, TimerKey};
-use crate::pending;
-use crate::recorder::Inner;
 pub use crate::recorder::Outcome;
-use crate::scope::{current_ptr, with_current};
+use crate::recorder::{add_decision, add_decisions, current_ptr, with_current, Inner};
 
 #[inline(always)]
 fn is_max<K: KeySet>(max_mask: u64, key: K) -> bool {
@@ -297,7 +295,7 @@ impl<F: Future> Future for TimedTimer<F> {
 #[inline]
 pub fn record_decision(outcome: Outcome) {
     if !current_ptr().is_null() {
-        pending::add_decision(outcome, 0);
+        add_decision(outcome, 0);
     }
 }
 
@@ -315,7 +313,7 @@ pub fn time_decision<R>(outcome: Outcome, emit: impl FnOnce() -> R) -> R {
     // Re-read: `emit` may have run in (and left) a nested scope; record only
     // into the recorder that is still current.
     if current_ptr() == recorder {
-        pending::add_decision(outcome, ticks);
+        add_decision(outcome, ticks);
     }
     result
 }
@@ -371,7 +369,7 @@ pub fn time_decisions<R>(batch: DecisionBatch, emit: impl FnOnce() -> R) -> R {
     let ticks = clock::span(start, clock::now());
     // As in `time_decision`: record only into the recorder still current.
     if current_ptr() == recorder {
-        pending::add_decisions([batch.allow, batch.deny, batch.other], ticks);
+        add_decisions([batch.allow, batch.deny, batch.other], ticks);
     }
     result
 }

@@ -2,44 +2,58 @@
 //! relaxed atomic adds, so recording never allocates and never contends with
 //! anything but the same request's other threads. Phases, store calls and
 //! decisions reach these tables once per scope, summed in thread-local
-//! memory in between (the crate's private `pending` module).
+//! memory in between (`pending`).
+//!
+//! Inside: [`scope`] (which recorder is current on a thread), `pending`
+//! (what the current scope has recorded, not yet added), `reuse` (the
+//! recorders a thread keeps for its next requests), `collect` (the tables
+//! read into a snapshot) and `finished_line` (the tables read into a
+//! line). Only this module and those below it see a recorder's tables.
 
 use std::any::TypeId;
-use std::cell::RefCell;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::clock;
 use crate::keys::{EndpointKey, KeySetInfo, Schema, SchemaInfo, MAX_SETS};
 use crate::line::needs_escape;
-use crate::pool::{DbFigures, PoolFigures, PoolStats};
-use crate::snapshot::{CounterStat, Counters, Decisions, KeyStat, Snapshot, SseStage, Timers};
+use crate::pool::{PoolFigures, PoolStats};
+use crate::snapshot::{Decisions, Snapshot};
 
+mod collect;
 mod extra_sets;
 mod finished_line;
 mod line_keys;
+mod pending;
+mod reuse;
+pub mod scope;
 
 use extra_sets::ExtraSets;
 use line_keys::LineKeys;
 
+// What recording (`record`, the macros' guards) and the layer reach of the
+// inside: the current recorder, what its scope has pending, and reuse.
+pub(crate) use pending::{add_decision, add_decisions, add_timed};
+pub(crate) use reuse::{recycle, RequestStart};
+pub(crate) use scope::{current_ptr, in_scope_of, with_current};
+
 /// Count and summed raw ticks of one key.
 #[derive(Default)]
-pub(crate) struct Stat {
+struct Stat {
     count: AtomicU64,
     ticks: AtomicU64,
 }
 
 impl Stat {
     #[inline(always)]
-    pub(crate) fn add(&self, ticks: u64) {
+    fn add(&self, ticks: u64) {
         self.add_n(1, ticks);
     }
 
     /// Adds `count` events that took `ticks` in all.
     #[inline(always)]
-    pub(crate) fn add_n(&self, count: u64, ticks: u64) {
+    fn add_n(&self, count: u64, ticks: u64) {
         self.count.fetch_add(count, Relaxed);
         self.ticks.fetch_add(ticks, Relaxed);
     }
@@ -68,7 +82,7 @@ pub enum Outcome {
 }
 
 pub(crate) struct Inner {
-    pub(crate) schema: SchemaInfo,
+    schema: SchemaInfo,
     /// The schema's type: a recorder is reused for its own schema only.
     schema_id: TypeId,
     /// The schema's field keys, for the line.
@@ -126,7 +140,7 @@ impl Inner {
     /// Marks the keys of `mask` as added to: one atomic operation at most,
     /// none when they already are.
     #[inline]
-    pub(crate) fn mark_touched(&self, table: Table, mask: u64) {
+    fn mark_touched(&self, table: Table, mask: u64) {
         let touched = &self.touched[table as usize];
         if touched.load(Relaxed) & mask != mask {
             touched.fetch_or(mask, Relaxed);
@@ -161,7 +175,7 @@ impl Inner {
     }
 
     #[inline(always)]
-    pub(crate) fn table(&self, table: Table) -> &[Stat] {
+    fn table(&self, table: Table) -> &[Stat] {
         match table {
             Table::Phases => &self.stats[..self.stores_at],
             Table::Stores => &self.stats[self.stores_at..self.timers_at],
@@ -183,7 +197,7 @@ impl Inner {
     /// Adds decisions by outcome (allow, deny, other) whose emissions took
     /// `ticks` in all.
     #[inline]
-    pub(crate) fn add_decisions(&self, by_outcome: [u64; 3], ticks: u64) {
+    fn add_decisions(&self, by_outcome: [u64; 3], ticks: u64) {
         for (shared, n) in self.decisions.iter().zip(by_outcome) {
             if n > 0 {
                 shared.fetch_add(n, Relaxed);
@@ -473,87 +487,6 @@ impl Recorder {
         RecorderBuilder::default()
     }
 
-    /// A request's recorder, reusing one this thread kept (see [`recycle`])
-    /// when it has one of this schema: its tables are zeroed in place
-    /// instead of allocated, and it keeps its request id's buffer and, when
-    /// the pool is the same, its reference to the pool.
-    pub(crate) fn for_request<S: Schema>(start: RequestStart<'_>) -> Recorder {
-        let schema = SchemaInfo::of::<S>();
-        let Some(mut reused) = take_spare(TypeId::of::<S>()) else {
-            return Recorder::first_for_request::<S>(start);
-        };
-        let inner = Arc::get_mut(&mut reused).expect("a recycled recorder is unique");
-        // Only the keys the last request touched are reset, and the timers.
-        let (stores_at, timers_at) = (inner.stores_at, inner.timers_at);
-        for (table, at) in [(Table::Phases, 0), (Table::Stores, stores_at)] {
-            let mut touched = std::mem::take(inner.touched[table as usize].get_mut());
-            while touched != 0 {
-                let stat = &mut inner.stats[at + touched.trailing_zeros() as usize];
-                touched &= touched - 1;
-                *stat.count.get_mut() = 0;
-                *stat.ticks.get_mut() = 0;
-            }
-        }
-        for stat in inner.stats[timers_at..].iter_mut() {
-            *stat.count.get_mut() = 0;
-            *stat.ticks.get_mut() = 0;
-        }
-        for (w, word) in inner.counters_touched.iter_mut().enumerate() {
-            let mut touched = std::mem::take(word.get_mut());
-            while touched != 0 {
-                *inner.counters[w * 64 + touched.trailing_zeros() as usize].get_mut() = 0;
-                touched &= touched - 1;
-            }
-        }
-        inner.extra.clear();
-        inner.decisions = Default::default();
-        *inner.decision_ticks.get_mut() = 0;
-        *inner.sse_events.get_mut() = 0;
-        *inner.endpoint.get_mut() = schema.default_endpoint;
-        *inner.status.get_mut() = 0;
-        *inner.discarded.get_mut() = false;
-        *inner.stream.get_mut() = false;
-        inner.method = start.method;
-        // The layer's methods are `method_name`'s, none of which needs escaping.
-        debug_assert!(!needs_escape(start.method));
-        inner.method_plain = true;
-        inner.request_id.clear();
-        inner.request_id.push_str(start.request_id);
-        // The layer's id is a UUID: hex digits and hyphens.
-        debug_assert!(!needs_escape(start.request_id));
-        inner.request_id_plain = true;
-        let kept = inner.pool.take();
-        inner.pool = start.pool.map(|(pool, since)| {
-            let pool = match kept {
-                Some((kept, _)) if Arc::ptr_eq(&kept, pool) => kept,
-                _ => Arc::clone(pool),
-            };
-            let figures = since.unwrap_or_else(|| pool.pool_figures());
-            (pool, figures)
-        });
-        // Last, as in `build`: the clock starts when the recorder is ready.
-        inner.start_ticks = clock::now();
-        Recorder(reused)
-    }
-
-    /// A request's recorder built afresh, on a thread with none to reuse.
-    /// Out of line: a thread builds a few, then reuses them, and inlined
-    /// into every request's path the builder's code was fetched with it.
-    #[cold]
-    #[inline(never)]
-    fn first_for_request<S: Schema>(start: RequestStart<'_>) -> Recorder {
-        let mut builder = Recorder::builder()
-            .method(start.method)
-            .request_id(start.request_id);
-        if let Some((pool, since)) = start.pool {
-            builder = builder.pool(Arc::clone(pool));
-            if let Some(since) = since {
-                builder = builder.pool_since(since);
-            }
-        }
-        builder.build::<S>()
-    }
-
     /// The request id given at creation.
     pub fn request_id(&self) -> &str {
         &self.0.request_id
@@ -564,12 +497,12 @@ impl Recorder {
         self.0.set_endpoint(endpoint);
     }
 
-    /// Whether [`discard_line`](crate::record::discard_line) was called in its scope.
+    /// Whether `record::discard_line` was called in its scope.
     pub(crate) fn is_discarded(&self) -> bool {
         self.0.discarded.load(Relaxed)
     }
 
-    /// Whether the request was marked as a stream (see [`crate::record::mark_stream`]).
+    /// Whether the request was marked as a stream (`record::mark_stream`).
     pub(crate) fn is_stream(&self) -> bool {
         self.0.stream.load(Relaxed)
     }
@@ -593,8 +526,8 @@ impl Recorder {
     pub(crate) fn end_at(&self, ticks: u64) -> RequestEnd {
         let inner = &*self.0;
         // What this thread recorded in the scope it is in now counts too.
-        if std::ptr::eq(crate::scope::current_ptr(), inner) {
-            crate::pending::flush(inner);
+        if std::ptr::eq(scope::current_ptr(), inner) {
+            pending::flush(inner);
         }
         RequestEnd {
             ticks,
@@ -609,166 +542,10 @@ impl Recorder {
         self.snapshot_into(end, &mut snapshot);
         snapshot
     }
-
-    /// [`snapshot_at`](Self::snapshot_at) into `out`, whose lists are
-    /// cleared and refilled: a thread that renders many lines keeps one
-    /// snapshot and allocates nothing once its lists have grown.
-    pub(crate) fn snapshot_into(&self, end: RequestEnd, out: &mut Snapshot) {
-        let inner = &*self.0;
-        let stores = inner.table(Table::Stores);
-        collect_into(
-            &mut out.phases,
-            inner.table(Table::Phases),
-            inner.touched(Table::Phases),
-            inner.schema.phases.names,
-            inner.schema.phases.sorted,
-        );
-        collect_into(
-            &mut out.store_calls,
-            stores,
-            inner.touched(Table::Stores),
-            inner.schema.stores.names,
-            inner.schema.stores.sorted,
-        );
-        let (authz_store_calls, store_ticks) = inner.store_total();
-        let sets = inner.schema.counters.iter().zip(inner.counter_offsets);
-        out.counters.truncate(inner.schema.counters.len());
-        for (i, (set, offset)) in sets.enumerate() {
-            let table = &inner.counters[offset as usize..];
-            match out.counters.get_mut(i) {
-                Some(counters) if std::ptr::eq(counters.set, set.0) => {
-                    collect_counters_into(&mut counters.values, set.0, table)
-                }
-                _ => {
-                    out.counters.truncate(i);
-                    let mut values = Vec::new();
-                    collect_counters_into(&mut values, set.0, table);
-                    out.counters.push(Counters { set: set.0, values });
-                }
-            }
-        }
-        let sets = inner.schema.timers.iter().zip(inner.timer_offsets);
-        out.timers.truncate(inner.schema.timers.len());
-        for (i, (set, offset)) in sets.enumerate() {
-            let table = &inner.timers()[offset as usize..];
-            match out.timers.get_mut(i) {
-                Some(timers) if std::ptr::eq(timers.set, set.0) => {
-                    collect_into(&mut timers.stats, table, ALL, set.0.names, set.0.sorted)
-                }
-                _ => {
-                    out.timers.truncate(i);
-                    let mut stats = Vec::new();
-                    collect_into(&mut stats, table, ALL, set.0.names, set.0.sorted);
-                    out.timers.push(Timers { set: set.0, stats });
-                }
-            }
-        }
-        if !inner.extra.is_empty() {
-            let (counters, timers) = inner.extra.collect();
-            out.counters.extend(counters);
-            out.timers.extend(timers);
-        }
-        out.endpoint = inner.schema.endpoints.names[inner.endpoint.load(Relaxed) as usize];
-        out.elapsed = clock::ticks_to_duration(clock::span(inner.start_ticks, end.ticks));
-        out.authz_store_calls = authz_store_calls;
-        out.authz_store_time = clock::ticks_to_duration(store_ticks);
-        out.decisions = inner.decisions();
-        out.sse_events = inner.sse_events.load(Relaxed);
-        out.db = inner
-            .pool
-            .as_ref()
-            .zip(end.pool)
-            .map(|((_, start), end)| DbFigures::between(*start, end));
-        out.sse_stage = inner.stream.load(Relaxed).then_some(SseStage::Close);
-        out.method = inner.method;
-        out.request_id.clear();
-        out.request_id.push_str(&inner.request_id);
-        out.status = inner.status();
-        out.groups = inner.schema.groups;
-    }
 }
 
 /// Every key, for a table whose touched keys are not tracked (timers).
 const ALL: u64 = u64::MAX;
-
-/// Each key of `table` entered at least once, in name order; only the keys
-/// in `touched` (a bit per key) are read.
-#[inline]
-fn each_stat(
-    table: &[Stat],
-    touched: u64,
-    names: &'static [&'static str],
-    sorted: &[u16],
-    mut each: impl FnMut(&'static str, u64, Duration),
-) {
-    if touched == 0 {
-        return;
-    }
-    for &i in sorted {
-        if touched & 1 << i == 0 {
-            continue;
-        }
-        let (count, ticks) = table[i as usize].read();
-        if count > 0 {
-            each(names[i as usize], count, clock::ticks_to_duration(ticks));
-        }
-    }
-}
-
-/// What a layer knows of a request as it starts, borrowed, for
-/// [`Recorder::for_request`].
-pub(crate) struct RequestStart<'a> {
-    pub(crate) method: &'static str,
-    pub(crate) request_id: &'a str,
-    /// The pool, and the figures its waits count from when read earlier
-    /// (else now).
-    pub(crate) pool: Option<(&'a Arc<dyn PoolStats>, Option<PoolFigures>)>,
-}
-
-thread_local! {
-    /// Recorders of requests that ended on this thread, for its next
-    /// requests. Kept by the thread rather than in a pool the threads
-    /// share: a request mostly starts and ends on one thread, so its
-    /// recorder is reused from that thread's cache, with no atomic operation
-    /// and no memory moving between cores.
-    static SPARES: RefCell<Vec<Arc<Inner>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Recorders a thread keeps at most: it ends one request at a time, and a
-/// recorder ended elsewhere lands here only when a request moved threads.
-const SPARES_MAX: usize = 4;
-
-/// Keeps `recorder`, whose request has ended and whose line is written,
-/// for this thread's next request, when nothing else holds it (a task the
-/// request spawned may still) and the thread has room; else frees it. A
-/// kept recorder keeps its pool's handle until it is reused or its thread
-/// ends.
-pub(crate) fn recycle(recorder: Recorder) {
-    let mut inner = recorder.0;
-    if Arc::get_mut(&mut inner).is_none() {
-        return;
-    }
-    // A thread tearing down its thread-locals frees the recorder.
-    let _ = SPARES.try_with(|spares| {
-        if let Ok(mut spares) = spares.try_borrow_mut() {
-            if spares.len() < SPARES_MAX {
-                spares.push(inner);
-            }
-        }
-    });
-}
-
-/// A recorder this thread kept, of schema `schema` (its type's id), if any.
-fn take_spare(schema: TypeId) -> Option<Arc<Inner>> {
-    SPARES
-        .try_with(|spares| {
-            let mut spares = spares.try_borrow_mut().ok()?;
-            let at = spares.iter().rposition(|inner| inner.schema_id == schema)?;
-            Some(spares.swap_remove(at))
-        })
-        .ok()
-        .flatten()
-}
 
 /// Where a request ended, for its line: the clock and the pool's figures.
 #[derive(Debug, Clone, Copy)]
@@ -786,119 +563,4 @@ fn layout(sets: impl Iterator<Item = &'static KeySetInfo>) -> ([u32; MAX_SETS], 
         total += set.slots();
     }
     (offsets, total)
-}
-
-/// The non-zero counters of one set into `values`, sorted by rendered name
-/// (`by` key, `_`, key).
-fn collect_counters_into(
-    values: &mut Vec<CounterStat>,
-    set: &'static KeySetInfo,
-    table: &[AtomicU64],
-) {
-    values.clear();
-    // A new list is sized first (growing from empty would copy it more
-    // than once); a reused one (a thread's own, for its lines) keeps its room.
-    if values.capacity() == 0 {
-        let table = &table[..set.slots()];
-        values.reserve(table.iter().filter(|v| v.load(Relaxed) > 0).count());
-    }
-    each_counter(set, table, |by, name, value| {
-        values.push(CounterStat { by, name, value })
-    });
-}
-
-/// Each non-zero counter of `set`, whose slots start `table`, in the order
-/// of its rendered name: `by` key, key, value.
-fn each_counter(
-    set: &'static KeySetInfo,
-    table: &[AtomicU64],
-    mut each: impl FnMut(Option<&'static str>, &'static str, u64),
-) {
-    let table = &table[..set.slots()];
-    let Some(by) = set.by else {
-        for &i in set.sorted {
-            let value = table[i as usize].load(Relaxed);
-            if value > 0 {
-                each(None, set.names[i as usize], value);
-            }
-        }
-        return;
-    };
-    // A paired set's order is that of `<by>_<name>`, which nesting the two
-    // sets' orders does not give (`a_x` sorts after `a_b_y`): its non-zero
-    // slots, a handful, are sorted here, on the stack unless there are many.
-    let width = set.names.len();
-    let names = |slot: u16| {
-        let slot = usize::from(slot);
-        (by.names[slot / width], set.names[slot % width])
-    };
-    // Slot numbers fit: a set has at most 64 keys, by at most 64.
-    let mut few = [0u16; 32];
-    let mut found = 0;
-    let mut many = Vec::new();
-    for (slot, value) in table.iter().enumerate() {
-        if value.load(Relaxed) == 0 {
-            continue;
-        }
-        let slot = slot as u16;
-        if found < few.len() {
-            few[found] = slot;
-            found += 1;
-        } else {
-            if many.is_empty() {
-                many.extend_from_slice(&few);
-            }
-            many.push(slot);
-        }
-    }
-    let found = if many.is_empty() {
-        &mut few[..found]
-    } else {
-        &mut many[..]
-    };
-    if found.len() > 1 {
-        let rendered = |slot: u16| {
-            let (by, name) = names(slot);
-            CounterStat {
-                by: Some(by),
-                name,
-                value: 0,
-            }
-        };
-        found.sort_unstable_by(|&a, &b| {
-            rendered(a)
-                .rendered_bytes()
-                .cmp(rendered(b).rendered_bytes())
-        });
-    }
-    for &mut slot in found {
-        let (by, name) = names(slot);
-        // Read again: a counter never goes back to zero, so the slot is
-        // still non-zero, and this is its latest value.
-        let value = table[usize::from(slot)].load(Relaxed);
-        each(Some(by), name, value);
-    }
-}
-
-/// The keys of `table` entered at least once into `stats`, in name order.
-fn collect_into(
-    stats: &mut Vec<KeyStat>,
-    table: &[Stat],
-    touched: u64,
-    names: &'static [&'static str],
-    sorted: &[u16],
-) {
-    stats.clear();
-    // As in `collect_counters_into`: a new list is sized first (growing
-    // from empty would copy it more than once).
-    if stats.capacity() == 0 {
-        stats.reserve((touched.count_ones() as usize).min(sorted.len()));
-    }
-    each_stat(table, touched, names, sorted, |name, count, duration| {
-        stats.push(KeyStat {
-            name,
-            count,
-            duration,
-        })
-    });
 }

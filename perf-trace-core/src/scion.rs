@@ -1,7 +1,7 @@
 //! The Scion contract in one place: the line's field names, the header names
 //! and suffixes, the subsystem, and the contract's example line.
 //!
-//! [`LineFormat::scion`](crate::LineFormat::scion) renders this profile, and a
+//! `LineFormat::scion` renders this profile, and a
 //! reader of the lines (a benchmark client joining lines to its requests)
 //! uses the same names, and the same value renderers, to rebuild the headers
 //! a line stands for:

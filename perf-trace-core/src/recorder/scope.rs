@@ -10,8 +10,7 @@ use std::ptr;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use crate::pending;
-use crate::recorder::{Inner, Recorder};
+use super::{pending, Inner, Recorder};
 
 thread_local! {
     // Invariant: non-null only inside `Recorder::in_scope`, whose `&Recorder`

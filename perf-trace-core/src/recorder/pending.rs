@@ -14,8 +14,8 @@
 
 use std::cell::Cell;
 
+use super::{Inner, Outcome, Table};
 use crate::keys::MAX_KEYS;
-use crate::recorder::{Inner, Outcome, Table};
 
 /// A key's count and summed ticks, pending.
 struct PendingStat {
@@ -99,7 +99,7 @@ thread_local! {
 
 /// Adds one timed event of key `index` of `table` for the current recorder.
 #[inline(always)]
-pub(crate) fn add(table: Table, index: usize, ticks: u64) {
+pub(crate) fn add_timed(table: Table, index: usize, ticks: u64) {
     PENDING.with(|p| {
         match table {
             Table::Phases => p.phases.add(index, ticks),
@@ -136,7 +136,7 @@ pub(crate) fn add_decisions(by_outcome: [u64; 3], ticks: u64) {
 /// Adds everything pending to `current` (the recorder current on this
 /// thread, whose events they are) and clears it.
 #[inline]
-pub(crate) fn flush(current: &Inner) {
+pub(super) fn flush(current: &Inner) {
     PENDING.with(|p| {
         if p.any.replace(false) {
             flush_all(p, current);
