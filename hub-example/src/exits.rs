@@ -27,8 +27,8 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use perf_trace_core::metrics::MetricsSink;
-use perf_trace_core::sampling::TailSampling;
+use perf_trace_core::exits::metrics::MetricsSink;
+use perf_trace_core::exits::sampling::TailSampling;
 use perf_trace_core::{Emitter, KeySet};
 use perf_trace_otel::{OtlpConfig, OtlpSink, ENDPOINT_ENV};
 

@@ -1,4 +1,4 @@
-//! Exits beyond the line: sinks the [`Emitter`](crate::Emitter) hands every
+//! Exits beyond the line: sinks the `Emitter` hands every
 //! finished request to, after (or instead of) writing its line.
 //!
 //! A sink sees the request's [`Snapshot`] and what the layer knew of it
@@ -7,9 +7,11 @@
 //! a caller. Sinks run on the request's thread when it ends: a sink that
 //! does I/O hands the work to a thread of its own and never blocks.
 //!
-//! The crate's own sinks: [`TracingSink`](crate::tracing_sink::TracingSink)
-//! (feature `tracing`) and [`MetricsSink`](crate::metrics::MetricsSink)
-//! (feature `metrics`); OpenTelemetry export is the `perf-trace-otel` crate.
+//! This is the contract between the core and its exits: the crate's own
+//! are in `exits` (`exits::tracing_sink::TracingSink`, feature `tracing`;
+//! `exits::metrics::MetricsSink`, feature `metrics`; tail sampling in
+//! `exits::sampling`), and OpenTelemetry export is the `perf-trace-otel`
+//! crate. The core never names them.
 //!
 //! ```
 //! use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

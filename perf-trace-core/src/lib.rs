@@ -22,7 +22,8 @@
 //!   record: counters, timers, decisions, the endpoint), [`scope`] (which
 //!   recorder is current, across tasks), [`snapshot`], [`layer`],
 //!   [`sink`] (where lines go), [`line`](mod@line), [`headers`],
-//!   [`budget`], [`testing`], [`pool`], [`clock`].
+//!   [`budget`], [`testing`], [`pool`], [`clock`], and the exits beyond
+//!   the line in [`exits`].
 //! - The [`LineFormat`] is the profile: [`LineFormat::plain`] a service's
 //!   own, [`LineFormat::scion`] the Scion contract's ([`scion`]). The
 //!   schema says which optional groups of fields it has
@@ -31,10 +32,11 @@
 //! - With no recorder in scope a traced phase costs one thread-local read
 //!   and a branch; with tracing off a service installs nothing at all.
 //! - Beyond the line, the [`Emitter`] hands each finished request to exits
-//!   ([`export`]): a `tracing` event (`tracing_sink`, feature `tracing`),
-//!   Prometheus metrics with label sets bounded by the key sets (`metrics`,
-//!   feature `metrics`), OpenTelemetry spans (the `perf-trace-otel`
-//!   crate), and decides [tail sampling](sampling) when the request ends;
+//!   ([`export`] is the contract), the crate's own in [`exits`]: a
+//!   `tracing` event (`exits::tracing_sink`, feature `tracing`), Prometheus
+//!   metrics with label sets bounded by the key sets (`exits::metrics`,
+//!   feature `metrics`), and [tail sampling](exits::sampling), decided when
+//!   the request ends; OpenTelemetry spans are the `perf-trace-otel` crate.
 //!   W3C trace context is in [`trace_context`].
 //!
 //! # Example
@@ -107,6 +109,7 @@ pub mod budget;
 pub mod clock;
 #[cfg(feature = "insta")]
 pub mod counts;
+pub mod exits;
 pub mod export;
 mod guard;
 pub mod headers;
@@ -115,14 +118,11 @@ pub mod keys;
 #[cfg(feature = "tower")]
 pub mod layer;
 pub mod line;
-#[cfg(feature = "metrics")]
-pub mod metrics;
 pub mod pool;
 pub mod record;
 pub mod recorder;
 #[cfg(feature = "tower")]
 mod request_id;
-pub mod sampling;
 pub mod scion;
 pub mod sink;
 pub mod snapshot;
@@ -130,8 +130,6 @@ pub mod snapshot;
 pub mod testing;
 mod timestamp;
 pub mod trace_context;
-#[cfg(feature = "tracing")]
-pub mod tracing_sink;
 
 pub use keys::{KeySet, Schema};
 #[cfg(feature = "tower")]

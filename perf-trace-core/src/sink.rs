@@ -7,6 +7,7 @@
 //! thread of the sink's own writes the buffer out every interval (and the
 //! buffer writes itself out whenever it fills).
 
+use std::any::Any;
 use std::cell::RefCell;
 use std::fmt;
 use std::io::{self, BufWriter, Write};
@@ -23,7 +24,6 @@ use crate::clock;
 use crate::export::{FinishedRequest, RequestFacts, RequestSink};
 use crate::line::{LineFormat, LineSource};
 use crate::recorder::{self, Recorder, RequestEnd};
-use crate::sampling::TailSampling;
 use crate::snapshot::Snapshot;
 use crate::timestamp;
 
@@ -313,7 +313,17 @@ pub struct Emitter {
 #[derive(Default)]
 struct Exits {
     sinks: Vec<Arc<dyn RequestSink>>,
-    sampling: Option<TailSampling>,
+    sampling: Option<Box<dyn Sampler>>,
+}
+
+/// A tail-sampling policy, as the emitter consults it: the crate's own is
+/// `exits::sampling::TailSampling`, which the core does not import.
+pub(crate) trait Sampler: Any + Send + Sync + fmt::Debug {
+    /// Whether a finished request keeps its line.
+    fn keep(&self, snapshot: &Snapshot, facts: &RequestFacts) -> bool;
+
+    /// The same policy, with its own counts, for an emitter's copy.
+    fn clone_box(&self) -> Box<dyn Sampler>;
 }
 
 impl fmt::Debug for Exits {
@@ -442,7 +452,7 @@ impl Emitter {
         if Arc::get_mut(exits).is_none() {
             let copy = Exits {
                 sinks: exits.sinks.clone(),
-                sampling: exits.sampling.clone(),
+                sampling: exits.sampling.as_ref().map(|s| s.clone_box()),
             };
             *exits = Arc::new(copy);
         }
@@ -457,17 +467,16 @@ impl Emitter {
         self
     }
 
-    /// Writes the line (and hands the request to the exits that want kept
-    /// requests only) only for the requests `sampling` keeps. Without it,
-    /// every request keeps its line.
-    pub fn with_sampling(mut self, sampling: TailSampling) -> Self {
-        self.exits_mut().sampling = Some(sampling);
+    /// Writes the line only for the requests `sampler` keeps (see
+    /// [`with_sampling`](Self::with_sampling)).
+    pub(crate) fn with_sampler(mut self, sampler: Box<dyn Sampler>) -> Self {
+        self.exits_mut().sampling = Some(sampler);
         self
     }
 
-    /// The tail-sampling policy, if any (its count of sampled-out requests).
-    pub fn sampling(&self) -> Option<&TailSampling> {
-        self.exits.as_ref()?.sampling.as_ref()
+    /// The tail-sampling policy, if any.
+    pub(crate) fn sampler(&self) -> Option<&dyn Sampler> {
+        self.exits.as_ref()?.sampling.as_deref()
     }
 
     /// Whether an exit asked for the request's trace context.

@@ -2,7 +2,7 @@
 //! parented from, and the `traceresponse` it answers with.
 //!
 //! The layer reads these headers only when an exit asks for them
-//! ([`RequestSink::wants_trace_context`](crate::export::RequestSink::wants_trace_context)),
+//! (`export::RequestSink::wants_trace_context`),
 //! so a service with the line alone answers exactly the contract's headers.
 //!
 //! ```

@@ -20,10 +20,10 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+use perf_trace_core::exits::metrics::MetricsSink;
+use perf_trace_core::exits::tracing_sink::TracingSink;
 use perf_trace_core::export::RequestFacts;
-use perf_trace_core::metrics::MetricsSink;
 use perf_trace_core::trace_context::TraceContext;
-use perf_trace_core::tracing_sink::TracingSink;
 use perf_trace_core::{Emitter, LineFormat, LineSink};
 use perf_trace_otel::{OtlpConfig, OtlpSink};
 

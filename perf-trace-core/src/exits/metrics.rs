@@ -26,7 +26,7 @@
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //! use perf_trace_core::export::RequestFacts;
-//! use perf_trace_core::metrics::MetricsSink;
+//! use perf_trace_core::exits::metrics::MetricsSink;
 //! use perf_trace_core::{Emitter, LineFormat, LineSink, Snapshot};
 //!
 //! let metrics = Arc::new(MetricsSink::new("svc"));

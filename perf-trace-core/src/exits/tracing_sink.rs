@@ -11,12 +11,12 @@
 //! per call site, and one call site serves every schema.
 //!
 //! Only requests that keep their line reach it (see
-//! [`sampling`](crate::sampling)). To send the records to `tracing` only, give
+//! [`sampling`](super::sampling)). To send the records to `tracing` only, give
 //! the [`Emitter`](crate::Emitter) a [`LineSink`](crate::LineSink) over
 //! [`std::io::sink()`].
 //!
 //! ```
-//! use perf_trace_core::tracing_sink::TracingSink;
+//! use perf_trace_core::exits::tracing_sink::TracingSink;
 //! use perf_trace_core::{Emitter, LineFormat, LineSink};
 //!
 //! let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(std::io::sink()))

@@ -8,12 +8,12 @@
 //! its connect and close lines belong together. Exits that see every
 //! request (metrics) count the others too, and the sampled-out ones apart.
 //!
-//! Without a [`TailSampling`] on the [`Emitter`](crate::Emitter), every
+//! Without a [`TailSampling`] on the [`Emitter`], every
 //! request keeps its line, as the contract says.
 //!
 //! ```
 //! use std::time::Duration;
-//! use perf_trace_core::sampling::TailSampling;
+//! use perf_trace_core::exits::sampling::TailSampling;
 //! use perf_trace_core::export::RequestFacts;
 //! use perf_trace_core::Snapshot;
 //!
@@ -38,6 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::export::RequestFacts;
+use crate::sink::{Emitter, Sampler};
 use crate::snapshot::Snapshot;
 
 /// Why a request's line was kept or not.
@@ -165,6 +166,31 @@ impl TailSampling {
     /// Requests sampled out so far.
     pub fn sampled_out(&self) -> u64 {
         self.sampled_out.load(Relaxed)
+    }
+}
+
+impl Sampler for TailSampling {
+    fn keep(&self, snapshot: &Snapshot, facts: &RequestFacts) -> bool {
+        TailSampling::keep(self, snapshot, facts)
+    }
+
+    fn clone_box(&self) -> Box<dyn Sampler> {
+        Box::new(self.clone())
+    }
+}
+
+impl Emitter {
+    /// Writes the line (and hands the request to the exits that want kept
+    /// requests only) only for the requests `sampling` keeps. Without it,
+    /// every request keeps its line.
+    pub fn with_sampling(self, sampling: TailSampling) -> Self {
+        self.with_sampler(Box::new(sampling))
+    }
+
+    /// The tail-sampling policy, if any (its count of sampled-out requests).
+    pub fn sampling(&self) -> Option<&TailSampling> {
+        let sampler: &dyn std::any::Any = self.sampler()?;
+        sampler.downcast_ref()
     }
 }
 
