@@ -69,10 +69,9 @@ pub struct TraceLayers {
     pub web: WebTraceLayer,
 }
 
-/// How long a perf_trace line may wait in the log's buffer before it is
-/// written out (the Hub's own lines write it out at once), and, buffered by
-/// its thread ([`crate::exits::HubExits::background_lines`]), before it
-/// reaches the log.
+/// How long a perf_trace line may wait, buffered by its thread
+/// ([`crate::exits::HubExits::background_lines`]), before it reaches the
+/// log (the Hub's own lines write the buffers out at once).
 pub const LINE_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Builds the layer: lines in the logger's format and to its destination,
@@ -80,10 +79,8 @@ pub const LINE_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
 /// standard error, shared with the logger's own report (the destination is
 /// the same, so one report covers both). The sink takes the logger's own
 /// lock once per line (once per batch when lines are buffered by their
-/// threads, as `hub-example serve`'s are), and flushes it every
-/// [`LINE_FLUSH_INTERVAL`] (or the buffers' interval) rather than after
-/// each line: where the logger buffers, a line is a copy, not a system
-/// call. `exits` (metrics, OTLP export, tail sampling, lines
+/// threads, as `hub-example serve`'s are, every [`LINE_FLUSH_INTERVAL`]).
+/// `exits` (metrics, OTLP export, tail sampling, lines
 /// buffered by their threads) are put on the emitter;
 /// `HubExits::default()` adds none.
 pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) -> HubTraceLayer {
@@ -101,9 +98,8 @@ pub fn trace_layers(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits)
 
 fn trace_emitter(logger: &Logger, exits: &HubExits) -> Emitter {
     let report = logger.clone();
-    let sink = LineSink::shared(logger.writer().clone())
-        .on_failure(move |e| report.report_failure(e))
-        .flush_every(exits.background_lines.unwrap_or(LINE_FLUSH_INTERVAL));
+    let sink =
+        LineSink::shared(logger.writer().clone()).on_failure(move |e| report.report_failure(e));
     let format = LineFormat::scion(COMPONENT).gcp(logger.gcp());
     let emitter = exits.apply(Emitter::new(format, sink));
     // The Hub's own lines stay after the lines of the requests before them.

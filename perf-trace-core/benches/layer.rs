@@ -2,9 +2,10 @@
 //! service that records two phases and a counter and answers
 //! a short body, called untraced and traced in one group, so the medians
 //! come from the same run. The traced cases differ only in where the line
-//! goes: a buffered sink (a copy per line, as the example Hub writes its
-//! standard output) and a sink that writes each line at once, one `write`
-//! system call to `/dev/null` per request.
+//! goes: into its thread's buffer, written out by the emitter's own thread
+//! (`Emitter::in_background`, as the example Hub writes its lines), and
+//! to a sink that writes each line at once, one `write` system call to
+//! `/dev/null` per request.
 //!
 //! ```text
 //! cargo bench -p perf-trace-core --bench layer
@@ -71,13 +72,12 @@ where
 }
 
 fn traced_with(
-    sink: LineSink,
+    emitter: Emitter,
 ) -> impl Service<
     Request<()>,
     Response = Response<impl http_body::Body<Error = Infallible>>,
     Error = Infallible,
 > + Clone {
-    let emitter = Emitter::new(LineFormat::scion("bench-svc"), sink);
     PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter).layer(service_fn(handler))
 }
 
@@ -87,22 +87,25 @@ fn layer(c: &mut Criterion) {
         .build()
         .unwrap();
     let untraced = service_fn(handler);
-    let buffered = traced_with(LineSink::buffered(
-        std::io::sink(),
-        Duration::from_millis(50),
-    ));
-    let dev_null = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/null")
-        .expect("/dev/null");
-    let each_line = traced_with(LineSink::new(dev_null));
+    let dev_null = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .expect("/dev/null")
+    };
+    let format = LineFormat::scion("bench-svc");
+    let background = traced_with(
+        Emitter::new(format.clone(), LineSink::new(dev_null()))
+            .in_background(Duration::from_millis(50)),
+    );
+    let each_line = traced_with(Emitter::new(format, LineSink::new(dev_null())));
 
     let mut group = c.benchmark_group("request");
     group.bench_function("untraced", |b| {
         b.iter(|| runtime.block_on(request(&untraced)))
     });
-    group.bench_function("traced, buffered sink", |b| {
-        b.iter(|| runtime.block_on(request(&buffered)))
+    group.bench_function("traced, lines in the background", |b| {
+        b.iter(|| runtime.block_on(request(&background)))
     });
     group.bench_function("traced, a write per line", |b| {
         b.iter(|| runtime.block_on(request(&each_line)))

@@ -104,7 +104,6 @@ struct ReadmeDoctests;
 #[cfg(test)]
 extern crate self as perf_trace_core;
 
-mod background;
 pub mod budget;
 pub mod clock;
 #[cfg(feature = "insta")]

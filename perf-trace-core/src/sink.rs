@@ -1,25 +1,22 @@
 //! Where lines go: standard output by default, any writer in tests. A failing
 //! sink never fails the request; the failure is reported once.
 //!
-//! A sink writes each line at once by default: one `write` system call per
-//! request. A busy service can buffer instead ([`LineSink::buffered`],
-//! [`LineSink::flush_every`]): a line is then a copy into memory, and a
-//! thread of the sink's own writes the buffer out every interval (and the
-//! buffer writes itself out whenever it fills).
+//! A sink writes each line at once: one `write` system call per request. A
+//! busy service writes them in batches instead
+//! ([`Emitter::in_background`]): each request renders its line into a
+//! buffer its thread keeps, and a thread of the emitter's own writes the
+//! buffers out (`background`).
 
 use std::any::Any;
 use std::cell::RefCell;
 use std::fmt;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, UNIX_EPOCH};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 
-use crate::background::Background;
-pub use crate::background::QueuedLines;
 use crate::clock;
 use crate::export::{FinishedRequest, RequestFacts, RequestSink};
 use crate::line::{LineFormat, LineSource};
@@ -27,27 +24,25 @@ use crate::recorder::{self, Recorder, RequestEnd};
 use crate::snapshot::Snapshot;
 use crate::timestamp;
 
+mod background;
 mod memory;
 
+use background::Background;
+pub use background::QueuedLines;
 pub use memory::MemoryLines;
 
 /// A writer behind a lock, which a service may share with its own log so
 /// that both write whole lines to one destination.
 pub type SharedLineWriter = Arc<Mutex<Box<dyn Write + Send>>>;
 
-/// A destination for whole lines, shared by all requests. Each line is one
-/// `write_all` under one lock, followed by a `flush` unless the sink flushes
-/// on an interval ([`LineSink::flush_every`]).
+/// A destination for whole lines, shared by all requests. Each write of
+/// lines (one line, or a batch of [`Emitter::in_background`]'s) is one
+/// `write_all` under one lock, followed by a `flush`.
 pub struct LineSink {
     writer: SharedLineWriter,
-    failed: Arc<AtomicBool>,
+    failed: AtomicBool,
     lost: AtomicU64,
-    /// Lines handed to the writer since the sink last flushed it (counted
-    /// only when flushing on an interval).
-    unflushed: Arc<AtomicU64>,
-    on_failure: Arc<dyn Fn(&io::Error) + Send + Sync>,
-    /// Set by [`LineSink::flush_every`]: the thread that flushes.
-    flusher: Option<Flusher>,
+    on_failure: Box<dyn Fn(&io::Error) + Send + Sync>,
 }
 
 impl fmt::Debug for LineSink {
@@ -55,92 +50,11 @@ impl fmt::Debug for LineSink {
         f.debug_struct("LineSink")
             .field("failed", &self.failed.load(Relaxed))
             .field("lost", &self.lost.load(Relaxed))
-            .field("flush_interval", &self.flusher.as_ref().map(|f| f.interval))
             .finish_non_exhaustive()
     }
 }
 
-/// The thread of a sink that flushes on an interval, and how to stop it.
-struct Flusher {
-    interval: Duration,
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Flusher {
-    fn start(
-        writer: SharedLineWriter,
-        interval: Duration,
-        unflushed: Arc<AtomicU64>,
-        failed: Arc<AtomicBool>,
-        on_failure: Arc<dyn Fn(&io::Error) + Send + Sync>,
-    ) -> io::Result<Flusher> {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let thread = std::thread::Builder::new()
-            .name("perf-trace-flush".into())
-            .spawn({
-                let stop = Arc::clone(&stop);
-                move || loop {
-                    {
-                        let (stopped, wake) = &*stop;
-                        let mut stopped = stopped.lock();
-                        if !*stopped {
-                            wake.wait_for(&mut stopped, interval);
-                        }
-                        if *stopped {
-                            return;
-                        }
-                    }
-                    // A failed flush keeps the bytes in the buffer, to be
-                    // tried again; it is reported once, like a failed write.
-                    let mut writer = writer.lock();
-                    match writer.flush() {
-                        Ok(()) => unflushed.store(0, Relaxed),
-                        Err(e) => {
-                            if !failed.swap(true, Relaxed) {
-                                on_failure(&e);
-                            }
-                        }
-                    }
-                }
-            })?;
-        Ok(Flusher {
-            interval,
-            stop,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for Flusher {
-    fn drop(&mut self) {
-        let (stopped, wake) = &*self.stop;
-        *stopped.lock() = true;
-        wake.notify_one();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for LineSink {
-    fn drop(&mut self) {
-        if self.flusher.take().is_some() {
-            // The lines still in the buffer, written out now; when that
-            // fails they are lost.
-            if let Err(e) = self.writer.lock().flush() {
-                let unflushed = self.unflushed.swap(0, Relaxed);
-                self.fail(&e, unflushed.max(1));
-            }
-        }
-    }
-}
-
 impl LineSink {
-    /// The size of [`LineSink::buffered`]'s buffer: about forty lines of
-    /// the contract's length, written out in one system call.
-    pub const BUFFER_BYTES: usize = 64 * 1024;
-
     /// Lines to standard output; a failure is reported once on standard error.
     pub fn stdout() -> Self {
         Self::new(io::stdout())
@@ -170,11 +84,9 @@ impl LineSink {
     pub fn shared(writer: SharedLineWriter) -> Self {
         LineSink {
             writer,
-            failed: Arc::new(AtomicBool::new(false)),
+            failed: AtomicBool::new(false),
             lost: AtomicU64::new(0),
-            unflushed: Arc::default(),
-            flusher: None,
-            on_failure: Arc::new(|e| {
+            on_failure: Box::new(|e| {
                 let _ = writeln!(
                     io::stderr(),
                     "{{\"level\":\"ERROR\",\"msg\":\"perf_trace lines cannot be written; further failures are not reported\",\"error\":{:?}}}",
@@ -187,64 +99,15 @@ impl LineSink {
     /// Replaces how the first failure is reported (a service can route it to
     /// its own logger).
     pub fn on_failure(mut self, report: impl Fn(&io::Error) + Send + Sync + 'static) -> Self {
-        self.on_failure = Arc::new(report);
-        if let Some(interval) = self.flusher.as_ref().map(|f| f.interval) {
-            self.start_flusher(interval);
-        }
+        self.on_failure = Box::new(report);
         self
-    }
-
-    /// Lines to `writer` through a buffer of [`BUFFER_BYTES`](Self::BUFFER_BYTES): a line
-    /// costs a copy, not a system call. The buffer is written out whenever
-    /// it fills, by a thread of the sink's own every `interval`, and when
-    /// the sink is dropped, so a line reaches `writer` at most `interval`
-    /// after its request ends (a process killed outright loses at most that
-    /// much).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use perf_trace_core::LineSink;
-    ///
-    /// let sink = LineSink::buffered(std::io::stdout(), Duration::from_millis(50));
-    /// sink.write_line("{\"msg\":\"perf_trace\"}");
-    /// drop(sink); // written out now
-    /// ```
-    pub fn buffered(writer: impl Write + Send + 'static, interval: Duration) -> Self {
-        Self::new(BufWriter::with_capacity(Self::BUFFER_BYTES, writer)).flush_every(interval)
-    }
-
-    /// Flushes the writer every `interval` (and when the sink is dropped)
-    /// instead of after every line. Meant for a shared writer that buffers
-    /// (a [`BufWriter`]); the service's own log lines, which flush the
-    /// writer themselves, then also write out the lines before them, in
-    /// order. A writer that does not buffer writes each line at once, as
-    /// before. Should the flushing thread fail to start, the sink keeps
-    /// flushing every line.
-    pub fn flush_every(mut self, interval: Duration) -> Self {
-        self.start_flusher(interval);
-        self
-    }
-
-    fn start_flusher(&mut self, interval: Duration) {
-        // A thread started earlier (with an earlier failure report) stops first.
-        drop(self.flusher.take());
-        self.flusher = Flusher::start(
-            Arc::clone(&self.writer),
-            interval,
-            Arc::clone(&self.unflushed),
-            Arc::clone(&self.failed),
-            Arc::clone(&self.on_failure),
-        )
-        .ok();
     }
 
     /// Writes out what the writer holds now (a failure is reported as a
     /// failed write is; the bytes stay in the buffer, to be tried again).
     pub fn flush(&self) {
-        let mut writer = self.writer.lock();
-        match writer.flush() {
-            Ok(()) => self.unflushed.store(0, Relaxed),
-            Err(e) => self.fail(&e, 0),
+        if let Err(e) = self.writer.lock().flush() {
+            self.fail(&e, 0);
         }
     }
 
@@ -276,21 +139,15 @@ impl LineSink {
     pub(crate) fn write_lines(&self, lines: &[u8], count: u64) {
         let result = {
             let mut writer = self.writer.lock();
-            match self.flusher {
-                Some(_) => writer.write_all(lines).map(|()| {
-                    self.unflushed.fetch_add(count, Relaxed);
-                }),
-                None => writer.write_all(lines).and_then(|()| writer.flush()),
-            }
+            writer.write_all(lines).and_then(|()| writer.flush())
         };
         if let Err(e) = result {
             self.fail(&e, count);
         }
     }
 
-    /// Lines that could not be written: each failed write counts one, and,
-    /// flushing on an interval, a failed last flush (as the sink is dropped)
-    /// counts the lines written since the sink's last flush.
+    /// Lines that could not be written: each line of a failed write counts
+    /// one.
     pub fn lost_lines(&self) -> u64 {
         self.lost.load(Relaxed)
     }

@@ -1,6 +1,5 @@
-//! Lines written in batches: a buffered sink writes lines out on its
-//! interval, when flushed and when dropped; an emitter buffering each
-//! thread's lines writes the same lines as one writing each at once, loses
+//! Lines written in batches: an emitter buffering each thread's lines
+//! writes the same lines as one writing each at once, loses
 //! none when flushed or dropped (nor the lines of threads that are gone),
 //! keeps each thread's lines in order, and hands them to the exits.
 
@@ -76,24 +75,6 @@ fn stable_fields(line: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
         .filter(|(k, _)| !matches!(k.as_str(), "time" | "request_id") && !k.ends_with("_us"))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
-}
-
-#[test]
-fn a_buffered_sink_writes_on_its_interval_on_flush_and_on_drop() {
-    let captured = Captured::default();
-    let sink = LineSink::buffered(captured.clone(), Duration::from_millis(20));
-    sink.write_line("{\"n\":1}");
-    // In the buffer, not yet in the writer.
-    assert!(captured.lines().is_empty());
-    assert_eq!(wait_for_lines(&captured, 1, Duration::from_secs(5)), 1);
-
-    let sink = LineSink::buffered(captured.clone(), Duration::from_secs(3600));
-    sink.write_line("{\"n\":2}");
-    sink.flush();
-    assert_eq!(captured.lines().len(), 2);
-    sink.write_line("{\"n\":3}");
-    drop(sink);
-    assert_eq!(captured.lines(), ["{\"n\":1}", "{\"n\":2}", "{\"n\":3}"]);
 }
 
 #[tokio::test]

@@ -28,14 +28,14 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use crate::sink::LineSink;
+use super::LineSink;
 
 /// A thread's buffer becomes a chunk for the emitter's thread once it holds
 /// this much (about a hundred and twenty lines of the contract's length):
-/// as much as the buffer of [`LineSink::buffered`] and of a service's own
-/// buffered log, so that the write goes straight through it rather than
-/// being copied in.
-const CHUNK_BYTES: usize = LineSink::BUFFER_BYTES;
+/// as much as a service's own log buffers (a `BufWriter`'s 64 KiB), so
+/// that the write goes straight through such a buffer rather than being
+/// copied in.
+const CHUNK_BYTES: usize = 64 * 1024;
 
 /// Room for a line past [`CHUNK_BYTES`]: a buffer is never grown or moved.
 const BUFFER_CAPACITY: usize = CHUNK_BYTES + 4096;
