@@ -6,8 +6,9 @@
 //!
 //! - [`demo`]: seeds Hubs at several sizes, serves each traced and untraced,
 //!   runs apibench against the traced one and prints one table
-//!   (`hub-bench`, or `hub-bench demo`), and [`demo_browser`]: its browser
-//!   table.
+//!   (`hub-bench`, or `hub-bench demo`), then its browser table.
+//! - [`hubs`]: the Hubs the demo, the benches and the tests serve in this
+//!   process (seeded, traced or not, their log in a file).
 //! - [`apibench`]: timed requests to the agent-list endpoints as the seeded
 //!   member, joined to the Hub's `perf_trace` lines, written as a JSON report
 //!   (`hub-bench apibench`).
@@ -30,9 +31,9 @@ pub mod apibench;
 pub mod cli;
 pub mod client;
 pub mod demo;
-pub mod demo_browser;
 pub mod hub_process;
 pub mod hub_state;
+pub mod hubs;
 pub mod load;
 pub mod load_compare;
 pub mod load_csv;

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use hub_bench::demo::start_hub;
+use hub_bench::hubs::start_hub;
 use hub_example::app::{RunningHub, PERF_TRACE_WARNING};
 use hub_example::seed::{seed_to_file, SeedOptions};
 use serde_json::Value;

@@ -23,11 +23,11 @@
 
 use std::time::Duration;
 
+use hub_bench::hubs::WebHub;
 use hub_bench::web::budget::{
     measure_view, observe_long_tasks, stable_element_count, throttle_cpu, FixtureServer,
     LoadCounts, DOM_ELEMENTS_MARGIN, LONG_TASKS_MARGIN,
 };
-use hub_bench::web::hub::WebHub;
 use hub_bench::web::page::{self, View};
 use hub_bench::web::{Browser, BrowserPaths};
 use hub_example::seed::{seed_to_file, SeedOptions};
