@@ -13,13 +13,12 @@
 //!   member, joined to the Hub's `perf_trace` lines, written as a JSON report
 //!   (`hub-bench apibench`).
 //! - [`load`]: virtual users over a weighted endpoint mix for a fixed time,
-//!   with exact latency percentiles (`hub-bench load`).
-//! - [`report`]: the JSON types both write; [`seed_file`]: reading the
+//!   with exact latency percentiles (`hub-bench load`), the Hub process's
+//!   CPU and RSS from `/proc`, its cache table and audit health read at the
+//!   end, `load --csv` and `load --compare`.
+//! - [`report`]: the JSON types both write, and their writing; [`seed_file`]: reading the
 //!   seeder's JSON and its redaction; [`perf_log`]: the `perf_trace` line
 //!   reader; [`stats`], [`table`], [`machine`] and [`client`]: shared pieces.
-//! - [`hub_process`]: the Hub process's CPU and RSS from `/proc`;
-//!   [`hub_state`]: the cache table and audit health read at the end of a
-//!   load run; [`load_compare`]: `load --compare`; [`load_csv`]: `load --csv`.
 //! - [`web`]: the browser benchmark over headless Chromium
 //!   (`hub-bench web`).
 //! - [`web_fixture`]: the deterministic answers the web counter budgets
@@ -31,12 +30,8 @@ pub mod apibench;
 pub mod cli;
 pub mod client;
 pub mod demo;
-pub mod hub_process;
-pub mod hub_state;
 pub mod hubs;
 pub mod load;
-pub mod load_compare;
-pub mod load_csv;
 pub mod machine;
 pub mod perf_log;
 pub mod report;

@@ -893,7 +893,7 @@ async fn load_reports_p75_the_hub_process_csv_and_compares_with_an_earlier_run()
 
     let csv = std::fs::read_to_string(csv_dir.join("load.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
-    assert_eq!(rows[0], hub_bench::load_csv::HEADER);
+    assert_eq!(rows[0], hub_bench::load::csv::HEADER);
     assert_eq!(rows.len(), 1 + report.endpoints.len() + 1);
     let all: Vec<&str> = rows.last().unwrap().split(',').collect();
     assert_eq!(all[0], "all");
@@ -902,13 +902,13 @@ async fn load_reports_p75_the_hub_process_csv_and_compares_with_an_earlier_run()
     assert_eq!(first[0], "project-agents-list");
     assert_eq!(first[3], report.endpoints[0].latency.count.to_string());
 
-    let compared = hub_bench::load_compare::compare(&before, &report);
+    let compared = hub_bench::load::compare::compare(&before, &report);
     let rps_line = compared
         .lines()
         .find(|l| l.starts_with("RPS"))
         .unwrap()
         .to_owned();
-    let want = hub_bench::load_compare::change(Some(before.rps), Some(report.rps));
+    let want = hub_bench::load::compare::change(Some(before.rps), Some(report.rps));
     assert!(rps_line.ends_with(&want), "{rps_line} vs {want}");
     for name in [
         "Overall result",
@@ -1004,7 +1004,7 @@ async fn load_over_replicas_samples_each_and_counts_a_dead_one_on_its_own() {
     assert_eq!(json["replicas"][2]["hubProcessMissing"], json!(reason));
     let csv = std::fs::read_to_string(csv_dir.join("load-hubs.csv")).unwrap();
     let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
-    assert_eq!(rows[0].join(","), hub_bench::load_csv::HUBS_HEADER);
+    assert_eq!(rows[0].join(","), hub_bench::load::csv::HUBS_HEADER);
     assert_eq!(rows.len(), 4);
     let pid = rows[0].iter().position(|c| *c == "pid").unwrap();
     assert_eq!(rows[1][pid], std::process::id().to_string());

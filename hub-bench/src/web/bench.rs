@@ -22,10 +22,10 @@ use super::page::{self, View, AGENTS_DATA_MARK, SIGN_IN_PATH};
 use super::report::{
     BrowserReport, MsStats, PageRequest, ReadinessMarkStats, WebRun, WebScenarioReport, WebSettings,
 };
-use crate::apibench::write_json;
 use crate::client;
 use crate::machine;
 use crate::perf_log::{self, PerfLine};
+use crate::report::write_json;
 use crate::seed_file::LoadedSeed;
 use crate::stats::round_ms;
 use crate::table::{self, Table};

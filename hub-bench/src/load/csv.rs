@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use crate::hub_process::HubProcessReport;
+use super::hub_process::HubProcessReport;
 use crate::report::{LatencySummary, LoadReport};
 
 /// The CSV header.
