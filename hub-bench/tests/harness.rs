@@ -890,6 +890,17 @@ async fn load_reports_p75_the_hub_process_csv_and_compares_with_an_earlier_run()
     let first: Vec<&str> = rows[1].split(',').collect();
     assert_eq!(first[0], "project-agents-list");
     assert_eq!(first[3], report.endpoints[0].latency.count.to_string());
+    // The one Hub's row of the per-Hub CSV carries the run's own figures.
+    let hubs = std::fs::read_to_string(csv_dir.join("load-hubs.csv")).unwrap();
+    let rows: Vec<&str> = hubs.lines().collect();
+    assert_eq!(rows[0], hub_bench::load::csv::HUBS_HEADER);
+    assert_eq!(rows.len(), 2, "{hubs}");
+    let hub_row: Vec<&str> = rows[1].split(',').collect();
+    assert_eq!(hub_row[0], report.hub_base_url);
+    assert_eq!(hub_row[1], report.users_started.to_string());
+    assert_eq!(hub_row[2], report.total_requests.to_string());
+    assert_eq!(hub_row[6], report.abandoned_requests.to_string());
+    assert_eq!(hub_row[14], std::process::id().to_string());
 
     let compared = hub_bench::load::compare::compare(&before, &report);
     let rps_line = compared
