@@ -25,7 +25,6 @@ use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use reqwest::{Client, Url};
@@ -34,7 +33,7 @@ use crate::client::{self, endpoint_url, error_chain, path_and_query};
 use crate::machine;
 use crate::perf_log;
 use crate::report::{
-    Attempt, EffectiveSettings, PerfTraceMap, PerfTraceSource, Report, ScenarioReport,
+    write_json, Attempt, EffectiveSettings, PerfTraceMap, PerfTraceSource, Report, ScenarioReport,
 };
 use crate::seed_file::LoadedSeed;
 use crate::stats;
@@ -331,13 +330,6 @@ pub fn summary_table(report: &Report) -> String {
         ]);
     }
     t.render()
-}
-
-/// Writes `value` as pretty JSON with a trailing newline.
-pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
-    let mut text = serde_json::to_string_pretty(value).context("encode report")?;
-    text.push('\n');
-    std::fs::write(path, text).with_context(|| format!("write report {}", path.display()))
 }
 
 /// Runs apibench: the scenarios, the optional log join, then writes the

@@ -6,19 +6,19 @@
 //!
 //! - [`demo`]: seeds Hubs at several sizes, serves each traced and untraced,
 //!   runs apibench against the traced one and prints one table
-//!   (`hub-bench`, or `hub-bench demo`), and [`demo_browser`]: its browser
-//!   table.
+//!   (`hub-bench`, or `hub-bench demo`), then its browser table.
+//! - [`hubs`]: the Hubs the demo, the benches and the tests serve in this
+//!   process (seeded, traced or not, their log in a file).
 //! - [`apibench`]: timed requests to the agent-list endpoints as the seeded
 //!   member, joined to the Hub's `perf_trace` lines, written as a JSON report
 //!   (`hub-bench apibench`).
 //! - [`load`]: virtual users over a weighted endpoint mix for a fixed time,
-//!   with exact latency percentiles (`hub-bench load`).
-//! - [`report`]: the JSON types both write; [`seed_file`]: reading the
+//!   with exact latency percentiles (`hub-bench load`), the Hub process's
+//!   CPU and RSS from `/proc`, its cache table and audit health read at the
+//!   end, `load --csv` and `load --compare`.
+//! - [`report`]: the JSON types both write, and their writing; [`seed_file`]: reading the
 //!   seeder's JSON and its redaction; [`perf_log`]: the `perf_trace` line
 //!   reader; [`stats`], [`table`], [`machine`] and [`client`]: shared pieces.
-//! - [`hub_process`]: the Hub process's CPU and RSS from `/proc`;
-//!   [`hub_state`]: the cache table and audit health read at the end of a
-//!   load run; [`load_compare`]: `load --compare`; [`load_csv`]: `load --csv`.
 //! - [`web`]: the browser benchmark over headless Chromium
 //!   (`hub-bench web`).
 //! - [`web_fixture`]: the deterministic answers the web counter budgets
@@ -30,12 +30,8 @@ pub mod apibench;
 pub mod cli;
 pub mod client;
 pub mod demo;
-pub mod demo_browser;
-pub mod hub_process;
-pub mod hub_state;
+pub mod hubs;
 pub mod load;
-pub mod load_compare;
-pub mod load_csv;
 pub mod machine;
 pub mod perf_log;
 pub mod report;

@@ -5,8 +5,17 @@
 //! `perfTraceSource` are left out of an attempt that has no trace data.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
+use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
+
+/// Writes `value` as pretty JSON with a trailing newline.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+    let mut text = serde_json::to_string_pretty(value).context("encode report")?;
+    text.push('\n');
+    std::fs::write(path, text).with_context(|| format!("write report {}", path.display()))
+}
 
 /// A perf trace in header form: `X-Scion-Perf-*` header name to value.
 pub type PerfTraceMap = BTreeMap<String, String>;
@@ -267,7 +276,7 @@ pub struct LoadReport {
     /// The Hub process's CPU and memory during a run against one Hub, when
     /// it was found (over several replicas, each one's is in `replicas`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hub_process: Option<crate::hub_process::HubProcessReport>,
+    pub hub_process: Option<crate::load::hub_process::HubProcessReport>,
     /// Why a run against one Hub has no `hubProcess` (a host that is not
     /// loopback, a process that is not visible).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -278,13 +287,13 @@ pub struct LoadReport {
     /// moves the client's CPU per request with the Hub's: the Hub's CPU
     /// over the client's compares runs taken at different moments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load_process: Option<crate::hub_process::HubProcessReport>,
+    pub load_process: Option<crate::load::hub_process::HubProcessReport>,
     /// The Hub's response cache per route, read at the end of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache: Option<crate::hub_state::CacheTable>,
+    pub cache: Option<crate::load::hub_state::CacheTable>,
     /// The Hub's audit health (`/healthz`), read at the end of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub audit: Option<crate::hub_state::AuditHealth>,
+    pub audit: Option<crate::load::hub_state::AuditHealth>,
     /// The host.
     pub machine: Machine,
     /// Per replica, in `--hub` order, when the run spread its users over
@@ -316,23 +325,23 @@ pub struct ReplicaLoad {
     /// Its process's CPU and memory during the run, when it was found
     /// (absent from reports written before replicas were sampled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hub_process: Option<crate::hub_process::HubProcessReport>,
+    pub hub_process: Option<crate::load::hub_process::HubProcessReport>,
     /// Why it has no `hubProcess`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hub_process_missing: Option<String>,
     /// Its response cache per route at the end of the run (the report's
     /// `cache` adds up every replica's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache: Option<crate::hub_state::CacheTable>,
+    pub cache: Option<crate::load::hub_state::CacheTable>,
     /// Its audit health at the end of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub audit: Option<crate::hub_state::AuditHealth>,
+    pub audit: Option<crate::load::hub_state::AuditHealth>,
 }
 
 impl LoadReport {
     /// Every Hub process of the run: the one Hub's, or each replica's in
     /// `--hub` order (`None` where it was not sampled).
-    pub fn hub_processes(&self) -> Vec<Option<&crate::hub_process::HubProcessReport>> {
+    pub fn hub_processes(&self) -> Vec<Option<&crate::load::hub_process::HubProcessReport>> {
         if self.replicas.is_empty() {
             vec![self.hub_process.as_ref()]
         } else {

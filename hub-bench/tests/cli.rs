@@ -1,19 +1,9 @@
 //! The `hub-bench` binary's command line: help for every subcommand, and
 //! bad flags and missing files as one-line errors that write nothing.
 
-use std::process::Command;
+mod support;
 
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hub-bench"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use support::run;
 
 #[test]
 fn every_subcommand_has_help() {

@@ -10,29 +10,18 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use hub_bench::demo::start_hub;
+mod support;
+
+use hub_bench::hubs::start_hub;
 use hub_example::app::{RunningHub, PERF_TRACE_WARNING};
 use hub_example::seed::{seed_to_file, SeedOptions};
 use serde_json::Value;
+use support::run;
 
 const SECRET: &str = "bench-secret-1";
 
-fn hub_bench() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hub-bench"))
-}
-
 fn path(p: &Path) -> &str {
     p.to_str().expect("temporary paths are UTF-8")
-}
-
-/// Runs the binary to the end; returns the exit code, stdout and stderr.
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = hub_bench().args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// A Hub served by this test on its own runtime; stopped when dropped,

@@ -154,6 +154,11 @@ fn member(headers: &HeaderMap) -> bool {
         == Some(&format!("Bearer {MEMBER_TOKEN}"))
 }
 
+/// The mock's error answer: `status` with `{"error": message}`.
+fn error(status: StatusCode, message: &str) -> Response {
+    (status, Json(json!({ "error": message }))).into_response()
+}
+
 fn agent_list() -> Value {
     json!({
         "agents": AGENTS.iter().map(|id| json!({"id": id, "name": format!("agent {id}")})).collect::<Vec<_>>(),
@@ -163,11 +168,7 @@ fn agent_list() -> Value {
 
 async fn healthz(State(st): State<Arc<MockState>>) -> Response {
     if st.options.broken_health {
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Json(json!({"error": "down"})),
-        )
-            .into_response();
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "down");
     }
     Json(json!({"status": "ok"})).into_response()
 }
@@ -178,57 +179,37 @@ async fn settings_public() -> Response {
 
 async fn project_agents(headers: HeaderMap, UrlPath(id): UrlPath<String>) -> Response {
     if !member(&headers) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            Json(json!({"error": "unauthenticated"})),
-        )
-            .into_response();
+        return error(StatusCode::UNAUTHORIZED, "unauthenticated");
     }
     if id != PROJECT_ID {
-        return (StatusCode::FORBIDDEN, Json(json!({"error": "forbidden"}))).into_response();
+        return error(StatusCode::FORBIDDEN, "forbidden");
     }
     Json(agent_list()).into_response()
 }
 
 async fn global_agents(headers: HeaderMap) -> Response {
     if !member(&headers) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            Json(json!({"error": "unauthenticated"})),
-        )
-            .into_response();
+        return error(StatusCode::UNAUTHORIZED, "unauthenticated");
     }
     Json(agent_list()).into_response()
 }
 
 async fn agent_by_id(headers: HeaderMap, UrlPath(id): UrlPath<String>) -> Response {
     if !member(&headers) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            Json(json!({"error": "unauthenticated"})),
-        )
-            .into_response();
+        return error(StatusCode::UNAUTHORIZED, "unauthenticated");
     }
     if AGENTS.contains(&id.as_str()) {
         Json(json!({"id": id})).into_response()
     } else {
-        (
-            StatusCode::NOT_FOUND,
-            Json(json!({"error": "agent not found"})),
-        )
-            .into_response()
+        error(StatusCode::NOT_FOUND, "agent not found")
     }
 }
 
 async fn server_config(headers: HeaderMap) -> Response {
     if !member(&headers) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            Json(json!({"error": "unauthenticated"})),
-        )
-            .into_response();
+        return error(StatusCode::UNAUTHORIZED, "unauthenticated");
     }
-    (StatusCode::FORBIDDEN, Json(json!({"error": "forbidden"}))).into_response()
+    error(StatusCode::FORBIDDEN, "forbidden")
 }
 
 /// The mock's name for a request: the load mix's endpoint names.
@@ -245,6 +226,20 @@ fn route_name(method: &str, path: &str) -> String {
         _ => format!("{method} {path}"),
     }
 }
+
+/// The trace headers the mock returns beside `x-scion-perf-endpoint`: the
+/// same figures as its log line.
+const PERF_HEADERS: [(&str, &str); 6] = [
+    ("x-scion-perf-phases", "list_db_read=10"),
+    ("x-scion-perf-phase-counts", "list_db_read=2"),
+    ("x-scion-perf-store-calls", "GetEffectiveGroups=1,GetUser=3"),
+    ("x-scion-perf-store-us", "GetEffectiveGroups=7,GetUser=9"),
+    (
+        "x-scion-perf-decisions",
+        "count=6,allow=4,deny=2,other=0,audit_us=1",
+    ),
+    ("x-scion-perf-db", "wait_count=0,wait_us=0,in_use=1,open=2"),
+];
 
 /// The tracing middleware of the mock: request id, optional headers, one line.
 async fn trace(State(st): State<Arc<MockState>>, req: Request, next: Next) -> Response {
@@ -267,30 +262,9 @@ async fn trace(State(st): State<Arc<MockState>>, req: Request, next: Next) -> Re
     h.insert("x-request-id", HeaderValue::from_str(&request_id).unwrap());
     if want {
         h.insert("x-scion-perf-endpoint", HeaderValue::from_static(endpoint));
-        h.insert(
-            "x-scion-perf-phases",
-            HeaderValue::from_static("list_db_read=10"),
-        );
-        h.insert(
-            "x-scion-perf-phase-counts",
-            HeaderValue::from_static("list_db_read=2"),
-        );
-        h.insert(
-            "x-scion-perf-store-calls",
-            HeaderValue::from_static("GetEffectiveGroups=1,GetUser=3"),
-        );
-        h.insert(
-            "x-scion-perf-store-us",
-            HeaderValue::from_static("GetEffectiveGroups=7,GetUser=9"),
-        );
-        h.insert(
-            "x-scion-perf-decisions",
-            HeaderValue::from_static("count=6,allow=4,deny=2,other=0,audit_us=1"),
-        );
-        h.insert(
-            "x-scion-perf-db",
-            HeaderValue::from_static("wait_count=0,wait_us=0,in_use=1,open=2"),
-        );
+        for (name, value) in PERF_HEADERS {
+            h.insert(name, HeaderValue::from_static(value));
+        }
     }
     let msg_key = if st.options.gcp { "message" } else { "msg" };
     let line = format!(
@@ -327,65 +301,89 @@ fn read_report(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// Fails unless `json` has every one of `keys`; `what` names it.
+fn assert_keys(json: &Value, what: &str, keys: &[&str]) {
+    for key in keys {
+        assert!(json.get(key).is_some(), "{what} lacks {key}");
+    }
+}
+
+/// `error` as one line of text, once it is checked to be one line and no
+/// report is found at `out`.
+fn one_line_error(error: anyhow::Error, out: &Path) -> String {
+    let msg = format!("{error:#}");
+    assert!(!msg.contains('\n'), "{msg}");
+    assert!(!out.exists(), "a report was written");
+    msg
+}
+
 fn assert_report_shape(json: &Value) {
-    for key in [
-        "generatedAt",
-        "harnessCommit",
-        "harnessCommitDirty",
-        "harnessCommitSource",
-        "hubScionVersion",
-        "hubBaseUrl",
-        "effectiveSettings",
-        "seed",
-        "scenarios",
+    assert_keys(
+        json,
+        "report",
+        &[
+            "generatedAt",
+            "harnessCommit",
+            "harnessCommitDirty",
+            "harnessCommitSource",
+            "hubScionVersion",
+            "hubBaseUrl",
+            "effectiveSettings",
+            "seed",
+            "scenarios",
+            "machine",
+        ],
+    );
+    assert_keys(
+        &json["machine"],
         "machine",
-    ] {
-        assert!(json.get(key).is_some(), "report lacks {key}");
-    }
-    for key in [
-        "os",
-        "arch",
-        "numCpu",
-        "rustVersion",
-        "hostname",
-        "notes",
-        "loadAvgStart",
-        "loadAvgEnd",
-        "uptimeSeconds",
-    ] {
-        assert!(json["machine"].get(key).is_some(), "machine lacks {key}");
-    }
+        &[
+            "os",
+            "arch",
+            "numCpu",
+            "rustVersion",
+            "hostname",
+            "notes",
+            "loadAvgStart",
+            "loadAvgEnd",
+            "uptimeSeconds",
+        ],
+    );
     for s in json["scenarios"].as_array().unwrap() {
-        for key in [
-            "name",
-            "endpoint",
-            "agentCount",
-            "runs",
-            "attempts",
-            "successCount",
-            "failureCount",
-            "medianTtfbMs",
-            "medianTotalMs",
-            "minTotalMs",
-            "maxTotalMs",
-            "stddevTotalMs",
-            "perfTraceAvailable",
-        ] {
-            assert!(s.get(key).is_some(), "scenario lacks {key}");
-        }
+        assert_keys(
+            s,
+            "scenario",
+            &[
+                "name",
+                "endpoint",
+                "agentCount",
+                "runs",
+                "attempts",
+                "successCount",
+                "failureCount",
+                "medianTtfbMs",
+                "medianTotalMs",
+                "minTotalMs",
+                "maxTotalMs",
+                "stddevTotalMs",
+                "perfTraceAvailable",
+            ],
+        );
         for a in s["attempts"].as_array().unwrap() {
-            for key in [
-                "index",
-                "status",
-                "success",
-                "error",
-                "bytes",
-                "ttfbMs",
-                "totalMs",
-                "requestId",
-            ] {
-                assert!(a.get(key).is_some(), "attempt lacks {key}");
-            }
+            assert_keys(
+                a,
+                "attempt",
+                &[
+                    "index",
+                    "status",
+                    "success",
+                    "error",
+                    "bytes",
+                    "ttfbMs",
+                    "totalMs",
+                    "requestId",
+                ],
+            );
         }
     }
     let text = json.to_string();
@@ -582,11 +580,8 @@ async fn apibench_missing_log_fails_before_any_request_or_report() {
     let out = hub.out("api.json");
     let mut args = apibench_args(&hub, &out);
     args.hub_perf_log = Some(hub.out("no-such.log"));
-    let e = apibench::run(args).await.unwrap_err();
-    let msg = format!("{e:#}");
+    let msg = one_line_error(apibench::run(args).await.unwrap_err(), &out);
     assert!(msg.starts_with("read hub perf log: "), "{msg}");
-    assert!(!msg.contains('\n'));
-    assert!(!out.exists(), "a report was written");
     assert_eq!(hub.total_hits(), 0, "requests were sent");
 }
 
@@ -596,10 +591,8 @@ async fn apibench_missing_seed_is_one_line_error() {
     let out = hub.out("api.json");
     let mut args = apibench_args(&hub, &out);
     args.seed = hub.out("no-such-seed.json");
-    let msg = format!("{:#}", apibench::run(args).await.unwrap_err());
+    let msg = one_line_error(apibench::run(args).await.unwrap_err(), &out);
     assert!(msg.starts_with("read seed file "), "{msg}");
-    assert!(!msg.contains('\n'));
-    assert!(!out.exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -750,27 +743,25 @@ async fn load_counts_add_up() {
     assert_eq!(lines, report.sent_requests + 3);
 
     let json = read_report(&out);
-    for key in [
-        "totalRequests",
-        "durationSeconds",
-        "rps",
-        "expectedFailures",
-        "unexpectedFailures",
-        "overall",
-        "endpoints",
-        "machine",
-    ] {
-        assert!(json.get(key).is_some(), "load report lacks {key}");
-    }
-    for key in [
+    assert_keys(
+        &json,
+        "load report",
+        &[
+            "totalRequests",
+            "durationSeconds",
+            "rps",
+            "expectedFailures",
+            "unexpectedFailures",
+            "overall",
+            "endpoints",
+            "machine",
+        ],
+    );
+    let latency = [
         "count", "avgMs", "p50Ms", "p90Ms", "p95Ms", "p99Ms", "maxMs",
-    ] {
-        assert!(json["overall"].get(key).is_some(), "overall lacks {key}");
-        assert!(
-            json["endpoints"][0].get(key).is_some(),
-            "endpoint lacks {key}"
-        );
-    }
+    ];
+    assert_keys(&json["overall"], "overall", &latency);
+    assert_keys(&json["endpoints"][0], "endpoint", &latency);
     assert!(!json.to_string().contains(MEMBER_TOKEN));
 }
 
@@ -817,10 +808,8 @@ async fn load_refuses_a_hub_that_does_not_list_the_project() {
     let mut args = load_args(&hub, 1, Duration::from_secs(1));
     args.seed = seed;
     let out = args.out.clone();
-    let msg = format!("{:#}", run_load(args).await.unwrap_err());
+    let msg = one_line_error(run_load(args).await.unwrap_err(), &out);
     assert!(msg.contains("HTTP 401"), "{msg}");
-    assert!(!msg.contains('\n'));
-    assert!(!out.exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -893,7 +882,7 @@ async fn load_reports_p75_the_hub_process_csv_and_compares_with_an_earlier_run()
 
     let csv = std::fs::read_to_string(csv_dir.join("load.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
-    assert_eq!(rows[0], hub_bench::load_csv::HEADER);
+    assert_eq!(rows[0], hub_bench::load::csv::HEADER);
     assert_eq!(rows.len(), 1 + report.endpoints.len() + 1);
     let all: Vec<&str> = rows.last().unwrap().split(',').collect();
     assert_eq!(all[0], "all");
@@ -901,14 +890,25 @@ async fn load_reports_p75_the_hub_process_csv_and_compares_with_an_earlier_run()
     let first: Vec<&str> = rows[1].split(',').collect();
     assert_eq!(first[0], "project-agents-list");
     assert_eq!(first[3], report.endpoints[0].latency.count.to_string());
+    // The one Hub's row of the per-Hub CSV carries the run's own figures.
+    let hubs = std::fs::read_to_string(csv_dir.join("load-hubs.csv")).unwrap();
+    let rows: Vec<&str> = hubs.lines().collect();
+    assert_eq!(rows[0], hub_bench::load::csv::HUBS_HEADER);
+    assert_eq!(rows.len(), 2, "{hubs}");
+    let hub_row: Vec<&str> = rows[1].split(',').collect();
+    assert_eq!(hub_row[0], report.hub_base_url);
+    assert_eq!(hub_row[1], report.users_started.to_string());
+    assert_eq!(hub_row[2], report.total_requests.to_string());
+    assert_eq!(hub_row[6], report.abandoned_requests.to_string());
+    assert_eq!(hub_row[14], std::process::id().to_string());
 
-    let compared = hub_bench::load_compare::compare(&before, &report);
+    let compared = hub_bench::load::compare::compare(&before, &report);
     let rps_line = compared
         .lines()
         .find(|l| l.starts_with("RPS"))
         .unwrap()
         .to_owned();
-    let want = hub_bench::load_compare::change(Some(before.rps), Some(report.rps));
+    let want = hub_bench::load::compare::change(Some(before.rps), Some(report.rps));
     assert!(rps_line.ends_with(&want), "{rps_line} vs {want}");
     for name in [
         "Overall result",
@@ -1004,7 +1004,7 @@ async fn load_over_replicas_samples_each_and_counts_a_dead_one_on_its_own() {
     assert_eq!(json["replicas"][2]["hubProcessMissing"], json!(reason));
     let csv = std::fs::read_to_string(csv_dir.join("load-hubs.csv")).unwrap();
     let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
-    assert_eq!(rows[0].join(","), hub_bench::load_csv::HUBS_HEADER);
+    assert_eq!(rows[0].join(","), hub_bench::load::csv::HUBS_HEADER);
     assert_eq!(rows.len(), 4);
     let pid = rows[0].iter().position(|c| *c == "pid").unwrap();
     assert_eq!(rows[1][pid], std::process::id().to_string());

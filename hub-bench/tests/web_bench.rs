@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use hub_bench::web::hub::WebHub;
+use hub_bench::hubs::WebHub;
 use hub_bench::web::{self, BrowserPaths, WebArgs};
 use hub_example::seed::{seed_to_file, SeedOptions};
 

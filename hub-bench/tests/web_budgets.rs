@@ -23,16 +23,15 @@
 
 use std::time::Duration;
 
+use hub_bench::hubs::WebHub;
 use hub_bench::web::budget::{
     measure_view, observe_long_tasks, stable_element_count, throttle_cpu, FixtureServer,
     LoadCounts, DOM_ELEMENTS_MARGIN, LONG_TASKS_MARGIN,
 };
-use hub_bench::web::hub::WebHub;
 use hub_bench::web::page::{self, View};
 use hub_bench::web::{Browser, BrowserPaths};
 use hub_example::seed::{seed_to_file, SeedOptions};
 use perf_trace_core::budget::BudgetCheck;
-use serde_json::json;
 
 /// Where the baselines below were measured.
 const BASELINE_COMMIT: &str =
@@ -69,26 +68,6 @@ const VIEWS: &[ViewBudget] = &[
 const STEP: Duration = Duration::from_secs(60);
 const SECRET: &str = "web-budget-secret";
 
-/// Signs the browser in at `base` with `token`, as a person would once.
-async fn sign_in(browser: &Browser, base: &str, token: &str) {
-    let client = browser.client();
-    client.goto(&format!("{base}/healthz")).await.unwrap();
-    let status = client
-        .execute_async(
-            "const [path, token, done] = arguments;
-             fetch(path, { method: 'POST', credentials: 'same-origin',
-                           headers: { Authorization: 'Bearer ' + token, 'X-Scion-Client': 'web' } })
-               .then((r) => done(r.status), (e) => done(String(e)));",
-            vec![json!(page::SIGN_IN_PATH), json!(token)],
-        )
-        .await
-        .unwrap();
-    assert!(
-        matches!(status.as_u64(), Some(200..=299)),
-        "sign-in: {status}"
-    );
-}
-
 fn median(mut values: Vec<u64>) -> u64 {
     values.sort_unstable();
     values[values.len() / 2]
@@ -121,7 +100,9 @@ async fn project_page_views_stay_within_their_budgets() {
     let server = FixtureServer::start(hub.url()).await.unwrap();
     let browser = Browser::launch(&paths, STEP).await.unwrap();
     observe_long_tasks(&browser).await.unwrap();
-    sign_in(&browser, server.url(), &doc.member_token).await;
+    page::sign_in(browser.client(), server.url(), &doc.member_token)
+        .await
+        .unwrap();
 
     let mut failures = Vec::new();
     for budget in VIEWS {

@@ -1,19 +1,9 @@
 //! `hub-bench web`'s command line: its help names every flag, and bad flags
 //! and missing files are one-line errors that write no report.
 
-use std::process::Command;
+mod support;
 
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hub-bench"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use support::run;
 
 #[test]
 fn help_names_every_flag_and_its_default() {

@@ -56,7 +56,7 @@ pub fn hub_writing_every(
         true => hub_example::cache::CacheSettings::default(),
         false => hub_example::cache::CacheSettings::disabled(),
     };
-    hub_bench::demo::seeded_hub_writing_every(
+    hub_bench::hubs::seeded_hub_writing_every(
         db_path,
         SESSION_SECRET,
         perf_trace,

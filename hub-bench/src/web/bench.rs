@@ -18,14 +18,14 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::browser::{Browser, BrowserPaths};
-use super::page::{self, View, AGENTS_DATA_MARK, SIGN_IN_PATH};
+use super::page::{self, View, AGENTS_DATA_MARK};
 use super::report::{
     BrowserReport, MsStats, PageRequest, ReadinessMarkStats, WebRun, WebScenarioReport, WebSettings,
 };
-use crate::apibench::write_json;
 use crate::client;
 use crate::machine;
 use crate::perf_log::{self, PerfLine};
+use crate::report::write_json;
 use crate::seed_file::LoadedSeed;
 use crate::stats::round_ms;
 use crate::table::{self, Table};
@@ -137,33 +137,6 @@ impl Plan<'_> {
     }
 }
 
-/// Signs the browser in as the seeded member: its bearer token posted once
-/// to [`SIGN_IN_PATH`] from a page of the Hub's origin, so the session cookie
-/// is the browser's own and no token is ever in a URL.
-async fn sign_in(browser: &Browser, plan: &Plan<'_>) -> anyhow::Result<()> {
-    let client = browser.client();
-    client
-        .goto(&plan.url("/healthz"))
-        .await
-        .context("open the hub")?;
-    let status = client
-        .execute_async(
-            "const [path, token, done] = arguments;
-             fetch(path, { method: 'POST', credentials: 'same-origin',
-                           headers: { Authorization: 'Bearer ' + token, 'X-Scion-Client': 'web' } })
-               .then((r) => done(r.status), (e) => done(String(e)));",
-            vec![json!(SIGN_IN_PATH), json!(plan.seed.seed.member_token)],
-        )
-        .await
-        .context("sign in")?;
-    match status.as_u64() {
-        Some(200..=299) => Ok(()),
-        _ => bail!(
-            "sign-in as the seeded member was refused ({status} from POST {SIGN_IN_PATH}): is the hub served with --enable-web?"
-        ),
-    }
-}
-
 /// The page's API and event-stream requests in the DevTools events.
 fn page_requests(events: &[Value]) -> Vec<PageRequest> {
     let mut methods: HashMap<&str, &str> = HashMap::new();
@@ -243,6 +216,15 @@ async fn read_marks(
 }
 
 /// Pages of the seeded project at the pager's page size.
+/// Keeps the populated first page's figures in `run`.
+fn first_page(plan: &Plan<'_>, run: &mut WebRun, populated: &page::Populated) {
+    run.populated = true;
+    run.first_page_ms = Some(round_ms(populated.at_ms));
+    run.items = Some(populated.items);
+    run.page_size = populated.page_size;
+    run.page_count = page_count(plan, populated.page_size);
+}
+
 fn page_count(plan: &Plan<'_>, page_size: Option<u32>) -> Option<u32> {
     page_size
         .filter(|size| *size > 0)
@@ -269,11 +251,7 @@ async fn view_run(
             plan.args.populate_timeout_ms
         );
     };
-    run.populated = true;
-    run.first_page_ms = Some(round_ms(populated.at_ms));
-    run.items = Some(populated.items);
-    run.page_size = populated.page_size;
-    run.page_count = page_count(plan, populated.page_size);
+    first_page(plan, run, &populated);
     read_marks(browser, plan, scenario.view, run).await?;
     if scenario.view != View::Graph {
         for _ in 0..plan.args.page_changes {
@@ -303,11 +281,7 @@ async fn burst_run(browser: &Browser, plan: &Plan<'_>, run: &mut WebRun) -> anyh
             plan.args.populate_timeout_ms
         );
     };
-    run.populated = true;
-    run.first_page_ms = Some(round_ms(populated.at_ms));
-    run.items = Some(populated.items);
-    run.page_size = populated.page_size;
-    run.page_count = page_count(plan, populated.page_size);
+    first_page(plan, run, &populated);
     read_marks(browser, plan, View::Grid, run).await?;
     let answer = client
         .execute_async(
@@ -375,7 +349,7 @@ async fn run_scenario(
 ) -> anyhow::Result<Vec<WebRun>> {
     let browser = Browser::launch(paths, Duration::from_millis(plan.args.nav_timeout_ms)).await?;
     let outcome = async {
-        sign_in(&browser, plan).await?;
+        page::sign_in(browser.client(), &plan.base, &plan.seed.seed.member_token).await?;
         browser.devtools_events().await?;
         let mut out = Vec::with_capacity(runs as usize);
         for index in 0..runs {

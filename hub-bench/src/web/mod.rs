@@ -6,7 +6,6 @@
 //!   machine without Chromium (never with `CI=true`).
 //! - [`driver`]: a chromedriver and the browsers it starts, in a process
 //!   group of their own, ended together when dropped.
-//! - [`hub`]: a Hub with its web client served in this process.
 //! - [`page`]: the pages' paths, the DOM markers and the scripts run in them.
 //! - [`mod@bench`]: the scenarios, their statistics and the join to the Hub's log.
 //! - [`budget`]: the web counter budgets' measurements, the page served
@@ -17,7 +16,6 @@ pub mod bench;
 pub mod browser;
 pub mod budget;
 pub mod driver;
-pub mod hub;
 pub mod page;
 pub mod report;
 

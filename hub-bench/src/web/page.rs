@@ -26,6 +26,33 @@ use serde_json::{json, Value};
 /// `Authorization` header, answered with the session cookie.
 pub const SIGN_IN_PATH: &str = "/api/v1/auth/session";
 
+/// Signs the browser in at `base` with the bearer `token`, as a person
+/// would once: the token posted to [`SIGN_IN_PATH`] from a page of the
+/// Hub's origin, so the session cookie is the browser's own and no token is
+/// ever in a URL.
+pub async fn sign_in(client: &Client, base: &str, token: &str) -> anyhow::Result<()> {
+    client
+        .goto(&format!("{base}/healthz"))
+        .await
+        .context("open the hub")?;
+    let status = client
+        .execute_async(
+            "const [path, token, done] = arguments;
+             fetch(path, { method: 'POST', credentials: 'same-origin',
+                           headers: { Authorization: 'Bearer ' + token, 'X-Scion-Client': 'web' } })
+               .then((r) => done(r.status), (e) => done(String(e)));",
+            vec![json!(SIGN_IN_PATH), json!(token)],
+        )
+        .await
+        .context("sign in")?;
+    match status.as_u64() {
+        Some(200..=299) => Ok(()),
+        _ => bail!(
+            "sign-in as the seeded member was refused ({status} from POST {SIGN_IN_PATH}): is the hub served with --enable-web?"
+        ),
+    }
+}
+
 /// The prefix of the readiness marks.
 pub const MARK_PREFIX: &str = "scion:ready:";
 

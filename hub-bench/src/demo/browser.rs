@@ -7,8 +7,9 @@ use std::path::Path;
 use anyhow::Context;
 use hub_example::seed::{seed_to_file, SeedOptions};
 
+use crate::hubs::WebHub;
+
 use crate::web::bench::summary_table;
-use crate::web::hub::WebHub;
 use crate::web::{self, BrowserPaths, BrowserReport, WebArgs};
 
 /// Agents of the browser table's Hub.

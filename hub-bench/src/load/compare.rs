@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use crate::hub_process::HubProcessReport;
+use super::hub_process::HubProcessReport;
 use crate::report::{LatencySummary, LoadReport};
 use crate::table::Table;
 

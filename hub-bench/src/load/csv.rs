@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use crate::hub_process::HubProcessReport;
-use crate::report::{LatencySummary, LoadReport};
+use super::hub_process::HubProcessReport;
+use crate::report::{LatencySummary, LoadReport, ReplicaLoad};
 
 /// The CSV header.
 pub const HEADER: &str = "endpoint,method,path,count,rps,expected_failures,unexpected_failures,abandoned,avg_ms,p50_ms,p75_ms,p90_ms,p95_ms,p99_ms,max_ms";
@@ -93,24 +93,14 @@ fn process_fields(process: Option<&HubProcessReport>, missing: Option<&str>) -> 
 /// The per-Hub CSV text: one row per replica, or one for the one Hub.
 pub fn hubs_csv(report: &LoadReport) -> String {
     let mut out = format!("{HUBS_HEADER}\n");
-    if report.replicas.is_empty() {
-        out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{}\n",
-            field(&report.hub_base_url),
-            report.users_started,
-            report.overall.count,
-            report.rps,
-            report.expected_failures,
-            report.unexpected_failures,
-            report.abandoned_requests,
-            latency_fields(&report.overall),
-            process_fields(
-                report.hub_process.as_ref(),
-                report.hub_process_missing.as_deref()
-            )
-        ));
-    }
-    for r in &report.replicas {
+    let one_hub;
+    let hubs = if report.replicas.is_empty() {
+        one_hub = [the_one_hub(report)];
+        &one_hub[..]
+    } else {
+        &report.replicas[..]
+    };
+    for r in hubs {
         out.push_str(&format!(
             "{},{},{},{},{},{},{},{},{}\n",
             field(&r.hub_base_url),
@@ -125,6 +115,24 @@ pub fn hubs_csv(report: &LoadReport) -> String {
         ));
     }
     out
+}
+
+/// The one Hub of a run without replicas, as a replica's figures.
+fn the_one_hub(report: &LoadReport) -> ReplicaLoad {
+    ReplicaLoad {
+        hub_base_url: report.hub_base_url.clone(),
+        users_started: report.users_started,
+        total_requests: report.overall.count,
+        rps: report.rps,
+        expected_failures: report.expected_failures,
+        unexpected_failures: report.unexpected_failures,
+        abandoned_requests: report.abandoned_requests,
+        latency: report.overall.clone(),
+        hub_process: report.hub_process.clone(),
+        hub_process_missing: report.hub_process_missing.clone(),
+        cache: None,
+        audit: None,
+    }
 }
 
 fn stem(json: &Path) -> String {

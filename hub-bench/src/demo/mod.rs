@@ -1,31 +1,27 @@
 //! The demo (`cargo run --release -p hub-bench`): seeds fresh Hubs at
 //! several sizes, serves each traced and untraced, runs apibench against the
 //! traced one with its log joined, measures the tracing on/off latency ratio
-//! with the same requests on the same data, and prints one table.
+//! with the same requests on the same data, and prints one table; then its
+//! browser table ([`browser`]). The Hubs are served by [`crate::hubs`].
 
-use std::fs::File;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use parking_lot::Mutex;
-
-use hub_example::app::{Hub, HubOptions, RunningHub};
-use hub_example::exits::HubExits;
-use hub_example::log::SharedWriter;
+use hub_example::app::RunningHub;
 use hub_example::seed::{seed_to_file, SeedDocument, SeedOptions};
-use hub_example::serve::open_for_serving;
-use hub_example::settings::Settings;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use perf_trace_core::scion::header;
 
-use crate::apibench::{count_cell, scenarios, timed_get, ApibenchArgs};
+use crate::apibench::{self, count_cell, scenarios, timed_get, ApibenchArgs};
+use crate::hubs::start_hub;
 use crate::report::Report;
 use crate::table::{ms, Table};
-use crate::{client, run_apibench, stats};
-use perf_trace_core::scion::header;
+use crate::{client, stats};
+
+pub mod browser;
 
 const SESSION_SECRET: &str = "demo-session-secret";
 
@@ -156,7 +152,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<DemoOutcome> {
          cargo run --release -p hub-bench --example on_off_instructions)",
         args.compare_rounds
     );
-    crate::demo_browser::run_browser_table(&outcome.out_dir, SESSION_SECRET).await?;
+    browser::run_browser_table(&outcome.out_dir, SESSION_SECRET).await?;
     println!(
         "databases, hub logs and apibench reports: {}",
         outcome.out_dir.display()
@@ -206,7 +202,7 @@ async fn run_size(
 
     progress.step(format!("apibench on {agents} agents"));
     let report_path = out_dir.join(format!("api-{agents}.json"));
-    let report = run_apibench(ApibenchArgs {
+    let report = apibench::run(ApibenchArgs {
         hub: traced.url(),
         seed: seed_path,
         runs: args.runs,
@@ -243,79 +239,6 @@ fn rows_of(report: &Report, agents: u32, ratios: &[(String, Option<f64>)]) -> Ve
                 .and_then(|(_, r)| *r),
         })
         .collect()
-}
-
-/// Serves the seeded database at `db_path` in this process, on a free
-/// loopback port, as `hub-example serve` would (see [`seeded_hub`]). Stop
-/// it with [`RunningHub::stop`].
-pub async fn start_hub(
-    db_path: &Path,
-    session_secret: &str,
-    perf_trace: bool,
-    log_path: &Path,
-) -> anyhow::Result<RunningHub> {
-    let hub = seeded_hub(db_path, session_secret, perf_trace, log_path)?;
-    Ok(hub.spawn(([127, 0, 0, 1], 0).into()).await?)
-}
-
-/// A Hub over the seeded database at `db_path`, opened as `hub-example
-/// serve` opens it (migrations applied), with tracing on or off, without
-/// the response cache (the benchmarks measure each request's own work),
-/// and every log line written to a new file at `log_path`, buffered as
-/// `serve` buffers standard output, the perf_trace lines buffered by their
-/// threads as `serve` buffers them (they reach the file within
-/// [`hub_example::perf::LINE_FLUSH_INTERVAL`] or so).
-pub fn seeded_hub(
-    db_path: &Path,
-    session_secret: &str,
-    perf_trace: bool,
-    log_path: &Path,
-) -> anyhow::Result<Hub> {
-    let interval = hub_example::perf::LINE_FLUSH_INTERVAL;
-    let cache = hub_example::cache::CacheSettings::disabled();
-    seeded_hub_writing_every(
-        db_path,
-        session_secret,
-        perf_trace,
-        log_path,
-        interval,
-        cache,
-    )
-}
-
-/// [`seeded_hub`] with its lines written out every `interval` (the
-/// instruction counter, under valgrind, writes them out itself at the
-/// end of its window: see `Logger::flush`) and the response cache as
-/// `cache` says (the instruction counter also measures cache hits).
-pub fn seeded_hub_writing_every(
-    db_path: &Path,
-    session_secret: &str,
-    perf_trace: bool,
-    log_path: &Path,
-    interval: Duration,
-    cache: hub_example::cache::CacheSettings,
-) -> anyhow::Result<Hub> {
-    let db = open_for_serving(db_path, true)?;
-    let log = File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;
-    // Unbuffered, as the Hub's standard output (`hub_example::log::stdout_writer`):
-    // the perf_trace lines come in batches.
-    let writer: SharedWriter = Arc::new(Mutex::new(Box::new(log)));
-    Ok(Hub::with_exits(
-        db,
-        HubOptions {
-            session_secret: session_secret.into(),
-            settings: Settings {
-                perf_trace,
-                gcp_logs: false,
-                cache,
-            },
-            log: writer,
-        },
-        HubExits {
-            background_lines: Some(interval),
-            ..HubExits::default()
-        },
-    ))
 }
 
 /// The same requests against the traced and the untraced Hub, interleaved

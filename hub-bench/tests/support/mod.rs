@@ -1,0 +1,17 @@
+//! What the tests of the `hub-bench` binary share: running it to the end.
+
+use std::process::Command;
+
+/// Runs the `hub-bench` binary of this build with `args` to the end;
+/// returns its exit code, stdout and stderr.
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hub-bench"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
