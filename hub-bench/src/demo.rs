@@ -15,8 +15,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use parking_lot::Mutex;
 
 use hub_example::app::{Hub, HubOptions, RunningHub};
-use hub_example::exits::HubExits;
 use hub_example::log::SharedWriter;
+use hub_example::perf::exits::HubExits;
 use hub_example::seed::{seed_to_file, SeedDocument, SeedOptions};
 use hub_example::serve::open_for_serving;
 use hub_example::settings::Settings;
@@ -272,7 +272,7 @@ pub fn seeded_hub(
     log_path: &Path,
 ) -> anyhow::Result<Hub> {
     let interval = hub_example::perf::LINE_FLUSH_INTERVAL;
-    let cache = hub_example::cache::CacheSettings::disabled();
+    let cache = hub_example::settings::CacheSettings::disabled();
     seeded_hub_writing_every(
         db_path,
         session_secret,
@@ -293,7 +293,7 @@ pub fn seeded_hub_writing_every(
     perf_trace: bool,
     log_path: &Path,
     interval: Duration,
-    cache: hub_example::cache::CacheSettings,
+    cache: hub_example::settings::CacheSettings,
 ) -> anyhow::Result<Hub> {
     let db = open_for_serving(db_path, true)?;
     let log = File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;

@@ -11,11 +11,10 @@
 //! audit row, so only lists that are computed take from the principal's
 //! bucket; past it the Hub answers 429 with `Retry-After`.
 
-use std::path::Path;
 use std::time::Duration;
 
-use super::audit_retention::DEFAULT_RETENTION;
-use crate::settings::{lookup, read_document, SettingsError};
+use super::{SettingsError, SettingsSource};
+use crate::authz::audit_retention::DEFAULT_RETENTION;
 
 /// The audit trail's bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,17 +81,14 @@ fn count(text: &str, name: &'static str) -> Result<u32, SettingsError> {
 }
 
 impl AuditSettings {
-    /// Reads the settings file (if any), then the environment through
-    /// `env`, which wins.
-    pub fn load(
-        config: Option<&Path>,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<AuditSettings, SettingsError> {
+    /// Parses the bounds from the settings file's document, then the
+    /// environment, which wins.
+    pub fn from_source(source: &SettingsSource<'_>) -> Result<AuditSettings, SettingsError> {
         let mut settings = AuditSettings::default();
-        let doc = read_document(config)?;
         let value = |(key, var): (&'static str, &'static str)| -> Option<(String, &'static str)> {
-            let from_file = doc.as_ref().and_then(|d| lookup(d, key)).map(text_of);
-            env(var)
+            let from_file = source.file(key).map(text_of);
+            source
+                .env(var)
                 .map(|text| (text, var))
                 .or(from_file.map(|text| (text, key)))
         };
@@ -107,21 +103,16 @@ impl AuditSettings {
         }
         Ok(settings)
     }
-
-    /// Reads the settings file and the process environment.
-    pub fn from_process(config: Option<&Path>) -> Result<AuditSettings, SettingsError> {
-        AuditSettings::load(config, |name| std::env::var(name).ok())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::test_files::{file, no_env};
+    use crate::settings::test_files::{file, load, no_env};
 
     #[test]
     fn defaults_hold_without_settings() {
-        let settings = AuditSettings::load(None, no_env).unwrap();
+        let settings = load(None, no_env, AuditSettings::from_source).unwrap();
         assert_eq!(settings, AuditSettings::default());
         assert_eq!(settings.retention, Duration::from_secs(30 * 86_400));
     }
@@ -130,7 +121,7 @@ mod tests {
     fn the_file_sets_the_bounds_and_the_environment_wins() {
         let f = file("server:\n  hub:\n    audit:\n      retention: 7days\n      list_rate: 5\n      list_burst: 50\n");
         let env = |name: &str| (name == LIST_BURST.1).then(|| "9".to_owned());
-        let settings = AuditSettings::load(Some(f.path()), env).unwrap();
+        let settings = load(Some(f.path()), env, AuditSettings::from_source).unwrap();
         assert_eq!(
             settings,
             AuditSettings {
@@ -150,7 +141,9 @@ mod tests {
             (LIST_BURST.1, "-3"),
         ] {
             let env = |n: &str| (n == name).then(|| value.to_owned());
-            let message = AuditSettings::load(None, env).unwrap_err().to_string();
+            let message = load(None, env, AuditSettings::from_source)
+                .unwrap_err()
+                .to_string();
             assert!(message.contains(name), "{message}");
             assert!(!message.contains(value), "{message}");
         }
