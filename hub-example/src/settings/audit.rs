@@ -80,26 +80,35 @@ fn count(text: &str, name: &'static str) -> Result<u32, SettingsError> {
         })
 }
 
+/// One bound from the file, then the environment, which wins: a bad value
+/// in the file stops the start even where the environment sets the bound
+/// too, as with every other setting.
+fn bound<T>(
+    source: &SettingsSource<'_>,
+    (key, var): (&'static str, &'static str),
+    parse: fn(&str, &'static str) -> Result<T, SettingsError>,
+) -> Result<Option<T>, SettingsError> {
+    let from_file = source
+        .file(key)
+        .map(|v| parse(&text_of(v), key))
+        .transpose()?;
+    let from_env = source.env(var).map(|text| parse(&text, var)).transpose()?;
+    Ok(from_env.or(from_file))
+}
+
 impl AuditSettings {
     /// Parses the bounds from the settings file's document, then the
     /// environment, which wins.
     pub fn from_source(source: &SettingsSource<'_>) -> Result<AuditSettings, SettingsError> {
         let mut settings = AuditSettings::default();
-        let value = |(key, var): (&'static str, &'static str)| -> Option<(String, &'static str)> {
-            let from_file = source.file(key).map(text_of);
-            source
-                .env(var)
-                .map(|text| (text, var))
-                .or(from_file.map(|text| (text, key)))
-        };
-        if let Some((text, name)) = value(RETENTION) {
-            settings.retention = duration(&text, name)?;
+        if let Some(retention) = bound(source, RETENTION, duration)? {
+            settings.retention = retention;
         }
-        if let Some((text, name)) = value(LIST_RATE) {
-            settings.list_rate = count(&text, name)?;
+        if let Some(rate) = bound(source, LIST_RATE, count)? {
+            settings.list_rate = rate;
         }
-        if let Some((text, name)) = value(LIST_BURST) {
-            settings.list_burst = count(&text, name)?;
+        if let Some(burst) = bound(source, LIST_BURST, count)? {
+            settings.list_burst = burst;
         }
         Ok(settings)
     }
@@ -147,5 +156,16 @@ mod tests {
             assert!(message.contains(name), "{message}");
             assert!(!message.contains(value), "{message}");
         }
+    }
+
+    #[test]
+    fn a_bad_value_in_the_file_stops_the_start_where_the_environment_sets_it_too() {
+        let f = file("server.hub.audit.retention: forever\n");
+        let env = |name: &str| (name == RETENTION.1).then(|| "7days".to_owned());
+        let message = load(Some(f.path()), env, AuditSettings::from_source)
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains(RETENTION.0), "{message}");
+        assert!(!message.contains("forever"), "{message}");
     }
 }
