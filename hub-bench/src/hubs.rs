@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 
 use hub_example::api::profiling::set_readiness_marks;
 use hub_example::app::{Hub, HubOptions, RunningHub};
-use hub_example::exits::HubExits;
+use hub_example::perf::exits::HubExits;
 use hub_example::log::SharedWriter;
 use hub_example::serve::open_for_serving;
 use hub_example::settings::Settings;
@@ -53,7 +53,7 @@ pub fn seeded_hub(
     log_path: &Path,
 ) -> anyhow::Result<Hub> {
     let interval = hub_example::perf::LINE_FLUSH_INTERVAL;
-    let cache = hub_example::cache::CacheSettings::disabled();
+    let cache = hub_example::settings::CacheSettings::disabled();
     seeded_hub_writing_every(
         db_path,
         session_secret,
@@ -74,7 +74,7 @@ pub fn seeded_hub_writing_every(
     perf_trace: bool,
     log_path: &Path,
     interval: Duration,
-    cache: hub_example::cache::CacheSettings,
+    cache: hub_example::settings::CacheSettings,
 ) -> anyhow::Result<Hub> {
     let db = open_for_serving(db_path, true)?;
     let log = File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;

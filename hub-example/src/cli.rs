@@ -10,14 +10,13 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::{Hub, HubOptions};
-use crate::authz::audit_settings::AuditSettings;
-use crate::exits::{metrics_addr, metrics_router, ExitSettings, HubExits, METRICS_MAX_CONNECTIONS};
-use crate::limits::ServerLimits;
 use crate::log::stdout_writer;
+use crate::perf::exits::{metrics_addr, metrics_router, HubExits, METRICS_MAX_CONNECTIONS};
 use crate::seed::{seed_to_file, SeedOptions};
 use crate::serve::open_for_serving;
 use crate::server::Listener;
-use crate::settings::Settings;
+use crate::settings::ServerLimits;
+use crate::settings::StartupSettings;
 
 /// The example Hub, traced with perf-trace.
 #[derive(Debug, Parser)]
@@ -278,14 +277,13 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 
 fn serve(args: ServeArgs) -> Result<(), CliError> {
     let session_secret = args.secret.read()?;
-    let settings = Settings::from_process(args.config.as_deref()).map_err(CliError::from)?;
-    let limits = args
-        .limits
-        .apply(ServerLimits::from_process(args.config.as_deref()).map_err(CliError::from)?)?;
-    let audit_settings =
-        AuditSettings::from_process(args.config.as_deref()).map_err(CliError::from)?;
-    let mut exit_settings =
-        ExitSettings::from_process(args.config.as_deref()).map_err(CliError::from)?;
+    let StartupSettings {
+        hub: settings,
+        limits,
+        audit: audit_settings,
+        exits: mut exit_settings,
+    } = StartupSettings::from_process(args.config.as_deref()).map_err(CliError::from)?;
+    let limits = args.limits.apply(limits)?;
     if let Some(port) = args.metrics_port {
         exit_settings.metrics_port = Some(port);
     }

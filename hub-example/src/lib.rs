@@ -6,11 +6,15 @@
 //! - [`store::AuthzStore`] is the authorization store, `#[counted_store]`;
 //!   [`authz::Authorizer`] reads it only through a request-local memo.
 //! - [`listing`] runs the agent lists phase by phase, each phase a
-//!   `#[traced_phase]` function; [`keys`] holds the key sets.
+//!   `#[traced_phase]` function.
+//! - [`perf`] is the perf-trace wiring: the key sets, the policy, the
+//!   tracing layers and the exits.
 //! - [`seed`] writes a reproducible data set into a fresh database;
 //!   [`serve::open_for_serving`] opens one for serving.
-//! - [`limits`] holds the timeouts and caps `serve` enforces, and
-//!   [`shutdown`] the signal that ends event streams and connections.
+//! - [`settings`] reads the settings file and the environment once, into a
+//!   plain struct per group (the timeouts and caps `serve` enforces among
+//!   them), and [`shutdown`] holds the signal that ends event streams and
+//!   connections.
 //!
 //! The benchmark and load clients and the demo are the `hub-bench` crate's.
 #![warn(missing_docs)]
@@ -23,9 +27,6 @@ pub mod cli;
 pub mod clock;
 pub mod db;
 pub mod events;
-pub mod exits;
-pub mod keys;
-pub mod limits;
 pub mod listing;
 pub mod log;
 pub mod model;

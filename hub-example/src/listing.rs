@@ -15,9 +15,9 @@ use perf_trace_core::traced_phase;
 
 use crate::authz::{Action, ActionNames, AuditEmitter, Authorizer, ListScope, Permissions, Verbs};
 use crate::db::{Db, DbError};
-use crate::keys::Phase;
 use crate::model::{Agent, AgentPhase, Id};
 use crate::paging::{encode_cursor, PageRequest};
+use crate::perf::keys::Phase;
 use crate::store::agent_rows::{read_agents, RowPage, RowQuery, RowScope};
 use crate::store::AuthzStore;
 use crate::views::{

@@ -23,7 +23,7 @@ pub type SharedWriter = Arc<Mutex<Box<dyn Write + Send>>>;
 
 /// Makes a [`SharedWriter`] for standard output, with no buffer of its
 /// own: the perf_trace lines come in batches, each thread's written by the
-/// emitter's thread every [`crate::perf::LINE_FLUSH_INTERVAL`] (so a traced
+/// emitter's thread every `LINE_FLUSH_INTERVAL` of the tracing layer (so a traced
 /// request makes no system call of its own for its line), and the Hub's own
 /// lines are flushed one by one as they are written. A buffer here only
 /// copied each batch that did not fill it before writing it out.

@@ -49,8 +49,8 @@ use tokio::task::JoinSet;
 use tower::ServiceExt;
 
 use crate::api::StreamLimiter;
-use crate::limits::ServerLimits;
 use crate::log::Logger;
+use crate::settings::ServerLimits;
 use crate::shutdown::ShutdownSignal;
 
 /// What the Hub counts across its connections.

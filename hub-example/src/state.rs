@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use crate::authz::AuditEmitter;
-use crate::cache::{CacheSettings, ResponseCache};
+use crate::cache::ResponseCache;
 use crate::db::Db;
 use crate::events::EventBus;
 use crate::replicas::{Invalidation, ReplicaMessage};
+use crate::settings::CacheSettings;
 use crate::store::AuthzStore;
 use crate::tokens::TokenSigner;
 

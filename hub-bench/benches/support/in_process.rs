@@ -53,8 +53,8 @@ pub fn hub_writing_every(
     cached: bool,
 ) -> anyhow::Result<Hub> {
     let cache = match cached {
-        true => hub_example::cache::CacheSettings::default(),
-        false => hub_example::cache::CacheSettings::disabled(),
+        true => hub_example::settings::CacheSettings::default(),
+        false => hub_example::settings::CacheSettings::disabled(),
     };
     hub_bench::hubs::seeded_hub_writing_every(
         db_path,

@@ -43,8 +43,8 @@ use crate::authz::{AuditEmitter, Authorizer, Principal};
 use crate::events::{
     authorize_subjects, expand_subjects, parse_subjects, HubEvent, Pattern, Subject,
 };
-use crate::keys::Phase;
-use crate::limits::ServerLimits;
+use crate::perf::keys::Phase;
+use crate::settings::ServerLimits;
 use crate::shutdown::ShutdownSignal;
 use crate::state::AppState;
 use crate::store::AuthzStore;

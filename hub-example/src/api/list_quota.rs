@@ -12,8 +12,8 @@ use axum::http::StatusCode;
 use parking_lot::Mutex;
 
 use super::ApiError;
-use crate::authz::audit_settings::AuditSettings;
 use crate::model::PrincipalRef;
+use crate::settings::AuditSettings;
 
 /// Buckets kept before the full ones are forgotten (a full bucket is what
 /// a principal not seen has).

@@ -11,17 +11,17 @@ pub mod events;
 mod failed_logins;
 mod guards;
 mod lazy_json;
-mod limits;
 mod list_quota;
 pub mod params;
 pub mod profiling;
 pub mod public;
+mod request_size;
 
 pub use error::{method_not_allowed, not_found, ApiError};
 pub use failed_logins::{FailedLogins, FAILED_LOGIN_MESSAGE, SUPPRESSED_MESSAGE};
 pub use guards::{enforce_request_timeout, StreamCapError, StreamLimiter, StreamPermit};
 pub use lazy_json::LazyJson;
-pub use limits::{
+pub use list_quota::ListQuota;
+pub use request_size::{
     limit_request_size, panic_response, MAX_HEADER_BYTES, MAX_PATH_BYTES, MAX_QUERY_BYTES,
 };
-pub use list_quota::ListQuota;

@@ -9,7 +9,7 @@ use super::cached::respond;
 use super::ApiError;
 use crate::authz::AuditEmitter;
 use crate::cache::{CacheKey, CallerKey};
-use crate::keys::CacheRoute;
+use crate::perf::keys::CacheRoute;
 use crate::state::AppState;
 use crate::store::AuthzStore;
 

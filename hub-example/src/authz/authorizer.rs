@@ -22,8 +22,8 @@ use perf_trace_core::{record::DecisionBatch, record::Outcome};
 
 use super::audit::{AuditEmitter, AuditOutcome, AuditRecord, Resource};
 use super::{Action, AuthzMemo, Permissions, Principal};
-use crate::keys::AuthzBatch;
 use crate::model::{AccessConstraint, Agent, BindingScope, Id, PrincipalRef, RoleBinding};
+use crate::perf::keys::AuthzBatch;
 use crate::store::{AuthzStore, StoreResult};
 
 /// The hub setting naming the role a user holds on the agents they created.
@@ -520,8 +520,8 @@ mod tests {
     use super::*;
     use crate::authz::{AgentPrincipal, ChannelAuditSink, Credential, UserPrincipal};
     use crate::db::{Db, OpenMode, PoolOptions};
-    use crate::keys::HubSchema;
     use crate::listing::{self, ListRequest, ListShape, ListTarget, View};
+    use crate::perf::keys::HubSchema;
     use crate::seed::{seed, SeedDocument, SeedOptions};
     use crate::store::agent_rows::{read_agents, RowQuery, RowScope};
     use crate::store::{CountedAuthzStore, SqliteStore};

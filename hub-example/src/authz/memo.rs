@@ -357,7 +357,7 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
 mod tests {
     use super::*;
     use crate::db::{OpenMode, PoolOptions};
-    use crate::keys::HubSchema;
+    use crate::perf::keys::HubSchema;
     use crate::seed::{seed, SeedOptions};
     use crate::store::{AuthzStoreMethod, CountedAuthzStore, SqliteStore};
     use perf_trace_core::Recorder;

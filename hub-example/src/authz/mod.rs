@@ -6,7 +6,6 @@ pub mod audit;
 mod audit_entry;
 pub mod audit_postgres;
 pub mod audit_retention;
-pub mod audit_settings;
 pub mod audit_sqlite;
 pub mod audit_store;
 mod authorizer;

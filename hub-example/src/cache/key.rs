@@ -5,8 +5,8 @@
 //! entry only when they would get the same answer fresh.
 
 use crate::authz::{Credential, Principal};
-use crate::keys::CacheRoute;
 use crate::model::Id;
+use crate::perf::keys::CacheRoute;
 
 /// Who a cached response was computed for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -16,7 +16,7 @@
 //!   (injectable, so tests move time themselves: moka's expiry clock is not
 //!   public), with moka's per-entry expiry evicting at the same TTL.
 //! - Invalidation: writes move the stamps of [`Generations`], on this
-//!   replica and (see [`crate::replicas`]) on the others.
+//!   replica and (see the `replicas` module) on the others.
 //! - Suspension: while a replica may miss another's writes (its listening
 //!   connection is away) the cache is suspended: every request computes its
 //!   response, and nothing is served or stored.
@@ -28,7 +28,6 @@
 
 mod generations;
 mod key;
-mod settings;
 mod stats;
 
 use std::future::Future;
@@ -42,10 +41,10 @@ use moka::Expiry;
 
 pub use generations::Generations;
 pub use key::{normalize_query, CacheKey, CallerKey};
-pub use settings::{ttl_env, ttl_key, CacheSettings, CACHE_ENABLED_ENV, CACHE_ENABLED_KEY};
 pub use stats::{CacheReport, CacheStats, RouteReport};
 
-use crate::keys::{CacheOutcome, CacheRoute};
+use crate::perf::keys::{CacheOutcome, CacheRoute};
+use crate::settings::CacheSettings;
 
 /// Most bytes of bodies the cache holds; beyond it moka evicts the least
 /// used entries.

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use perf_trace_core::KeySet;
 use serde::Serialize;
 
-use super::CacheSettings;
-use crate::keys::{CacheOutcome, CacheRoute};
+use crate::perf::keys::{CacheOutcome, CacheRoute};
+use crate::settings::CacheSettings;
 
 /// The outcome totals of every route.
 #[derive(Debug, Default)]

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use tokio::sync::watch;
 
 use super::*;
-use crate::keys::HubSchema;
+use crate::perf::keys::HubSchema;
 use perf_trace_core::Recorder;
 
 const ROUTE: CacheRoute = CacheRoute::AgentsProject;

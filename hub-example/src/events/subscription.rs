@@ -10,8 +10,8 @@ use perf_trace_core::traced_phase;
 use super::subjects::{Pattern, Subject, Token, UserRef};
 use crate::authz::{Action, AuditEmitter, Authorizer, Principal, Resource};
 use crate::db::DbError;
-use crate::keys::Phase;
 use crate::model::Id;
+use crate::perf::keys::Phase;
 use crate::store::AuthzStore;
 
 /// What an expanded subject needs to be allowed.

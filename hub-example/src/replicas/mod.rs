@@ -119,9 +119,10 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-    use crate::cache::{CacheKey, CacheSettings, CallerKey};
-    use crate::keys::CacheRoute;
+    use crate::cache::{CacheKey, CallerKey};
     use crate::model::Id;
+    use crate::perf::keys::CacheRoute;
+    use crate::settings::CacheSettings;
 
     const ROUTE: CacheRoute = CacheRoute::AgentsById;
 

@@ -31,7 +31,7 @@ use axum::Router;
 use budget_requests::{
     first_request, get_as, rereading_router, shapes, Caller, Shape, AGENTS, SMALL_AGENTS,
 };
-use hub_example::keys::HubSchema;
+use hub_example::perf::keys::HubSchema;
 use hub_example::seed::SeedDocument;
 use hub_support::{Seeded, TestHub};
 use perf_trace_core::assert_counts_snapshot;

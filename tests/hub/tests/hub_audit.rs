@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use hub_example::authz::audit::{AuditBackend, AuditEntry, AuditWriteError};
-use hub_example::authz::audit_settings::AuditSettings;
 use hub_example::log::CaptureBuffer;
+use hub_example::settings::AuditSettings;
 use hub_example::settings::Settings;
 use hub_example::{Hub, HubOptions};
 use hub_support::store::skip_on_postgres;
@@ -27,7 +27,7 @@ fn untraced() -> Settings {
         perf_trace: false,
         gcp_logs: false,
         // Every request decides afresh: a cache hit makes no decision.
-        cache: hub_example::cache::CacheSettings::disabled(),
+        cache: hub_example::settings::CacheSettings::disabled(),
     }
 }
 

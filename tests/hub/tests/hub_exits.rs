@@ -15,8 +15,9 @@ use std::time::Duration;
 use axum::http::{Method, StatusCode};
 use collector::Collector;
 use hub_example::app::{Hub, HubOptions};
-use hub_example::exits::{ExitSettings, HubExits, OPENMETRICS_CONTENT_TYPE};
 use hub_example::log::CaptureBuffer;
+use hub_example::perf::exits::{HubExits, OPENMETRICS_CONTENT_TYPE};
+use hub_example::settings::ExitSettings;
 use hub_example::settings::Settings;
 use hub_support::{Seeded, TestHub, SECRET};
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
@@ -33,7 +34,7 @@ fn traced_with(exits: HubExits) -> TestHub {
                 perf_trace: true,
                 gcp_logs: false,
                 // Every request is served afresh, so every one reaches the exits with its figures.
-                cache: hub_example::cache::CacheSettings::disabled(),
+                cache: hub_example::settings::CacheSettings::disabled(),
             },
             log: log.writer(),
         },

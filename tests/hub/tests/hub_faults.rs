@@ -18,8 +18,8 @@ use axum::routing::get;
 use axum::Router;
 use hub_example::db::{Db, OpenMode, PoolOptions};
 use hub_example::events::HubEvent;
-use hub_example::limits::ServerLimits;
 use hub_example::log::CaptureBuffer;
+use hub_example::settings::ServerLimits;
 use hub_example::settings::Settings;
 use hub_example::{Hub, HubOptions};
 use hub_support::store::skip_on_postgres;
@@ -34,7 +34,7 @@ use tokio::net::TcpStream;
 const TRACED: Settings = Settings {
     perf_trace: true,
     gcp_logs: false,
-    cache: hub_example::cache::CacheSettings::disabled(),
+    cache: hub_example::settings::CacheSettings::disabled(),
 };
 
 fn options(log: &CaptureBuffer) -> HubOptions {

@@ -32,7 +32,7 @@ use axum::Router;
 use budget_requests::{
     first_request, get_as, rereading_router, shapes, Caller, Shape, AGENTS, SMALL_AGENTS,
 };
-use hub_example::keys::{HubSchema, Phase};
+use hub_example::perf::keys::{HubSchema, Phase};
 use hub_example::seed::{SeedDocument, OTHER_PROJECT_AGENTS};
 use hub_support::{Seeded, TestHub};
 use perf_trace_core::budget::BudgetCheck;

@@ -41,7 +41,7 @@ fn traced() -> Settings {
     Settings {
         perf_trace: true,
         gcp_logs: false,
-        cache: hub_example::cache::CacheSettings::disabled(),
+        cache: hub_example::settings::CacheSettings::disabled(),
     }
 }
 

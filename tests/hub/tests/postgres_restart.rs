@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hub_example::cache::CacheSettings;
+use hub_example::settings::CacheSettings;
 use hub_example::settings::Settings;
 use hub_support::postgres::pg_url;
 use hub_support::{Seeded, TestHub};

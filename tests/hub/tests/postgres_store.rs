@@ -21,8 +21,8 @@ use axum::Router;
 use budget_requests::{first_request, get_as, shapes, Caller, AGENTS, SMALL_AGENTS};
 use hub_example::db::postgres::postgres_schema_version;
 use hub_example::db::{Db, DbError, PoolOptions, LATEST_VERSION};
-use hub_example::keys::HubSchema;
 use hub_example::log::CaptureBuffer;
+use hub_example::perf::keys::HubSchema;
 use hub_example::seed::{seed, SeedError, SeedOptions};
 use hub_example::serve::open_for_serving;
 use hub_example::settings::Settings;
@@ -37,7 +37,7 @@ fn traced() -> Settings {
         perf_trace: true,
         gcp_logs: false,
         // Both stores answer every request afresh: the counts compared are real.
-        cache: hub_example::cache::CacheSettings::disabled(),
+        cache: hub_example::settings::CacheSettings::disabled(),
     }
 }
 

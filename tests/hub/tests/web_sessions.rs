@@ -424,7 +424,7 @@ async fn end_reason(mut body: Body) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cookie_stream_ends_at_sign_out_expiry_and_loss_of_its_role() {
-    let limits = hub_example::limits::ServerLimits {
+    let limits = hub_example::settings::ServerLimits {
         stream_recheck_interval: std::time::Duration::from_millis(100),
         ..Default::default()
     };

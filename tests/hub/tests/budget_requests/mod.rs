@@ -14,13 +14,13 @@ use axum::Router;
 use hub_example::authz::{ChannelAuditSink, TracedAuditEmitter};
 use hub_example::db::{Db, Dialect};
 use hub_example::events::EventBus;
-use hub_example::exits::HubExits;
-use hub_example::keys::HubSchema;
 use hub_example::log::{CaptureBuffer, Logger};
 use hub_example::model::{
     AccessConstraint, Agent, DelegationEdge, Group, GroupMembership, Id, PrincipalRef, Project,
     ProjectMembership, RoleBinding, RoleDefinition, User, UserAccessToken,
 };
+use hub_example::perf::exits::HubExits;
+use hub_example::perf::keys::HubSchema;
 use hub_example::perf::trace_layer;
 use hub_example::seed::SeedDocument;
 use hub_example::store::agent_rows::{read_agents, RowQuery, RowScope};

@@ -142,13 +142,13 @@ impl TestHub {
             Settings {
                 perf_trace: true,
                 gcp_logs: false,
-                cache: hub_example::cache::CacheSettings::disabled(),
+                cache: hub_example::settings::CacheSettings::disabled(),
             },
         )
     }
 
     /// A traced Hub with the response cache as configured by `cache`.
-    pub fn cached(agents: u32, cache: hub_example::cache::CacheSettings) -> TestHub {
+    pub fn cached(agents: u32, cache: hub_example::settings::CacheSettings) -> TestHub {
         Self::new(
             agents,
             Settings {
@@ -202,7 +202,7 @@ impl TestHub {
     }
 
     /// A traced Hub with these timeouts and caps.
-    pub fn limited(agents: u32, limits: hub_example::limits::ServerLimits) -> TestHub {
+    pub fn limited(agents: u32, limits: hub_example::settings::ServerLimits) -> TestHub {
         let TestHub {
             seeded, hub, log, ..
         } = Self::traced(agents);

@@ -1,60 +1,21 @@
-//! The Hub's tracing policy and layer: how a request is classified, who may
-//! see the perf headers, and where the lines go.
+//! The Hub's tracing layers: where the lines go (the Hub's log, in its
+//! format), which exits hang on the emitter, and the pool figures a
+//! request's line starts from.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::Request;
 use perf_trace_core::pool::{PoolFigures, PoolStats};
-use perf_trace_core::{layer::TracePolicy, Emitter, LineFormat, LineSink, PerfTraceLayer};
+use perf_trace_core::{Emitter, LineFormat, LineSink, PerfTraceLayer};
 
-use crate::authz::Principal;
+use super::exits::HubExits;
+use super::keys::HubSchema;
+use super::policy::{HubPolicy, WebPolicy};
 use crate::db::Db;
-use crate::exits::HubExits;
-use crate::keys::{classify, classify_web, EndpointClass, HubSchema};
 use crate::log::{Logger, COMPONENT};
-
-/// The Hub's answers to the tracing layer's questions.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct HubPolicy;
-
-impl TracePolicy<HubSchema> for HubPolicy {
-    fn classify<B>(&self, request: &Request<B>) -> EndpointClass {
-        classify(
-            request.method(),
-            request.uri().path(),
-            request.uri().query(),
-        )
-    }
-
-    /// Only an unscoped local platform admin: never a scoped token, an agent,
-    /// a non-admin, nor an unauthenticated endpoint (which has no principal).
-    fn headers_allowed<B>(&self, request: &Request<B>) -> bool {
-        request
-            .extensions()
-            .get::<Principal>()
-            .is_some_and(Principal::is_unscoped_platform_admin)
-    }
-}
 
 /// The tracing layer the Hub installs when tracing is on.
 pub type HubTraceLayer = PerfTraceLayer<HubSchema, HubPolicy>;
-
-/// The policy of the web client's own routes (pages, assets, sign-in):
-/// classed by kind (`web.page`, `web.asset`, `web.auth`); never the perf
-/// headers, as no Hub authentication runs before them.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct WebPolicy;
-
-impl TracePolicy<HubSchema> for WebPolicy {
-    fn classify<B>(&self, request: &Request<B>) -> EndpointClass {
-        classify_web(request.uri().path())
-    }
-
-    fn headers_allowed<B>(&self, _request: &Request<B>) -> bool {
-        false
-    }
-}
 
 /// The tracing layer on the web client's own routes, writing to the same
 /// emitter as the Hub's.
@@ -70,8 +31,8 @@ pub struct TraceLayers {
 }
 
 /// How long a perf_trace line may wait, buffered by its thread
-/// ([`crate::exits::HubExits::background_lines`]), before it reaches the
-/// log (the Hub's own lines write the buffers out at once).
+/// ([`HubExits::background_lines`]), before it reaches the log (the Hub's
+/// own lines write the buffers out at once).
 pub const LINE_FLUSH_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Builds the layer: lines in the logger's format and to its destination,

@@ -1,5 +1,7 @@
-//! The Hub's perf-trace key sets: its phases, its endpoint classes, and the
-//! schema that ties them to the authorization store's methods.
+//! The Hub's perf-trace key sets: its phases, its endpoint classes, its
+//! counters, and the schema that ties them to the authorization store's
+//! methods. How a request gets its endpoint class is the policy's
+//! (`policy.rs`).
 //!
 //! Names and order follow the contract: phases render snake_case, endpoint
 //! classes carry their dotted names, and store methods come from
@@ -77,7 +79,7 @@ pub enum EndpointClass {
     WebAuth,
 }
 
-/// The routes whose responses the Hub caches (see [`crate::cache`]): the
+/// The routes whose responses the Hub caches (the response cache's): the
 /// set [`CacheOutcome`] is counted by, and the rows of
 /// `GET /api/v1/admin/cache`. Nothing classifies requests by it; it is an
 /// endpoint set because its keys are classes of request, and such a set
@@ -143,90 +145,9 @@ impl Schema for HubSchema {
     const GROUPS: Groups = Groups::SCION;
 }
 
-/// Query parameters that turn a legacy full list into a sorted page.
-const PAGING_PARAMS: [&str; 3] = ["limit", "cursor", "sort"];
-
-/// Classifies a request from its method, path and query string alone (the
-/// tracing layer asks before any handler runs).
-pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> EndpointClass {
-    if method != http::Method::GET {
-        return EndpointClass::Other;
-    }
-    let has = |names: &[&str]| query.is_some_and(|q| query_has_key(q, names));
-    match path.trim_end_matches('/') {
-        "/events" => EndpointClass::SseEvents,
-        "/api/v1/agents" => {
-            if has(&PAGING_PARAMS) {
-                EndpointClass::GlobalSorted
-            } else {
-                EndpointClass::GlobalLegacy
-            }
-        }
-        p => match p
-            .strip_prefix("/api/v1/projects/")
-            .and_then(|rest| rest.strip_suffix("/agents"))
-        {
-            // Every byte looked at, with no early exit, which the compiler
-            // turns into a few vector compares: `contains('/')` calls a
-            // general search whose set-up costs more than a short id.
-            Some(id) if !id.is_empty() && !id.bytes().fold(false, |seen, b| seen | (b == b'/')) => {
-                if has(&["ids"]) {
-                    EndpointClass::ProjectSortedAgent
-                } else if has(&PAGING_PARAMS) {
-                    EndpointClass::ProjectSorted
-                } else {
-                    EndpointClass::ProjectLegacy
-                }
-            }
-            _ => EndpointClass::Other,
-        },
-    }
-}
-
-/// Classifies a request to one of the web client's own routes (the web
-/// listener's tracing layer sits on those routes alone, so every other path
-/// it is asked about is a page).
-pub fn classify_web(path: &str) -> EndpointClass {
-    if path.starts_with("/assets/") {
-        EndpointClass::WebAsset
-    } else if path.starts_with("/api/v1/auth/") {
-        EndpointClass::WebAuth
-    } else {
-        EndpointClass::WebPage
-    }
-}
-
-/// Whether `query` has a parameter named one of `names` (ASCII names with
-/// nothing to decode). Every traced request is classified: a key that needs
-/// no decoding, nearly all of them, is compared as it is, with no copy.
-fn query_has_key(query: &str, names: &[&str]) -> bool {
-    // One pass over the bytes, each pair's key compared as it ends: the
-    // general `split` searches cost more than the short query itself.
-    let bytes = query.as_bytes();
-    let mut start = 0;
-    while start <= bytes.len() {
-        let rest = &bytes[start..];
-        let pair_len = rest.iter().position(|&b| b == b'&').unwrap_or(rest.len());
-        let pair = &rest[..pair_len];
-        let key = &pair[..pair.iter().position(|&b| b == b'=').unwrap_or(pair.len())];
-        let found = if key.iter().any(|&b| b == b'%' || b == b'+') {
-            let decoded = form_urlencoded::parse(key).next();
-            decoded.is_some_and(|(key, _)| names.contains(&key.as_ref()))
-        } else {
-            names.iter().any(|name| name.as_bytes() == key)
-        };
-        if found {
-            return true;
-        }
-        start += pair_len + 1;
-    }
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::Method;
     use perf_trace_core::keys::EndpointKey;
     use perf_trace_core::KeySet;
 
@@ -287,110 +208,6 @@ mod tests {
                 "GetProjectMembership",
                 "GetHubSetting",
             ]
-        );
-    }
-
-    #[test]
-    fn classifies_agent_lists_by_path_and_query() {
-        let get = Method::GET;
-        let p = "/api/v1/projects/0b7f1f2e-1c1d-4a7e-9a51-0f5b6c0c1d2e/agents";
-        assert_eq!(classify(&get, p, None), EndpointClass::ProjectLegacy);
-        assert_eq!(
-            classify(&get, p, Some("limit=5")),
-            EndpointClass::ProjectSorted
-        );
-        assert_eq!(
-            classify(&get, p, Some("sort=name")),
-            EndpointClass::ProjectSorted
-        );
-        assert_eq!(
-            classify(&get, p, Some("ids=a,b&limit=2")),
-            EndpointClass::ProjectSortedAgent
-        );
-        assert_eq!(
-            classify(&get, "/api/v1/agents", None),
-            EndpointClass::GlobalLegacy
-        );
-        assert_eq!(
-            classify(&get, "/api/v1/agents", Some("projectId=x")),
-            EndpointClass::GlobalLegacy
-        );
-        assert_eq!(
-            classify(&get, "/api/v1/agents", Some("cursor=abc")),
-            EndpointClass::GlobalSorted
-        );
-        assert_eq!(
-            classify(&get, "/events", Some("sub=x")),
-            EndpointClass::SseEvents
-        );
-    }
-
-    #[test]
-    fn query_keys_are_found_as_a_full_decoding_finds_them() {
-        let names = ["limit", "ids"];
-        let decoded = |q: &str| {
-            form_urlencoded::parse(q.as_bytes()).any(|(k, _)| names.contains(&k.as_ref()))
-        };
-        for query in [
-            "",
-            "&",
-            "=",
-            "limit",
-            "limit=",
-            "=limit",
-            "a=limit",
-            "limit=1&b=2",
-            "b=2&ids=x",
-            "&&ids",
-            "li%6Dit=3",
-            "i%64s",
-            "%69ds=1&x",
-            "limit+=1",
-            "lim+it=1",
-            "limi%74",
-            "%ZZ=1",
-            "x=1&li%6dit",
-            "idsx=1",
-            "xids=1",
-            "a=b=limit",
-        ] {
-            assert_eq!(query_has_key(query, &names), decoded(query), "{query:?}");
-        }
-    }
-
-    #[test]
-    fn web_routes_are_classified_by_kind() {
-        assert_eq!(classify_web("/"), EndpointClass::WebPage);
-        assert_eq!(classify_web("/projects/p1"), EndpointClass::WebPage);
-        assert_eq!(classify_web("/graph"), EndpointClass::WebPage);
-        assert_eq!(classify_web("/assets/app.js"), EndpointClass::WebAsset);
-        assert_eq!(
-            classify_web("/api/v1/auth/test-login"),
-            EndpointClass::WebAuth
-        );
-        // The API's own classifier never gives a web class.
-        for path in ["/", "/assets/app.js", "/api/v1/auth/session"] {
-            assert_eq!(classify(&Method::GET, path, None), EndpointClass::Other);
-        }
-    }
-
-    #[test]
-    fn everything_else_is_other() {
-        assert_eq!(
-            classify(&Method::GET, "/healthz", None),
-            EndpointClass::Other
-        );
-        assert_eq!(
-            classify(&Method::GET, "/api/v1/agents/abc", None),
-            EndpointClass::Other
-        );
-        assert_eq!(
-            classify(&Method::PUT, "/api/v1/agents", None),
-            EndpointClass::Other
-        );
-        assert_eq!(
-            classify(&Method::GET, "/api/v1/projects//agents", None),
-            EndpointClass::Other
         );
     }
 }

@@ -11,13 +11,12 @@
 //!
 //! A TTL of 0 turns that route's cache off.
 
-use std::path::Path;
 use std::time::Duration;
 
 use perf_trace_core::KeySet;
 
-use crate::keys::CacheRoute;
-use crate::settings::{lookup, parse_bool, read_document, SettingsError};
+use super::{parse_bool, SettingsError, SettingsSource};
+use crate::perf::keys::CacheRoute;
 
 /// The settings key that turns the whole cache on or off.
 pub const CACHE_ENABLED_KEY: &str = "server.hub.cache.enabled";
@@ -107,59 +106,49 @@ impl CacheSettings {
         self.enabled && !self.ttl(route).is_zero()
     }
 
-    /// Reads the settings file (if any) and then the environment through
-    /// `env`, which wins.
-    pub fn load(
-        config: Option<&Path>,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<CacheSettings, SettingsError> {
+    /// Parses the cache's settings from the settings file's document, then
+    /// the environment, which wins.
+    pub fn from_source(source: &SettingsSource<'_>) -> Result<CacheSettings, SettingsError> {
         let mut settings = CacheSettings::default();
-        if let Some(doc) = read_document(config)? {
-            match lookup(&doc, CACHE_ENABLED_KEY) {
-                None | Some(serde_yaml::Value::Null) => {}
-                Some(serde_yaml::Value::Bool(b)) => settings.enabled = *b,
-                Some(serde_yaml::Value::String(s)) => {
-                    settings.enabled = parse_bool(s, CACHE_ENABLED_KEY)?
-                }
-                Some(_) => {
-                    return Err(SettingsError::NotBoolean {
-                        name: CACHE_ENABLED_KEY,
-                    })
-                }
+        match source.file(CACHE_ENABLED_KEY) {
+            None | Some(serde_yaml::Value::Null) => {}
+            Some(serde_yaml::Value::Bool(b)) => settings.enabled = *b,
+            Some(serde_yaml::Value::String(s)) => {
+                settings.enabled = parse_bool(s, CACHE_ENABLED_KEY)?
             }
-            for &route in CacheRoute::ALL {
-                let key = ttl_key(route);
-                let text = match lookup(&doc, &key) {
-                    None | Some(serde_yaml::Value::Null) => continue,
-                    Some(serde_yaml::Value::Number(n)) => n.to_string(),
-                    Some(serde_yaml::Value::String(s)) => s.clone(),
-                    Some(_) => String::new(),
-                };
-                settings.ttls[route.index()] = parse_millis(&text, &key)?;
+            Some(_) => {
+                return Err(SettingsError::NotBoolean {
+                    name: CACHE_ENABLED_KEY,
+                })
             }
         }
-        if let Some(text) = env(CACHE_ENABLED_ENV) {
+        for &route in CacheRoute::ALL {
+            let key = ttl_key(route);
+            let text = match source.file(&key) {
+                None | Some(serde_yaml::Value::Null) => continue,
+                Some(serde_yaml::Value::Number(n)) => n.to_string(),
+                Some(serde_yaml::Value::String(s)) => s.clone(),
+                Some(_) => String::new(),
+            };
+            settings.ttls[route.index()] = parse_millis(&text, &key)?;
+        }
+        if let Some(text) = source.env(CACHE_ENABLED_ENV) {
             settings.enabled = parse_bool(&text, CACHE_ENABLED_ENV)?;
         }
         for &route in CacheRoute::ALL {
             let name = ttl_env(route);
-            if let Some(text) = env(&name) {
+            if let Some(text) = source.env(&name) {
                 settings.ttls[route.index()] = parse_millis(&text, &name)?;
             }
         }
         Ok(settings)
-    }
-
-    /// Reads the settings file and the process environment.
-    pub fn from_process(config: Option<&Path>) -> Result<CacheSettings, SettingsError> {
-        CacheSettings::load(config, |name| std::env::var(name).ok())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::test_files::{file, no_env};
+    use crate::settings::test_files::{file, load, no_env};
 
     #[test]
     fn names_follow_the_routes() {
@@ -175,7 +164,7 @@ mod tests {
 
     #[test]
     fn on_by_default_with_the_documented_ttls() {
-        let settings = CacheSettings::load(None, no_env).unwrap();
+        let settings = load(None, no_env, CacheSettings::from_source).unwrap();
         assert!(settings.enabled);
         assert_eq!(
             settings.ttl(CacheRoute::SettingsPublic),
@@ -195,7 +184,7 @@ mod tests {
         let f = file(
             "server:\n  hub:\n    cache:\n      enabled: false\n      agents_project_ttl_ms: 250\n      agents_global_ttl_ms: \"0\"\n",
         );
-        let settings = CacheSettings::load(Some(f.path()), no_env).unwrap();
+        let settings = load(Some(f.path()), no_env, CacheSettings::from_source).unwrap();
         assert!(!settings.enabled);
         assert_eq!(
             settings.ttl(CacheRoute::AgentsProject),
@@ -207,7 +196,7 @@ mod tests {
             "SCION_CACHE_AGENTS_PROJECT_TTL_MS" => Some("0".to_owned()),
             _ => None,
         };
-        let settings = CacheSettings::load(Some(f.path()), env).unwrap();
+        let settings = load(Some(f.path()), env, CacheSettings::from_source).unwrap();
         assert!(settings.enabled);
         assert!(!settings.caches(CacheRoute::AgentsProject));
         assert!(!settings.caches(CacheRoute::AgentsGlobal));
@@ -217,18 +206,18 @@ mod tests {
     #[test]
     fn bad_values_name_the_setting() {
         let env = |name: &str| (name == "SCION_CACHE_AGENTS_BY_ID_TTL_MS").then(|| "5s".to_owned());
-        let err = CacheSettings::load(None, env).unwrap_err();
+        let err = load(None, env, CacheSettings::from_source).unwrap_err();
         assert_eq!(
             err.to_string(),
             "SCION_CACHE_AGENTS_BY_ID_TTL_MS must be a whole number of milliseconds"
         );
         let f = file("server.hub.cache.enabled: maybe\n");
-        let err = CacheSettings::load(Some(f.path()), no_env).unwrap_err();
+        let err = load(Some(f.path()), no_env, CacheSettings::from_source).unwrap_err();
         assert_eq!(
             err.to_string(),
             "server.hub.cache.enabled must be true or false"
         );
         let f = file("server.hub.cache.agents_global_ttl_ms: -1\n");
-        assert!(CacheSettings::load(Some(f.path()), no_env).is_err());
+        assert!(load(Some(f.path()), no_env, CacheSettings::from_source).is_err());
     }
 }

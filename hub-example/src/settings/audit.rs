@@ -11,11 +11,10 @@
 //! audit row, so only lists that are computed take from the principal's
 //! bucket; past it the Hub answers 429 with `Retry-After`.
 
-use std::path::Path;
 use std::time::Duration;
 
-use super::audit_retention::DEFAULT_RETENTION;
-use crate::settings::{lookup, read_document, SettingsError};
+use super::{SettingsError, SettingsSource};
+use crate::authz::audit_retention::DEFAULT_RETENTION;
 
 /// The audit trail's bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,47 +80,48 @@ fn count(text: &str, name: &'static str) -> Result<u32, SettingsError> {
         })
 }
 
+/// One bound from the file, then the environment, which wins: a bad value
+/// in the file stops the start even where the environment sets the bound
+/// too, as with every other setting.
+fn bound<T>(
+    source: &SettingsSource<'_>,
+    (key, var): (&'static str, &'static str),
+    parse: fn(&str, &'static str) -> Result<T, SettingsError>,
+) -> Result<Option<T>, SettingsError> {
+    let from_file = source
+        .file(key)
+        .map(|v| parse(&text_of(v), key))
+        .transpose()?;
+    let from_env = source.env(var).map(|text| parse(&text, var)).transpose()?;
+    Ok(from_env.or(from_file))
+}
+
 impl AuditSettings {
-    /// Reads the settings file (if any), then the environment through
-    /// `env`, which wins.
-    pub fn load(
-        config: Option<&Path>,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<AuditSettings, SettingsError> {
+    /// Parses the bounds from the settings file's document, then the
+    /// environment, which wins.
+    pub fn from_source(source: &SettingsSource<'_>) -> Result<AuditSettings, SettingsError> {
         let mut settings = AuditSettings::default();
-        let doc = read_document(config)?;
-        let value = |(key, var): (&'static str, &'static str)| -> Option<(String, &'static str)> {
-            let from_file = doc.as_ref().and_then(|d| lookup(d, key)).map(text_of);
-            env(var)
-                .map(|text| (text, var))
-                .or(from_file.map(|text| (text, key)))
-        };
-        if let Some((text, name)) = value(RETENTION) {
-            settings.retention = duration(&text, name)?;
+        if let Some(retention) = bound(source, RETENTION, duration)? {
+            settings.retention = retention;
         }
-        if let Some((text, name)) = value(LIST_RATE) {
-            settings.list_rate = count(&text, name)?;
+        if let Some(rate) = bound(source, LIST_RATE, count)? {
+            settings.list_rate = rate;
         }
-        if let Some((text, name)) = value(LIST_BURST) {
-            settings.list_burst = count(&text, name)?;
+        if let Some(burst) = bound(source, LIST_BURST, count)? {
+            settings.list_burst = burst;
         }
         Ok(settings)
-    }
-
-    /// Reads the settings file and the process environment.
-    pub fn from_process(config: Option<&Path>) -> Result<AuditSettings, SettingsError> {
-        AuditSettings::load(config, |name| std::env::var(name).ok())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::test_files::{file, no_env};
+    use crate::settings::test_files::{file, load, no_env};
 
     #[test]
     fn defaults_hold_without_settings() {
-        let settings = AuditSettings::load(None, no_env).unwrap();
+        let settings = load(None, no_env, AuditSettings::from_source).unwrap();
         assert_eq!(settings, AuditSettings::default());
         assert_eq!(settings.retention, Duration::from_secs(30 * 86_400));
     }
@@ -130,7 +130,7 @@ mod tests {
     fn the_file_sets_the_bounds_and_the_environment_wins() {
         let f = file("server:\n  hub:\n    audit:\n      retention: 7days\n      list_rate: 5\n      list_burst: 50\n");
         let env = |name: &str| (name == LIST_BURST.1).then(|| "9".to_owned());
-        let settings = AuditSettings::load(Some(f.path()), env).unwrap();
+        let settings = load(Some(f.path()), env, AuditSettings::from_source).unwrap();
         assert_eq!(
             settings,
             AuditSettings {
@@ -150,9 +150,22 @@ mod tests {
             (LIST_BURST.1, "-3"),
         ] {
             let env = |n: &str| (n == name).then(|| value.to_owned());
-            let message = AuditSettings::load(None, env).unwrap_err().to_string();
+            let message = load(None, env, AuditSettings::from_source)
+                .unwrap_err()
+                .to_string();
             assert!(message.contains(name), "{message}");
             assert!(!message.contains(value), "{message}");
         }
+    }
+
+    #[test]
+    fn a_bad_value_in_the_file_stops_the_start_where_the_environment_sets_it_too() {
+        let f = file("server.hub.audit.retention: forever\n");
+        let env = |name: &str| (name == RETENTION.1).then(|| "7days".to_owned());
+        let message = load(Some(f.path()), env, AuditSettings::from_source)
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains(RETENTION.0), "{message}");
+        assert!(!message.contains("forever"), "{message}");
     }
 }

@@ -7,10 +7,9 @@
 //! winning. Durations are written as `humantime` does (`10s`, `200ms`,
 //! `1m`); counts as whole numbers.
 
-use std::path::Path;
 use std::time::Duration;
 
-use crate::settings::{lookup, SettingsError};
+use super::{SettingsError, SettingsSource};
 
 /// The Hub's timeouts and caps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,42 +137,32 @@ impl Limit {
 }
 
 impl ServerLimits {
-    /// Reads the limits from the settings file (if any), then the
-    /// environment through `env`, which wins.
-    pub fn load(
-        config: Option<&Path>,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<ServerLimits, SettingsError> {
+    /// Parses the limits from the settings file's document, then the
+    /// environment, which wins.
+    pub fn from_source(source: &SettingsSource<'_>) -> Result<ServerLimits, SettingsError> {
         let mut limits = ServerLimits::default();
-        if let Some(doc) = crate::settings::read_document(config)? {
-            for limit in &LIMITS {
-                let key = format!("server.hub.{}", limit.name);
-                let Some(value) = lookup(&doc, &key) else {
-                    continue;
-                };
-                let text = match value {
-                    serde_yaml::Value::String(s) => s.clone(),
-                    serde_yaml::Value::Number(n) => n.to_string(),
-                    _ => String::new(),
-                };
-                limit
-                    .set(&mut limits, &key, &text)
-                    .map_err(SettingsError::Limit)?;
-            }
+        for limit in &LIMITS {
+            let key = format!("server.hub.{}", limit.name);
+            let Some(value) = source.file(&key) else {
+                continue;
+            };
+            let text = match value {
+                serde_yaml::Value::String(s) => s.clone(),
+                serde_yaml::Value::Number(n) => n.to_string(),
+                _ => String::new(),
+            };
+            limit
+                .set(&mut limits, &key, &text)
+                .map_err(SettingsError::Limit)?;
         }
         for limit in &LIMITS {
-            if let Some(text) = env(limit.env) {
+            if let Some(text) = source.env(limit.env) {
                 limit
                     .set(&mut limits, limit.env, &text)
                     .map_err(SettingsError::Limit)?;
             }
         }
         Ok(limits)
-    }
-
-    /// Reads the settings file and the process environment.
-    pub fn from_process(config: Option<&Path>) -> Result<ServerLimits, SettingsError> {
-        ServerLimits::load(config, |name| std::env::var(name).ok())
     }
 
     /// How often a connection's timeouts are looked at: often enough that a
@@ -187,11 +176,11 @@ impl ServerLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::test_files::file;
+    use crate::settings::test_files::{file, load};
 
     #[test]
     fn defaults_hold_without_settings() {
-        let limits = ServerLimits::load(None, |_| None).unwrap();
+        let limits = load(None, |_| None, ServerLimits::from_source).unwrap();
         assert_eq!(limits, ServerLimits::default());
         assert_eq!(limits.shutdown_timeout, Duration::from_secs(10));
     }
@@ -202,7 +191,7 @@ mod tests {
             "server:\n  hub:\n    header_read_timeout: 200ms\n    max_streams: 3\n    idle_timeout: 2s\n",
         );
         let env = |name: &str| (name == "SCION_SERVER_HUB_IDLE_TIMEOUT").then(|| "1m".to_owned());
-        let limits = ServerLimits::load(Some(f.path()), env).unwrap();
+        let limits = load(Some(f.path()), env, ServerLimits::from_source).unwrap();
         assert_eq!(limits.header_read_timeout, Duration::from_millis(200));
         assert_eq!(limits.max_streams, 3);
         assert_eq!(limits.idle_timeout, Duration::from_secs(60));
@@ -218,12 +207,14 @@ mod tests {
             ("SCION_SERVER_HUB_MAX_STREAMS", "0"),
         ] {
             let env = |n: &str| (n == name).then(|| value.to_owned());
-            let message = ServerLimits::load(None, env).unwrap_err().to_string();
+            let message = load(None, env, ServerLimits::from_source)
+                .unwrap_err()
+                .to_string();
             assert!(message.contains(name), "{message}");
             assert!(!message.contains(value), "{message}");
         }
         let f = file("server.hub.max_streams_per_principal: many\n");
-        let message = ServerLimits::load(Some(f.path()), |_| None)
+        let message = load(Some(f.path()), |_| None, ServerLimits::from_source)
             .unwrap_err()
             .to_string();
         assert!(

@@ -1,0 +1,22 @@
+//! The Hub's perf-trace wiring, the part this example exists to show:
+//!
+//! - [`keys`]: the key sets (phases, endpoint classes, cache and batch
+//!   counters) and the schema that ties them to the store's methods;
+//! - [`policy`]: how a request is classified, and who may see the perf
+//!   headers;
+//! - [`layer`]: the tracing layers, their emitter over the Hub's log, and
+//!   the pool figures a request's line starts from;
+//! - [`exits`]: metrics, OTLP export and tail sampling on that emitter, and
+//!   the metrics routes (their settings are
+//!   [`crate::settings::ExitSettings`]).
+
+pub mod exits;
+pub mod keys;
+pub mod layer;
+pub mod policy;
+
+pub use layer::{
+    pool_baseline, trace_layer, trace_layers, HubTraceLayer, TraceLayers, WebTraceLayer,
+    LINE_FLUSH_INTERVAL,
+};
+pub use policy::{HubPolicy, WebPolicy};
