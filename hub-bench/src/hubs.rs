@@ -20,8 +20,8 @@ use tokio::sync::oneshot;
 
 use hub_example::api::profiling::set_readiness_marks;
 use hub_example::app::{Hub, HubOptions, RunningHub};
-use hub_example::perf::exits::HubExits;
 use hub_example::log::SharedWriter;
+use hub_example::perf::exits::HubExits;
 use hub_example::serve::open_for_serving;
 use hub_example::settings::Settings;
 use hub_example::web::{router, WebOptions};

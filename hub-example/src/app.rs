@@ -31,10 +31,11 @@ use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::api::{
-    admin, agents, audit_events, auth, delegations, enforce_request_timeout, events,
+    admin, agents, audit_events, authenticate, delegations, enforce_request_timeout, events,
     limit_request_size, method_not_allowed, not_found, panic_response, profiling, public,
-    FailedLogins, ListQuota, StreamLimiter,
+    ListQuota, StreamLimiter,
 };
+use crate::auth::{FailedLogins, TokenSigner};
 use crate::authz::audit::{AuditBackend, MemoryAuditBackend, WRITER_BUSY_TIMEOUT};
 use crate::authz::audit_postgres::PostgresAuditBackend;
 use crate::authz::audit_sqlite::SqliteAuditBackend;
@@ -52,7 +53,6 @@ use crate::settings::ServerLimits;
 use crate::settings::{Settings, PERF_TRACE_KEY};
 use crate::state::AppState;
 use crate::store::{AuthzStore, CountedAuthzStore, PostgresStore, SqliteStore};
-use crate::tokens::TokenSigner;
 
 /// Records the audit queue holds before it rejects.
 pub const AUDIT_CHANNEL: usize = 16_384;
@@ -144,9 +144,9 @@ pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
         .layer(axum::middleware::from_fn(limit_request_size))
         .layer(axum::middleware::from_fn_with_state(
             state,
-            auth::authenticate::<S, A>,
+            authenticate::authenticate::<S, A>,
         ));
-    let answer_failure = axum::middleware::from_fn(auth::answer_authentication_failure);
+    let answer_failure = axum::middleware::from_fn(authenticate::answer_authentication_failure);
     match trace {
         Some(trace) => routes.layer(guards.layer(trace).layer(answer_failure)),
         None => routes.layer(guards.layer(answer_failure)),

@@ -3,6 +3,8 @@
 //!
 //! - [`app::Hub`] builds the service (tracing on or off, decided once) and
 //!   serves it, in-process or on a port.
+//! - [`auth`] authenticates callers: bearer and access tokens, browser
+//!   sessions, credential expiry and the log of refused credentials.
 //! - [`store::AuthzStore`] is the authorization store, `#[counted_store]`;
 //!   [`authz::Authorizer`] reads it only through a request-local memo.
 //! - [`listing`] runs the agent lists phase by phase, each phase a
@@ -21,6 +23,7 @@
 
 pub mod api;
 pub mod app;
+pub mod auth;
 pub mod authz;
 pub mod cache;
 pub mod cli;
@@ -40,7 +43,6 @@ pub mod settings;
 pub mod shutdown;
 pub mod state;
 pub mod store;
-pub mod tokens;
 pub mod views;
 pub mod web;
 

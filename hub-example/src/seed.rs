@@ -15,9 +15,9 @@ use rand_chacha::ChaCha8Rng;
 use rusqlite::{params, Transaction};
 use serde::{Deserialize, Serialize};
 
+use crate::auth::tokens::{TokenSigner, TokenSubject};
 use crate::db::{migrate, postgres_url, Db, DbError, OpenMode, PoolOptions};
 use crate::model::{uuid_from_bytes, AgentActivity, AgentPhase};
-use crate::tokens::{TokenSigner, TokenSubject};
 
 /// 2026-01-01T00:00:00Z: every seeded time is an offset from here.
 pub const SEED_EPOCH_MS: i64 = 1_767_225_600_000;

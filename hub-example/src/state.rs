@@ -1,8 +1,10 @@
 //! The application state every handler reads, below both the handlers
-//! ([`crate::api`]) and the router that mounts them ([`crate::app`]).
+//! (`api`) and the router that mounts them (`app`): it links to neither, so
+//! no arrow points back up.
 
 use std::sync::Arc;
 
+use crate::auth::tokens::TokenSigner;
 use crate::authz::AuditEmitter;
 use crate::cache::ResponseCache;
 use crate::db::Db;
@@ -10,7 +12,6 @@ use crate::events::EventBus;
 use crate::replicas::{Invalidation, ReplicaMessage};
 use crate::settings::CacheSettings;
 use crate::store::AuthzStore;
-use crate::tokens::TokenSigner;
 
 struct Shared<S, A> {
     store: S,
@@ -27,7 +28,7 @@ pub struct AppState<S, A> {
     shared: Arc<Shared<S, A>>,
     cache: ResponseCache,
     /// Authentication puts the pool's figures in each request's extensions
-    /// first (a traced Hub: see [`crate::perf::pool_baseline`]).
+    /// first (a traced Hub: see `perf::pool_baseline`).
     pool_baseline: bool,
 }
 

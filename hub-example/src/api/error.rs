@@ -5,6 +5,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::auth::AuthError;
 use crate::db::DbError;
 use crate::listing::ListError;
 
@@ -84,6 +85,18 @@ impl From<DbError> for ApiError {
             )
         } else {
             ApiError::internal()
+        }
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> Self {
+        match e {
+            AuthError::Malformed(message) => ApiError::bad_request(message),
+            AuthError::Refused(reason) => ApiError::unauthorized(reason),
+            AuthError::Forbidden(message) => ApiError::new(StatusCode::FORBIDDEN, message),
+            AuthError::Db(e) => e.into(),
+            AuthError::Internal => ApiError::internal(),
         }
     }
 }
@@ -173,6 +186,40 @@ mod tests {
             ),
             (
                 ListError::Db(DbError::Sql(rusqlite::Error::InvalidQuery)),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                json!({"error": "internal error"}),
+            ),
+        ] {
+            let api = ApiError::from(error);
+            assert_eq!((api.status(), api.body()), (status, &body));
+        }
+    }
+
+    #[test]
+    fn authentication_errors_answer_with_their_status() {
+        for (error, status, body) in [
+            (
+                AuthError::Malformed("more than one authorization header"),
+                StatusCode::BAD_REQUEST,
+                json!({"error": "more than one authorization header"}),
+            ),
+            (
+                AuthError::refused("token expired"),
+                StatusCode::UNAUTHORIZED,
+                json!({"error": "token expired"}),
+            ),
+            (
+                AuthError::Forbidden("cross-site request refused"),
+                StatusCode::FORBIDDEN,
+                json!({"error": "cross-site request refused"}),
+            ),
+            (
+                AuthError::Db(DbError::PoolTimeout),
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": "database busy or locked, try again later"}),
+            ),
+            (
+                AuthError::Internal,
                 StatusCode::INTERNAL_SERVER_ERROR,
                 json!({"error": "internal error"}),
             ),

@@ -27,7 +27,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
@@ -36,9 +36,11 @@ use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::{Stream, StreamExt};
 
-use super::auth::{bearer, resolve_credential, CredentialExpiry};
 use super::params::Params;
 use super::{ApiError, StreamLimiter, StreamPermit};
+use crate::auth::bearer::{bearer_token, resolve_credential};
+use crate::auth::session::{resolve_session, session_cookie, BrowserSession};
+use crate::auth::{AuthError, CredentialExpiry};
 use crate::authz::{AuditEmitter, Authorizer, Principal};
 use crate::events::{
     authorize_subjects, expand_subjects, parse_subjects, HubEvent, Pattern, Subject,
@@ -48,8 +50,6 @@ use crate::settings::ServerLimits;
 use crate::shutdown::ShutdownSignal;
 use crate::state::AppState;
 use crate::store::AuthzStore;
-use crate::web::session::{resolve_session, session_cookie};
-use crate::web::BrowserSession;
 
 /// How often an idle stream sends a keep-alive comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -138,7 +138,7 @@ impl StreamCredential {
         if browser {
             session_cookie(headers).map(|id| StreamCredential::Session(id.into()))
         } else {
-            bearer(headers)
+            bearer_token(headers)
                 .ok()
                 .map(|token| StreamCredential::Bearer(token.into()))
         }
@@ -159,7 +159,7 @@ fn still_allowed<S: AuthzStore, A: AuditEmitter>(
     };
     let principal = match resolved {
         Ok((principal, _)) => principal,
-        Err(e) => return e.status() != StatusCode::UNAUTHORIZED,
+        Err(e) => return !matches!(e, AuthError::Refused(_)),
     };
     let authz = Authorizer::new(state.store(), state.audit(), &principal);
     match expand_subjects(&authz, subjects).and_then(|e| authorize_subjects(&authz, e)) {
@@ -183,13 +183,9 @@ async fn stream_end<S: AuthzStore, A: AuditEmitter>(
             None => std::future::pending().await,
         }
     };
-    let expires_at_ms = expiry.map(|CredentialExpiry(at_ms)| at_ms);
     let expired = async move {
         match expiry {
-            Some(CredentialExpiry(at_ms)) => {
-                let left = at_ms.saturating_sub(crate::clock::now_ms()).max(0);
-                tokio::time::sleep(Duration::from_millis(left.unsigned_abs())).await;
-            }
+            Some(expiry) => tokio::time::sleep(expiry.time_left(crate::clock::now_ms())).await,
             None => std::future::pending().await,
         }
     };
@@ -219,8 +215,10 @@ async fn stream_end<S: AuthzStore, A: AuditEmitter>(
         _ = expired => StreamEnd::CredentialExpired,
         // A re-check that runs just as the credential expires finds it
         // refused: that is its expiry, not a revocation.
-        _ = revoked => match expires_at_ms {
-            Some(at_ms) if crate::clock::now_ms() >= at_ms => StreamEnd::CredentialExpired,
+        _ = revoked => match expiry {
+            Some(expiry) if expiry.has_passed(crate::clock::now_ms()) => {
+                StreamEnd::CredentialExpired
+            }
             _ => StreamEnd::AccessRevoked,
         },
     }

@@ -1,14 +1,14 @@
-//! The HTTP API: handlers, authentication, errors and the lazily encoded body.
+//! The HTTP API: handlers, the authentication layer that applies
+//! [`crate::auth`], errors and the lazily encoded body.
 
 pub mod admin;
 pub mod agents;
 pub mod audit_events;
-pub mod auth;
+pub mod authenticate;
 mod cached;
 pub mod delegations;
 mod error;
 pub mod events;
-mod failed_logins;
 mod guards;
 mod lazy_json;
 mod list_quota;
@@ -18,7 +18,6 @@ pub mod public;
 mod request_size;
 
 pub use error::{method_not_allowed, not_found, ApiError};
-pub use failed_logins::{FailedLogins, FAILED_LOGIN_MESSAGE, SUPPRESSED_MESSAGE};
 pub use guards::{enforce_request_timeout, StreamCapError, StreamLimiter, StreamPermit};
 pub use lazy_json::LazyJson;
 pub use list_quota::ListQuota;

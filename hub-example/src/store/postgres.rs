@@ -494,7 +494,7 @@ pub(crate) fn insert_user_access_token(
             &token.user_id,
             &token.project_id,
             &token.name,
-            &&crate::tokens::token_hash(token.token)[..],
+            &&crate::auth::tokens::token_hash(token.token)[..],
             &now_ms,
             &token.expires_at_ms,
         ],

@@ -6,13 +6,14 @@
 //!   user and, while `profiling.readiness_marks` is on, `readinessMarks`).
 //! - [`assets`]: the ES modules and the style sheet, compiled into the
 //!   binary, served with their content types, an `ETag` and revalidation.
-//! - [`session`]: the session cookie, its table, and the cross-site checks.
 //! - [`signin`]: posting a bearer token once for a session, sign-out, and
-//!   the test login that only `serve --enable-test-login` mounts.
+//!   the test login that only `serve --enable-test-login` mounts. The
+//!   sessions themselves (the cookie, its table, the cross-site checks) are
+//!   [`crate::auth::session`]'s.
 //!
 //! [`router`] puts these in front of the Hub's own router, which answers
 //! everything else (the API and `/events`), and lets its requests
-//! authenticate with the session cookie. The API listener (`--port`) never
+//! authenticate with the session cookie ([`CookieSessions`]). The API listener (`--port`) never
 //! reads the cookie. The web client's own routes pass the Hub's request
 //! guards ([`Hub::guarded_web`]): the request timeout, the size limits, the
 //! panic answer, JSON errors (a 405 too), and, with tracing on, their own
@@ -20,25 +21,19 @@
 
 pub mod assets;
 pub mod pages;
-pub mod session;
 pub mod signin;
 
-use axum::extract::Request;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 
-use crate::api::auth::CredentialExpiry;
-use crate::api::{method_not_allowed, ApiError, FailedLogins};
-use crate::authz::{AuditEmitter, Principal};
+use crate::api::method_not_allowed;
+use crate::auth::session::CookieSessions;
+use crate::auth::{FailedLogins, TokenSigner};
 use crate::db::Db;
-use crate::state::AppState;
 use std::sync::Arc;
 
 use crate::store::{plain_store, AuthzStore};
-use crate::tokens::TokenSigner;
 use crate::Hub;
-
-pub use session::{BrowserSession, CookieSessions};
 
 /// How the web listener behaves.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -105,29 +100,4 @@ pub fn router(hub: &Hub, options: WebOptions) -> Router {
     )
     .fallback_service(hub.router())
     .layer(Extension(CookieSessions))
-}
-
-/// The session id a request may authenticate with: `None` unless it came
-/// to the web listener with a session cookie and no `Authorization` header
-/// (then the bearer header decides). An unsafe method must also pass
-/// [`session::check_same_origin`].
-pub(crate) fn cookie_session(request: &Request) -> Option<Result<String, ApiError>> {
-    request.extensions().get::<CookieSessions>()?;
-    let headers = request.headers();
-    if headers.contains_key(axum::http::header::AUTHORIZATION) {
-        return None;
-    }
-    let id = session::session_cookie(headers)?.to_owned();
-    Some(session::check_same_origin(request.method(), headers).map(|()| id))
-}
-
-/// Resolves a session id (from [`cookie_session`]) to its user.
-pub(crate) async fn resolve_cookie_session<S: AuthzStore, A: AuditEmitter>(
-    state: &AppState<S, A>,
-    id: String,
-) -> Result<(Principal, CredentialExpiry), ApiError> {
-    let state = state.clone();
-    tokio::task::spawn_blocking(move || session::resolve_session(state.store(), state.db(), &id))
-        .await
-        .unwrap_or_else(|_| Err(ApiError::internal()))
 }

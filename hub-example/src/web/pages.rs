@@ -16,11 +16,11 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::session::session_cookie;
 use super::signin::user_json;
 use super::WebState;
 use crate::api::profiling::readiness_marks;
 use crate::api::ApiError;
+use crate::auth::session::{live_session, session_cookie};
 
 /// The shell's HTML, with `{{INITIAL_DATA}}` where the initial data goes.
 const SHELL: &str = include_str!("../../web/shell.html");
@@ -47,7 +47,7 @@ fn initial_data(
 ) -> Result<serde_json::Value, ApiError> {
     let now = crate::clock::now_ms();
     let session = match session_cookie(headers) {
-        Some(id) => super::session::live_session(&state.db, id, now)?,
+        Some(id) => live_session(&state.db, id, now)?,
         None => None,
     };
     let user = match session {

@@ -9,7 +9,7 @@
 //!   that user with no token at all. Mounted only by
 //!   `serve --enable-test-login`, for disposable benchmark Hubs.
 //!
-//! Each needs [`CLIENT_HEADER`](super::session::CLIENT_HEADER) and, when the
+//! Each needs [`CLIENT_HEADER`](crate::auth::session::CLIENT_HEADER) and, when the
 //! browser sends one, the Hub's own `Origin`, so another site cannot sign a
 //! visitor in or out. Credentials never travel in a URL.
 
@@ -23,13 +23,13 @@ use rusqlite::OptionalExtension;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::session::{
+use super::WebState;
+use crate::api::ApiError;
+use crate::auth::bearer::{bearer_token, resolve_credential};
+use crate::auth::session::{
     check_same_origin, clear_cookie, create_session, over_tls, revoke_session, session_cookie,
     set_cookie,
 };
-use super::WebState;
-use crate::api::auth::{bearer, resolve_credential};
-use crate::api::ApiError;
 use crate::authz::{Credential, Principal};
 use crate::db::{Db, DbError, Dialect};
 use crate::model::User;
@@ -63,7 +63,7 @@ pub async fn sign_in(
 ) -> Result<Response, ApiError> {
     let headers = request.headers();
     check_same_origin(request.method(), headers)?;
-    let token = bearer(headers)?.to_owned();
+    let token = bearer_token(headers)?.to_owned();
     let secure = over_tls(headers, request.uri());
     let web = state.clone();
     let credential = token.clone();

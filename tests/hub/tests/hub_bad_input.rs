@@ -10,11 +10,11 @@ mod hub_support;
 mod served;
 
 use base64::Engine as _;
+use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
 use hub_example::seed::TOKEN_EXPIRY_SECS;
 use hub_example::store::writes::{
     insert_user_access_token, revoke_user_access_token, NewAccessToken,
 };
-use hub_example::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
 use hub_support::{TestHub, SECRET};
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::Method;

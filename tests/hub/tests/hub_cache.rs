@@ -6,13 +6,13 @@
 mod hub_support;
 
 use axum::http::{Method, StatusCode};
+use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
 use hub_example::log::CaptureBuffer;
 use hub_example::perf::keys::{CacheOutcome, CacheRoute};
 use hub_example::seed::TOKEN_EXPIRY_SECS;
 use hub_example::settings::CacheSettings;
 use hub_example::settings::Settings;
 use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
-use hub_example::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
 use hub_example::{Hub, HubOptions};
 use hub_support::{Reply, Seeded, TestHub, SECRET};
 use serde_json::Value;

@@ -644,8 +644,8 @@ async fn a_stream_ends_when_its_credential_expires() {
     assert_eq!(end_reason(&mut stream, rest).await, "credential_expired");
 
     // A session token that expires soon ends the same way.
-    let session = hub_example::tokens::TokenSigner::from_session_secret(SECRET).issue(
-        &hub_example::tokens::TokenSubject::User(doc.member_user_id.clone()),
+    let session = hub_example::auth::tokens::TokenSigner::from_session_secret(SECRET).issue(
+        &hub_example::auth::tokens::TokenSubject::User(doc.member_user_id.clone()),
         hub_example::clock::now_secs() + 1,
     );
     let (mut stream, status, rest) = open_stream(served.addr, &subject, &session).await;
@@ -656,7 +656,7 @@ async fn a_stream_ends_when_its_credential_expires() {
 
 fn access_token_for(hub: &TestHub, seed: u8, expires_at_ms: i64) -> String {
     let doc = hub.doc();
-    let token = hub_example::tokens::access_token_from_bytes([seed; 32]);
+    let token = hub_example::auth::tokens::access_token_from_bytes([seed; 32]);
     hub.with_db(|db| {
         hub_example::store::writes::insert_user_access_token(
             db,

@@ -2,16 +2,16 @@
 //! its project (read, status update, event subscription), perf headers only
 //! for the unscoped platform admin, whatever the endpoint and outcome, and
 //! access tokens kept only as hashes.
-//! (Constant-time comparison: the unit test in hub-example's tokens.rs.
+//! (Constant-time comparison: the unit test in hub-example's auth/tokens.rs.
 //! Secrets in logs and reports: the load test scans a whole run.)
 
 mod hub_support;
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
+use hub_example::auth::tokens::{access_token_from_bytes, token_hash, TokenSigner, TokenSubject};
 use hub_example::seed::TOKEN_EXPIRY_SECS;
 use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
-use hub_example::tokens::{access_token_from_bytes, token_hash, TokenSigner, TokenSubject};
 use hub_support::sql::{stored_bytes, Cell};
 use hub_support::{TestHub, SECRET};
 use tower::ServiceExt;

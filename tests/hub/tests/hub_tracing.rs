@@ -204,9 +204,9 @@ async fn only_the_unscoped_admin_asking_with_exactly_1_gets_the_headers() {
 
 mod hub_support_tokens {
     use super::TestHub;
+    use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
     use hub_example::seed::TOKEN_EXPIRY_SECS;
     use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
-    use hub_example::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
 
     /// A user access token of the admin, limited to the main project.
     pub fn scoped_admin_token(hub: &TestHub) -> String {

@@ -445,7 +445,7 @@ async fn a_web_session_is_created_used_and_ended_on_postgres() {
     assert_eq!(
         rows,
         vec![(
-            hub_example::tokens::token_hash(&id).to_vec(),
+            hub_example::auth::tokens::token_hash(&id).to_vec(),
             doc.member_user_id.clone()
         )]
     );

@@ -9,9 +9,9 @@ use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
+use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
 use hub_example::settings::Settings;
 use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
-use hub_example::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
 use hub_example::web::{self, WebOptions};
 use hub_support::{TestHub, SECRET};
 use serde_json::{json, Value};
@@ -118,7 +118,7 @@ async fn the_cookie_authenticates_only_on_the_web_listener_and_ends_at_sign_out(
     assert_eq!(
         rows,
         vec![(
-            hub_example::tokens::token_hash(id).to_vec(),
+            hub_example::auth::tokens::token_hash(id).to_vec(),
             hub.doc().member_user_id.clone()
         )]
     );
@@ -183,7 +183,7 @@ async fn only_a_users_session_token_starts_a_session() {
     let refusals: Vec<String> = hub
         .lines()
         .into_iter()
-        .filter(|l| l.contains(hub_example::api::FAILED_LOGIN_MESSAGE))
+        .filter(|l| l.contains(hub_example::auth::refused::FAILED_LOGIN_MESSAGE))
         .collect();
     assert_eq!(refusals.len(), 1, "{refusals:?}");
     assert!(refusals[0].contains("credential_sha256_prefix"));
@@ -441,12 +441,12 @@ async fn a_cookie_stream_ends_at_sign_out_expiry_and_loss_of_its_role() {
     assert_eq!(end_reason(stream).await, "access_revoked");
 
     // A session about to expire: its stream ends when it does.
-    let lifetime = web::session::SESSION_LIFETIME.as_millis() as i64;
+    let lifetime = hub_example::auth::session::SESSION_LIFETIME.as_millis() as i64;
     let started = hub_example::clock::now_ms() - lifetime + 500;
     let id = hub
-        .with_db(|db| web::session::create_session(db, &doc.member_user_id, started))
+        .with_db(|db| hub_example::auth::session::create_session(db, &doc.member_user_id, started))
         .unwrap();
-    let expiring = format!("{}={id}", web::session::SESSION_COOKIE);
+    let expiring = format!("{}={id}", hub_example::auth::session::SESSION_COOKIE);
     let stream = open_cookie_stream(&web, &expiring, &subject).await;
     assert_eq!(end_reason(stream).await, "credential_expired");
 

@@ -11,6 +11,7 @@ use std::fmt;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;
+use hub_example::auth::tokens::TokenSigner;
 use hub_example::authz::{ChannelAuditSink, TracedAuditEmitter};
 use hub_example::db::{Db, Dialect};
 use hub_example::events::EventBus;
@@ -25,7 +26,6 @@ use hub_example::perf::trace_layer;
 use hub_example::seed::SeedDocument;
 use hub_example::store::agent_rows::{read_agents, RowQuery, RowScope};
 use hub_example::store::{AuthzStore, CountedAuthzStore, PostgresStore, SqliteStore, StoreResult};
-use hub_example::tokens::TokenSigner;
 use hub_example::{build_router, AppState};
 use perf_trace_core::testing::perf_traced_request;
 

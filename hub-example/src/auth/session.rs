@@ -3,28 +3,31 @@
 //! `web_sessions` table (SQLite or PostgreSQL, as the Hub's database is)
 //! only as its SHA-256, like access tokens.
 //!
-//! A session is obtained by posting a bearer token once (see
-//! [`super::signin`]), so the token never lives in the browser, and ends at
-//! sign-out (the row is revoked) or after [`SESSION_LIFETIME`].
+//! A session is obtained by posting a bearer token once (the web client's
+//! sign-in), so the token never lives in the browser, and ends at sign-out
+//! (the row is revoked) or after [`SESSION_LIFETIME`].
 //!
-//! Requests authenticated by the cookie are checked against cross-site
-//! forgery on every unsafe method: they must carry [`CLIENT_HEADER`] (a
-//! cross-site page cannot set it without a CORS preflight the Hub never
-//! grants) and, when the browser sends an `Origin`, it must be the Hub's own.
+//! Only the web listener reads the cookie ([`CookieSessions`] marks its
+//! router; [`cookie_session`] finds the id). Requests authenticated by the
+//! cookie are checked against cross-site forgery on every unsafe method:
+//! they must carry [`CLIENT_HEADER`] (a cross-site page cannot set it
+//! without a CORS preflight the Hub never grants) and, when the browser
+//! sends an `Origin`, it must be the Hub's own.
 
 use std::time::Duration;
 
+use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, Method};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use rusqlite::OptionalExtension;
 
-use crate::api::auth::CredentialExpiry;
-use crate::api::ApiError;
+use super::error::AuthError;
+use super::expiry::CredentialExpiry;
+use super::tokens::token_hash;
 use crate::authz::{Credential, Principal, UserPrincipal};
 use crate::db::{Db, DbError, Dialect};
 use crate::store::AuthzStore;
-use crate::tokens::token_hash;
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "scion_session";
@@ -50,9 +53,9 @@ pub struct BrowserSession;
 
 /// Creates a session for `user_id` and returns its id (the cookie's value).
 /// Fails only when the database does, or the system has no randomness.
-pub fn create_session(db: &Db, user_id: &str, now_ms: i64) -> Result<String, ApiError> {
+pub fn create_session(db: &Db, user_id: &str, now_ms: i64) -> Result<String, AuthError> {
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|_| ApiError::internal())?;
+    getrandom::fill(&mut bytes).map_err(|_| AuthError::Internal)?;
     let id = format!("{SESSION_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes));
     let expires_at = now_ms + SESSION_LIFETIME.as_millis() as i64;
     let hash = token_hash(&id);
@@ -171,13 +174,12 @@ pub fn clear_cookie(secure: bool) -> HeaderValue {
 /// Refuses a cookie-authenticated unsafe request that could come from
 /// another site: it must carry [`CLIENT_HEADER`], and its `Origin`, when
 /// sent, must name the host the request was sent to.
-pub fn check_same_origin(method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
+pub fn check_same_origin(method: &Method, headers: &HeaderMap) -> Result<(), AuthError> {
     if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
         return Ok(());
     }
     let refused = || {
-        ApiError::new(
-            axum::http::StatusCode::FORBIDDEN,
+        AuthError::Forbidden(
             "cross-site request refused: send X-Scion-Client: web from the Hub's own pages",
         )
     };
@@ -201,6 +203,20 @@ pub fn check_same_origin(method: &Method, headers: &HeaderMap) -> Result<(), Api
     Ok(())
 }
 
+/// The session id a request may authenticate with: `None` unless it came
+/// to the web listener (its router marked with [`CookieSessions`]) with a
+/// session cookie and no `Authorization` header (then the bearer header
+/// decides). An unsafe method must also pass [`check_same_origin`].
+pub fn cookie_session(request: &Request) -> Option<Result<String, AuthError>> {
+    request.extensions().get::<CookieSessions>()?;
+    let headers = request.headers();
+    if headers.contains_key(header::AUTHORIZATION) {
+        return None;
+    }
+    let id = session_cookie(headers)?.to_owned();
+    Some(check_same_origin(request.method(), headers).map(|()| id))
+}
+
 /// Resolves a session cookie to its user, with the session's expiry. The
 /// user reads through `store` with no recorder in scope, so nothing is
 /// counted, as for bearer credentials.
@@ -208,8 +224,8 @@ pub fn resolve_session<S: AuthzStore>(
     store: &S,
     db: &Db,
     id: &str,
-) -> Result<(Principal, CredentialExpiry), ApiError> {
-    let invalid = || ApiError::unauthorized("session expired or signed out");
+) -> Result<(Principal, CredentialExpiry), AuthError> {
+    let invalid = || AuthError::refused("session expired or signed out");
     let (user_id, expires_at) =
         live_session(db, id, crate::clock::now_ms())?.ok_or_else(invalid)?;
     let user = store.get_user(&user_id)?.ok_or_else(invalid)?;
@@ -283,7 +299,7 @@ mod tests {
         let missing = headers(&[("origin", "http://h"), ("host", "h")]);
         for (method, h) in [(Method::PUT, &foreign), (Method::DELETE, &missing)] {
             let err = check_same_origin(&method, h).unwrap_err();
-            assert_eq!(err.status(), 403);
+            assert!(matches!(err, AuthError::Forbidden(_)), "{err:?}");
         }
         assert!(check_same_origin(&Method::GET, &HeaderMap::new()).is_ok());
     }
