@@ -37,8 +37,6 @@ use crate::api::{
 };
 use crate::auth::{FailedLogins, TokenSigner};
 use crate::authz::audit::{AuditBackend, MemoryAuditBackend, WRITER_BUSY_TIMEOUT};
-use crate::authz::audit_postgres::PostgresAuditBackend;
-use crate::authz::audit_sqlite::SqliteAuditBackend;
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::cache::ResponseCache;
 use crate::db::{Db, Dialect};
@@ -622,21 +620,16 @@ async fn drain_audit(audit_log: AuditLog, logger: Logger, deadline: std::time::D
 /// SQLite or PostgreSQL. When the writer cannot be set up, records are kept
 /// in memory only and the Hub says so once, at startup.
 fn audit_backend(db: &Db, logger: &Logger) -> Box<dyn AuditBackend> {
-    let backend: Result<Box<dyn AuditBackend>, String> = match db.dialect() {
-        Dialect::Sqlite => SqliteAuditBackend::open(db.path(), WRITER_BUSY_TIMEOUT)
-            .map(|b| Box::new(b) as _)
-            .map_err(|e| e.to_string()),
-        Dialect::Postgres => PostgresAuditBackend::for_db(db)
-            .map(|b| Box::new(b) as _)
-            .map_err(|e| e.to_string()),
-    };
-    backend.unwrap_or_else(|error| {
-        logger.warn(
-            "audit records are not persisted: cannot open the audit writer",
-            &[("error", error.into())],
-        );
-        Box::new(MemoryAuditBackend)
-    })
+    match crate::store::audit::open(db, WRITER_BUSY_TIMEOUT) {
+        Ok(writer) => Box::new(writer),
+        Err(error) => {
+            logger.warn(
+                "audit records are not persisted: cannot open the audit writer",
+                &[("error", error.to_string().into())],
+            );
+            Box::new(MemoryAuditBackend)
+        }
+    }
 }
 
 /// A Hub serving in the background.

@@ -36,10 +36,10 @@ use serde_json::{json, Value};
 
 use super::params::Params;
 use super::ApiError;
-use crate::authz::audit_store::{query_events, AuditCursor, AuditEventRow, AuditQuery};
 use crate::authz::{AuditEmitter, Authorizer, Principal};
 use crate::clock::{rfc3339_ms, MAX_RFC3339_MS};
 use crate::state::AppState;
+use crate::store::audit::{query_events, AuditCursor, AuditEventRow, AuditQuery};
 use crate::store::AuthzStore;
 
 /// The windows `window=` accepts, with their length in milliseconds.

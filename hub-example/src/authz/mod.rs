@@ -3,11 +3,6 @@
 
 mod action;
 pub mod audit;
-mod audit_entry;
-pub mod audit_postgres;
-pub mod audit_retention;
-pub mod audit_sqlite;
-pub mod audit_store;
 mod authorizer;
 mod memo;
 mod principal;

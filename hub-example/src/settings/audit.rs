@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use super::{SettingsError, SettingsSource};
-use crate::authz::audit_retention::DEFAULT_RETENTION;
+use crate::authz::audit::retention::DEFAULT_RETENTION;
 
 /// The audit trail's bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

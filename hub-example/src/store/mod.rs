@@ -12,6 +12,7 @@
 //! include scheduling delay rather than the database round trip.
 
 pub mod agent_rows;
+pub mod audit;
 mod postgres;
 mod sqlite;
 pub mod writes;

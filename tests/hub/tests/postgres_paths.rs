@@ -20,8 +20,6 @@ use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
 use hub_example::authz::audit::{AuditBackend, WRITER_BUSY_TIMEOUT};
-use hub_example::authz::audit_postgres::PostgresAuditBackend;
-use hub_example::authz::audit_sqlite::SqliteAuditBackend;
 use hub_example::authz::{
     Action, AuditEmitter, AuditEntry, AuditOutcome, AuditRecord, ChannelAuditSink,
 };
@@ -29,6 +27,7 @@ use hub_example::authz::{AuditLog, Resource};
 use hub_example::log::CaptureBuffer;
 use hub_example::model::PrincipalRef;
 use hub_example::settings::Settings;
+use hub_example::store;
 use hub_example::web::{self, WebOptions};
 use hub_example::{Hub, HubOptions};
 use hub_support::postgres::{pg_url, PgDatabase};
@@ -140,11 +139,11 @@ async fn audit_records_are_written_and_read_back_with_the_same_json_as_on_sqlite
     // The same records at fixed times, written before any request: the
     // same ids on both stores.
     write_directly(
-        Box::new(SqliteAuditBackend::open(sqlite.hub.db().path(), WRITER_BUSY_TIMEOUT).unwrap()),
+        Box::new(store::audit::open(sqlite.hub.db(), WRITER_BUSY_TIMEOUT).unwrap()),
         fixed_records(),
     );
     write_directly(
-        Box::new(PostgresAuditBackend::for_db(postgres.hub.db()).unwrap()),
+        Box::new(store::audit::open(postgres.hub.db(), WRITER_BUSY_TIMEOUT).unwrap()),
         fixed_records(),
     );
     let to = T0 + 25_000;
@@ -235,9 +234,8 @@ async fn a_list_batch_and_the_retention_window_store_and_prune_the_same_on_both_
     });
     let summary = hub_example::authz::audit::summarize(&mut batch);
     assert_eq!(summary.len(), 1);
-    let mut sqlite_backend =
-        SqliteAuditBackend::open(sqlite.hub.db().path(), WRITER_BUSY_TIMEOUT).unwrap();
-    let postgres_backend = PostgresAuditBackend::for_db(postgres.hub.db()).unwrap();
+    let mut sqlite_backend = store::audit::open(sqlite.hub.db(), WRITER_BUSY_TIMEOUT).unwrap();
+    let postgres_backend = store::audit::open(postgres.hub.db(), WRITER_BUSY_TIMEOUT).unwrap();
     let entries: Vec<AuditEntry> = fixed_records()
         .into_iter()
         .map(AuditEntry::from)
@@ -290,7 +288,7 @@ fn an_unavailable_server_fails_the_audit_flushes_which_are_retried_and_lose_noth
     let database = PgDatabase::create(&server);
     let seeded = Seeded::on_postgres(1, database.url());
     let db = seeded.db();
-    let backend = PostgresAuditBackend::for_db(&db).unwrap();
+    let backend = store::audit::open(&db, WRITER_BUSY_TIMEOUT).unwrap();
     let (sink, log) = ChannelAuditSink::start_with(Box::new(backend), 1_024, 0);
     let records = fixed_records();
     sink.emit(records[0].clone());

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::audit::AuditBackend;
+use super::backend::AuditBackend;
 
 /// How long rows are kept when `server.hub.audit.retention` is not set.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
@@ -67,7 +67,8 @@ pub fn cutoff_ms(now: SystemTime, retention: Duration) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authz::audit::{AuditEntry, AuditWriteError};
+    use crate::authz::audit::backend::AuditWriteError;
+    use crate::authz::audit::entry::AuditEntry;
 
     /// Counts the passes and deletes `per_pass` rows each time.
     struct Counting {

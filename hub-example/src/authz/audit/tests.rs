@@ -1,7 +1,11 @@
 //! The audit queue and writer: rejections, retries, the drain, recovery.
 
-use super::*;
 use std::sync::mpsc::{channel, Sender};
+use std::time::SystemTime;
+
+use super::*;
+use crate::authz::Action;
+use crate::model::PrincipalRef;
 
 fn record(outcome: AuditOutcome) -> AuditRecord {
     AuditRecord {
@@ -78,8 +82,10 @@ impl AuditBackend for FlakyBackend {
     }
 }
 
-fn wait_for(what: impl Fn() -> bool) {
-    let until = Instant::now() + Duration::from_secs(10);
+/// Waits until `what` holds, or at most 20 s (the test's assertion then
+/// fails).
+pub(super) fn wait_for(what: impl Fn() -> bool) {
+    let until = Instant::now() + Duration::from_secs(20);
     while !what() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(2));
     }

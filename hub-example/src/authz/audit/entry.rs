@@ -6,11 +6,12 @@
 //! the questions it asks, not with the agents it lists, and an auditor can
 //! still read who was denied what and when.
 
-use std::time::SystemTime;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::audit::{AuditOutcome, AuditRecord, Resource};
-use super::Action;
+use super::record::{AuditOutcome, AuditRecord, Resource};
+use crate::authz::Action;
 use crate::model::{Id, PrincipalRef};
+use crate::store::audit::AuditRow;
 
 /// Decisions by outcome: what an entry stands for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -79,10 +80,49 @@ impl AuditEntry {
     pub fn decisions(&self) -> u64 {
         self.tally.decisions()
     }
+
+    /// The row the entry is stored as: its time in Unix milliseconds, its
+    /// gravest outcome, and the ids not allowed as a JSON array (NULL when
+    /// there are none).
+    pub fn row(&self) -> AuditRow<'_> {
+        let t = self.tally;
+        AuditRow {
+            at_ms: self
+                .at
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0),
+            principal_kind: self.principal.kind.as_str(),
+            principal_id: &self.principal.id,
+            action: self.action.as_str(),
+            resource_kind: self.resource_kind,
+            resource_id: self.resource_id.as_deref(),
+            outcome: outcome_name(t.outcome()),
+            tally: [t.allowed, t.denied, t.errors].map(i64::from),
+            denied_ids: self.denied_ids_json(),
+        }
+    }
+
+    fn denied_ids_json(&self) -> Option<String> {
+        if self.denied_ids.is_empty() {
+            return None;
+        }
+        let ids: Vec<&str> = self.denied_ids.iter().map(|id| &**id).collect();
+        serde_json::to_string(&ids).ok()
+    }
+}
+
+/// The `outcome` column's name for `outcome`.
+fn outcome_name(outcome: AuditOutcome) -> &'static str {
+    match outcome {
+        AuditOutcome::Allow => "allow",
+        AuditOutcome::Deny => "deny",
+        AuditOutcome::Error => "error",
+    }
 }
 
 /// The `resource_kind` and `resource_id` columns of a resource.
-pub(super) fn resource_parts(resource: &Resource) -> (&'static str, Option<&Id>) {
+fn resource_parts(resource: &Resource) -> (&'static str, Option<&Id>) {
     match resource {
         Resource::Hub => ("hub", None),
         Resource::Project(id) => ("project", Some(id)),

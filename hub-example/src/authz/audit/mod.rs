@@ -1,35 +1,40 @@
-//! Audit records: every authorization decision emits exactly one, through an
-//! [`AuditEmitter`]. The Hub's emitter, [`ChannelAuditSink`], hands them to
-//! a bounded queue with `try_send`, so emitting never waits: when the queue
-//! is full the records are rejected and counted. A decision asked alone is
-//! queued as its own [`AuditEntry`]; a batch of decisions (a list's) as one
-//! entry per question ([`summarize`]), so what is queued and stored grows
-//! with requests, not with the agents they list. The figures count
-//! decisions either way. A background writer takes entries off the queue in
-//! batches and persists each batch through an [`AuditBackend`] (the Hub's
-//! writes into its database's `audit_events` table:
-//! [`SqliteAuditBackend`](super::audit_sqlite::SqliteAuditBackend) or
-//! [`PostgresAuditBackend`](super::audit_postgres::PostgresAuditBackend), one
-//! transaction per batch); a batch that fails is counted and retried, so
-//! nothing is lost while the queue has room. Between batches the writer
-//! deletes rows older than the retention window, a few at a time.
+//! Audit records: every authorization decision emits exactly one
+//! ([`AuditRecord`]), through an [`AuditEmitter`]. The Hub's emitter,
+//! [`ChannelAuditSink`], hands them to a bounded queue with `try_send`, so
+//! emitting never waits: when the queue is full the records are rejected
+//! and counted. A decision asked alone is queued as its own [`AuditEntry`];
+//! a batch of decisions (a list's) as one entry per question
+//! ([`summarize`]), so what is queued and stored grows with requests, not
+//! with the agents they list. The figures count decisions either way. A
+//! background writer takes entries off the queue in batches and persists
+//! each batch through an [`AuditBackend`] (the Hub's writes into its
+//! database's `audit_events` table through the store's
+//! [`AuditWriter`](crate::store::audit::AuditWriter), one transaction per
+//! batch); a batch that fails is counted and retried, so nothing is lost
+//! while the queue has room. Between batches the writer deletes rows older
+//! than the retention window, a few at a time ([`retention`]).
 //! [`AuditLog`] reads the figures (`/healthz` shows them) and drains the
 //! queue at shutdown.
+
+mod backend;
+mod entry;
+mod record;
+pub mod retention;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use perf_trace_core::{record::DecisionBatch, record::Outcome};
+use perf_trace_core::record::DecisionBatch;
 use serde::Serialize;
 
-pub use super::audit_entry::{summarize, AuditEntry, Tally};
-use super::audit_retention::Pruning;
-use super::Action;
-use crate::model::{Id, PrincipalRef};
+pub use backend::{AuditBackend, AuditWriteError, MemoryAuditBackend, WRITER_BUSY_TIMEOUT};
+pub use entry::{summarize, AuditEntry, Tally};
+pub use record::{AuditOutcome, AuditRecord, Resource};
+use retention::Pruning;
 
 /// Most entries the writer persists in one batch.
 pub const MAX_BATCH: usize = 4_096;
@@ -44,60 +49,6 @@ const MAX_RETRY_WAIT: Duration = Duration::from_millis(500);
 /// How long after the last rejected record or failed batch, the queue
 /// empty, `/healthz` says `ok` again (its totals kept).
 pub const RECOVERY_WINDOW: Duration = Duration::from_secs(60);
-/// How long a database backend's batch waits on a lock another connection
-/// holds before the attempt counts as failed (and is retried).
-pub const WRITER_BUSY_TIMEOUT: Duration = Duration::from_millis(250);
-
-/// What a decision concluded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AuditOutcome {
-    /// Allowed.
-    Allow,
-    /// Denied.
-    Deny,
-    /// No conclusion: the inputs could not be read.
-    Error,
-}
-
-impl From<AuditOutcome> for Outcome {
-    fn from(outcome: AuditOutcome) -> Outcome {
-        match outcome {
-            AuditOutcome::Allow => Outcome::Allow,
-            AuditOutcome::Deny => Outcome::Deny,
-            AuditOutcome::Error => Outcome::Other,
-        }
-    }
-}
-
-/// What a decision was about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Resource {
-    /// The Hub as a whole.
-    Hub,
-    /// A project.
-    Project(Id),
-    /// An agent.
-    Agent(Id),
-    /// A group.
-    Group(Id),
-    /// Another user's event subject.
-    User(Id),
-}
-
-/// One authorization decision.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditRecord {
-    /// When it was decided.
-    pub at: SystemTime,
-    /// Who asked.
-    pub principal: PrincipalRef,
-    /// What for.
-    pub action: Action,
-    /// On what.
-    pub resource: Resource,
-    /// The conclusion.
-    pub outcome: AuditOutcome,
-}
 
 /// Receives one record per authorization decision.
 pub trait AuditEmitter: Send + Sync + 'static {
@@ -116,45 +67,6 @@ pub trait AuditEmitter: Send + Sync + 'static {
     /// keeps none.
     fn health(&self) -> Option<AuditHealth> {
         None
-    }
-}
-
-/// Persists batches of entries: the writer's side of the queue.
-pub trait AuditBackend: Send + 'static {
-    /// The backend's name as `/healthz` shows it (`sqlite`, `postgres`,
-    /// `memory`).
-    fn name(&self) -> &'static str;
-
-    /// Writes `batch` entirely or not at all; an error leaves the batch to
-    /// be retried.
-    fn write_batch(&mut self, batch: &[AuditEntry]) -> Result<(), AuditWriteError>;
-
-    /// Deletes at most `max_rows` of the oldest rows decided before
-    /// `before_ms` (Unix milliseconds) and returns how many went. A backend
-    /// that keeps nothing deletes nothing.
-    fn prune(&mut self, before_ms: i64, max_rows: u32) -> Result<u64, AuditWriteError> {
-        let _ = (before_ms, max_rows);
-        Ok(0)
-    }
-}
-
-/// A batch the backend could not write.
-#[derive(Debug, thiserror::Error)]
-#[error("audit batch not written: {0}")]
-pub struct AuditWriteError(pub String);
-
-/// A backend that keeps nothing (the records stay visible only through
-/// [`AuditLog::recent`]): for tests and in-process measurements.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct MemoryAuditBackend;
-
-impl AuditBackend for MemoryAuditBackend {
-    fn name(&self) -> &'static str {
-        "memory"
-    }
-
-    fn write_batch(&mut self, _batch: &[AuditEntry]) -> Result<(), AuditWriteError> {
-        Ok(())
     }
 }
 
@@ -277,7 +189,7 @@ impl ChannelAuditSink {
             recent_capacity: keep_recent,
             backend: backend.name(),
             troubled_at: Mutex::new(None),
-            retention: Mutex::new(super::audit_retention::DEFAULT_RETENTION),
+            retention: Mutex::new(retention::DEFAULT_RETENTION),
             retention_changed: AtomicBool::new(false),
             closing: AtomicBool::new(false),
             abandon: AtomicBool::new(false),
@@ -603,5 +515,6 @@ impl<E: AuditEmitter> AuditEmitter for TracedAuditEmitter<E> {
 }
 
 #[cfg(test)]
-#[path = "audit_tests.rs"]
+mod database_tests;
+#[cfg(test)]
 mod tests;
