@@ -44,6 +44,24 @@ impl Errors {
         skip_value(meta)
     }
 
+    /// Puts `value` in `slot`, the place of the option `meta` names, unless
+    /// an earlier one is there: then the option is a duplicate of
+    /// `attribute`'s (`key`, `#[counted]`).
+    pub(crate) fn set_once<T>(
+        &mut self,
+        slot: &mut Option<T>,
+        value: Option<T>,
+        meta: &ParseNestedMeta,
+        attribute: &str,
+    ) {
+        if slot.is_some() {
+            let name = option_name(meta);
+            self.spanned(&meta.path, format!("duplicate {attribute} option `{name}`"));
+        } else {
+            *slot = value;
+        }
+    }
+
     /// Whether nothing was reported.
     pub(crate) fn is_empty(&self) -> bool {
         self.combined.is_none()

@@ -156,11 +156,7 @@ pub(crate) fn variant(attrs: &[Attribute], errors: &mut Errors) -> VariantAttrs 
         match name.as_str() {
             "rename" => {
                 let lit: LitStr = meta.value()?.parse()?;
-                if out.rename.is_some() {
-                    errors.spanned(&meta.path, "duplicate key option `rename`");
-                } else {
-                    out.rename = Some(lit);
-                }
+                errors.set_once(&mut out.rename, Some(lit), &meta, "key");
             }
             "route" => out.routes.push(meta.value()?.parse()?),
             "default" | "max" => {
@@ -172,11 +168,8 @@ pub(crate) fn variant(attrs: &[Attribute], errors: &mut Errors) -> VariantAttrs 
                 } else {
                     &mut out.max
                 };
-                if slot.is_some() {
-                    errors.spanned(&meta.path, format!("duplicate key option `{name}`"));
-                } else {
-                    *slot = meta.path.get_ident().map(|i| i.span());
-                }
+                let span = meta.path.get_ident().map(|i| i.span());
+                errors.set_once(slot, span, &meta, "key");
             }
             _ => {
                 return errors.refuse_option(

@@ -60,14 +60,7 @@ pub(crate) fn parse_args(args: TokenStream, errors: &mut Errors) -> Options {
                 ),
             )
         })?;
-        if slot.is_some() {
-            errors.spanned(
-                &meta.path,
-                format!("duplicate #[counted_store] option `{name}`"),
-            );
-        } else {
-            *slot = Some(ident);
-        }
+        errors.set_once(slot, Some(ident), &meta, "#[counted_store]");
         Ok(())
     });
     if let Err(error) = parser.parse2(args) {
@@ -107,11 +100,7 @@ pub(crate) fn take_counted(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> C
             }
             "rename" => {
                 let lit: LitStr = meta.value()?.parse()?;
-                if out.rename.is_some() {
-                    errors.spanned(&meta.path, "duplicate #[counted] option `rename`");
-                } else {
-                    out.rename = Some(lit);
-                }
+                errors.set_once(&mut out.rename, Some(lit), &meta, "#[counted]");
             }
             _ => {
                 return errors.refuse_option(
