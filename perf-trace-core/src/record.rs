@@ -303,6 +303,13 @@ pub fn record_decision(outcome: Outcome) {
 /// its emission time. With no recorder in scope, just runs `emit`.
 #[inline]
 pub fn time_decision<R>(outcome: Outcome, emit: impl FnOnce() -> R) -> R {
+    time_emission(emit, |ticks| add_decision(outcome, ticks))
+}
+
+/// Runs `emit` (an audit emission), timing it, and hands its ticks to
+/// `record`. With no recorder in scope, just runs `emit`.
+#[inline]
+fn time_emission<R>(emit: impl FnOnce() -> R, record: impl FnOnce(u64)) -> R {
     let recorder = current_ptr();
     if recorder.is_null() {
         return emit();
@@ -313,7 +320,7 @@ pub fn time_decision<R>(outcome: Outcome, emit: impl FnOnce() -> R) -> R {
     // Re-read: `emit` may have run in (and left) a nested scope; record only
     // into the recorder that is still current.
     if current_ptr() == recorder {
-        add_decision(outcome, ticks);
+        record(ticks);
     }
     result
 }
@@ -360,18 +367,9 @@ impl DecisionBatch {
 /// ```
 #[inline]
 pub fn time_decisions<R>(batch: DecisionBatch, emit: impl FnOnce() -> R) -> R {
-    let recorder = current_ptr();
-    if recorder.is_null() {
-        return emit();
-    }
-    let start = clock::now();
-    let result = emit();
-    let ticks = clock::span(start, clock::now());
-    // As in `time_decision`: record only into the recorder still current.
-    if current_ptr() == recorder {
-        add_decisions([batch.allow, batch.deny, batch.other], ticks);
-    }
-    result
+    time_emission(emit, |ticks| {
+        add_decisions([batch.allow, batch.deny, batch.other], ticks)
+    })
 }
 
 /// Adds `n` written events to the current request's `sse_events`.

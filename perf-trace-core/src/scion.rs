@@ -34,9 +34,6 @@ pub const COMPONENT: &str = "scion-hub";
 /// The message of every line (under `msg`, or `message` in GCP format).
 pub const MESSAGE: &str = "perf_trace";
 
-/// The prefix of every perf header.
-pub const HEADER_PREFIX: &str = "X-Scion-Perf-";
-
 /// The response header that carries the request id.
 pub const REQUEST_ID_HEADER: &str = "X-Request-ID";
 
@@ -112,66 +109,64 @@ pub mod field {
     pub const DB: [&str; 4] = [DB_WAIT_COUNT, DB_WAIT_US, DB_IN_USE, DB_OPEN];
 }
 
-/// Header suffixes: what follows the profile's prefix.
-pub mod suffix {
-    /// The endpoint class.
-    pub const ENDPOINT: &str = "Endpoint";
-    /// Phase durations in microseconds.
-    pub const PHASES: &str = "Phases";
-    /// Phase counts.
-    pub const PHASE_COUNTS: &str = "Phase-Counts";
-    /// Store calls per method.
-    pub const STORE_CALLS: &str = "Store-Calls";
-    /// Store time per method in microseconds.
-    pub const STORE_US: &str = "Store-Us";
-    /// `count=..,allow=..,deny=..,other=..,audit_us=..`.
-    pub const DECISIONS: &str = "Decisions";
-    /// `wait_count=..,wait_us=..,in_use=..,open=..`.
-    pub const DB: &str = "DB";
-    /// The request header that asks for the perf headers (value `1`).
-    pub const TRIGGER: &str = "Trace";
+/// Declares [`HEADER_PREFIX`], the header suffixes (`suffix`) and the full
+/// header names (`header`) from one table: each full name is the prefix and
+/// its suffix by construction.
+macro_rules! perf_headers {
+    (
+        prefix: $prefix:literal;
+        response: [$($(#[doc = $doc:literal])+ $name:ident = $suffix:literal,)+]
+        $(#[doc = $trigger_doc:literal])+
+        trigger: $trigger:literal;
+    ) => {
+        /// The prefix of every perf header.
+        pub const HEADER_PREFIX: &str = $prefix;
 
-    /// The response headers' suffixes, in rendering order.
-    pub const ALL: [&str; 7] = [
-        ENDPOINT,
-        PHASES,
-        PHASE_COUNTS,
-        STORE_CALLS,
-        STORE_US,
-        DECISIONS,
-        DB,
-    ];
+        /// Header suffixes: what follows the profile's prefix.
+        pub mod suffix {
+            $($(#[doc = $doc])+ pub const $name: &str = $suffix;)+
+            $(#[doc = $trigger_doc])+
+            pub const TRIGGER: &str = $trigger;
+
+            /// The response headers' suffixes, in rendering order.
+            pub const ALL: [&str; [$($suffix),+].len()] = [$($name),+];
+        }
+
+        /// The contract's full header names.
+        pub mod header {
+            $(
+                #[doc = concat!("`", $prefix, $suffix, "`.")]
+                pub const $name: &str = concat!($prefix, $suffix);
+            )+
+            #[doc = concat!("`", $prefix, $trigger, "`, the request header that asks for the others.")]
+            pub const TRIGGER: &str = concat!($prefix, $trigger);
+
+            /// The response headers, in rendering order.
+            pub const ALL: [&str; [$($suffix),+].len()] = [$($name),+];
+        }
+    };
 }
 
-/// The contract's full header names.
-pub mod header {
-    /// `X-Scion-Perf-Endpoint`.
-    pub const ENDPOINT: &str = "X-Scion-Perf-Endpoint";
-    /// `X-Scion-Perf-Phases`.
-    pub const PHASES: &str = "X-Scion-Perf-Phases";
-    /// `X-Scion-Perf-Phase-Counts`.
-    pub const PHASE_COUNTS: &str = "X-Scion-Perf-Phase-Counts";
-    /// `X-Scion-Perf-Store-Calls`.
-    pub const STORE_CALLS: &str = "X-Scion-Perf-Store-Calls";
-    /// `X-Scion-Perf-Store-Us`.
-    pub const STORE_US: &str = "X-Scion-Perf-Store-Us";
-    /// `X-Scion-Perf-Decisions`.
-    pub const DECISIONS: &str = "X-Scion-Perf-Decisions";
-    /// `X-Scion-Perf-DB`.
-    pub const DB: &str = "X-Scion-Perf-DB";
-    /// `X-Scion-Perf-Trace`, the request header that asks for the others.
-    pub const TRIGGER: &str = "X-Scion-Perf-Trace";
-
-    /// The response headers, in rendering order.
-    pub const ALL: [&str; 7] = [
-        ENDPOINT,
-        PHASES,
-        PHASE_COUNTS,
-        STORE_CALLS,
-        STORE_US,
-        DECISIONS,
-        DB,
-    ];
+perf_headers! {
+    prefix: "X-Scion-Perf-";
+    response: [
+        /// The endpoint class.
+        ENDPOINT = "Endpoint",
+        /// Phase durations in microseconds.
+        PHASES = "Phases",
+        /// Phase counts.
+        PHASE_COUNTS = "Phase-Counts",
+        /// Store calls per method.
+        STORE_CALLS = "Store-Calls",
+        /// Store time per method in microseconds.
+        STORE_US = "Store-Us",
+        /// `count=..,allow=..,deny=..,other=..,audit_us=..`.
+        DECISIONS = "Decisions",
+        /// `wait_count=..,wait_us=..,in_use=..,open=..`.
+        DB = "DB",
+    ]
+    /// The request header that asks for the perf headers (value `1`).
+    trigger: "Trace";
 }
 
 /// A header value of `name=int` pairs joined by `,`, in the order given

@@ -32,6 +32,13 @@ async fn handler(_: Request<()>) -> Result<Response<Full<Bytes>>, Infallible> {
     Ok(Response::new(Full::new(Bytes::from_static(b"[]"))))
 }
 
+/// An emitter of Scion lines into `writer` from the emitter's own thread,
+/// whose interval is an hour: only a full chunk or a flush wakes it in a test.
+fn hourly_background(writer: impl std::io::Write + Send + 'static) -> Emitter {
+    Emitter::new(LineFormat::scion("svc"), LineSink::new(writer))
+        .in_background(Duration::from_secs(3600))
+}
+
 /// Sends `n` requests through a layer writing with `emitter`, reading each
 /// body to its end.
 async fn requests(emitter: &Emitter, n: usize) {
@@ -84,8 +91,7 @@ async fn background_lines_match_inline_lines_and_none_is_lost() {
     requests(&emitter, 3).await;
 
     let background = Captured::default();
-    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(background.clone()))
-        .in_background(Duration::from_secs(3600));
+    let emitter = hourly_background(background.clone());
     requests(&emitter, 3).await;
     // Buffered for a thread that would wait an hour: flush writes them now.
     emitter.flush();
@@ -107,8 +113,7 @@ async fn the_background_thread_writes_on_its_interval_and_the_last_emitter_write
     assert_eq!(wait_for_lines(&captured, 2, Duration::from_secs(5)), 2);
 
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
-        .in_background(Duration::from_secs(3600));
+    let emitter = hourly_background(captured.clone());
     requests(&emitter, 4).await;
     drop(emitter);
     assert_eq!(captured.lines().len(), 4);
@@ -157,8 +162,7 @@ impl PoolStats for SteppingPool {
 #[tokio::test]
 async fn reused_recorders_start_clean_whichever_layer_and_pool_reuses_them() {
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
-        .in_background(Duration::from_secs(3600));
+    let emitter = hourly_background(captured.clone());
     // Two layers over one emitter, each with a pool of its own: a recorder
     // written for one is reused by either.
     let layer = |step| {
@@ -223,8 +227,7 @@ fn check() {}
 #[tokio::test]
 async fn a_reused_recorder_keeps_nothing_of_the_keys_its_last_request_touched() {
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
-        .in_background(Duration::from_secs(3600));
+    let emitter = hourly_background(captured.clone());
     let service = PerfTraceLayer::<TestSchema, _>::new(ListPolicy, emitter.clone())
         .layer(service_fn(by_query));
     for query in ["load", "check", "load", "load", "check"] {
@@ -318,8 +321,7 @@ fn every_thread_s_lines_are_written_once_in_order_also_after_the_thread_is_gone(
     // buffer holds before it is handed to the emitter's thread as a chunk.
     const PER_THREAD: u32 = 700;
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
-        .in_background(Duration::from_secs(3600));
+    let emitter = hourly_background(captured.clone());
     let threads: Vec<_> = (0..THREADS)
         .map(|thread| {
             let emitter = emitter.clone();
@@ -372,8 +374,7 @@ fn a_thread_s_first_chunks_wait_for_the_interval_with_no_wake_up() {
     // Three chunks of about 140 lines: fewer than wake the emitter's thread.
     const REQUESTS: u32 = 450;
     let captured = Captured::default();
-    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(captured.clone()))
-        .in_background(Duration::from_secs(3600));
+    let emitter = hourly_background(captured.clone());
     serve_counted(emitter.clone(), 1..=REQUESTS, |_| ());
     // Nothing wakes the emitter's thread, whose interval is an hour.
     std::thread::sleep(Duration::from_millis(300));
@@ -414,8 +415,7 @@ impl std::io::Write for GatedSink {
 fn a_thread_whose_chunks_pile_up_behind_a_stuck_sink_waits_and_loses_nothing() {
     const REQUESTS: u32 = 3_000;
     let sink = GatedSink::default();
-    let emitter = Emitter::new(LineFormat::scion("svc"), LineSink::new(sink.clone()))
-        .in_background(Duration::from_secs(3600));
+    let emitter = hourly_background(sink.clone());
     let done = Arc::new(AtomicU64::new(0));
     let requests = std::thread::spawn({
         let (done, emitter) = (Arc::clone(&done), emitter.clone());

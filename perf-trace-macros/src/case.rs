@@ -1,6 +1,10 @@
 //! Splitting identifiers into words and rendering them in the conventions
 //! `#[key_set(rename_all = "...")]` accepts.
 
+use syn::LitStr;
+
+use crate::errors::Errors;
+
 /// A naming convention for rendered key names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RenameRule {
@@ -33,8 +37,25 @@ impl RenameRule {
             .map(|&(_, rule)| rule)
     }
 
+    /// The rule `lit` spells in `rename_all = "..."`; `None`, with an error
+    /// that lists the accepted spellings, when it spells none.
+    pub(crate) fn from_lit(lit: &LitStr, errors: &mut Errors) -> Option<Self> {
+        let rule = Self::from_name(&lit.value());
+        if rule.is_none() {
+            errors.spanned(
+                lit,
+                format!(
+                    "unknown rename_all value {:?}; expected one of {}",
+                    lit.value(),
+                    Self::expected()
+                ),
+            );
+        }
+        rule
+    }
+
     /// The accepted spellings, for error messages.
-    pub(crate) fn expected() -> String {
+    fn expected() -> String {
         let names: Vec<String> = Self::VALUES
             .iter()
             .map(|(n, _)| format!("\"{n}\""))

@@ -1,49 +1,35 @@
-//! Describing an item an attribute does not go on.
+//! Refusing an item an attribute does not go on.
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{quote, ToTokens};
+
+use crate::errors::Errors;
+
+/// Reports that the attribute does not go on `item`: `goes_on` says where it
+/// does (`#[traced_phase] goes on a fn or an async fn`), the error adds what
+/// `item` is and points at its keyword and name.
+pub(crate) fn refuse(item: &syn::Item, goes_on: &str, errors: &mut Errors) {
+    errors.spanned(head(item), format!("{goes_on}, not on {}", kind(item)));
+}
 
 /// The tokens an error about a whole item points at: its keyword and name.
-pub(crate) fn head(item: &syn::Item) -> TokenStream {
-    match item {
-        syn::Item::Struct(i) => {
-            let (k, n) = (&i.struct_token, &i.ident);
-            quote!(#k #n)
-        }
-        syn::Item::Enum(i) => {
-            let (k, n) = (&i.enum_token, &i.ident);
-            quote!(#k #n)
-        }
-        syn::Item::Const(i) => {
-            let (k, n) = (&i.const_token, &i.ident);
-            quote!(#k #n)
-        }
-        syn::Item::Static(i) => {
-            let (k, n) = (&i.static_token, &i.ident);
-            quote!(#k #n)
-        }
-        syn::Item::Trait(i) => {
-            let (k, n) = (&i.trait_token, &i.ident);
-            quote!(#k #n)
-        }
-        syn::Item::Fn(i) => {
-            let (k, n) = (&i.sig.fn_token, &i.sig.ident);
-            quote!(#k #n)
-        }
-        syn::Item::Impl(i) => {
-            let k = &i.impl_token;
-            quote!(#k)
-        }
-        syn::Item::Mod(i) => {
-            let (k, n) = (&i.mod_token, &i.ident);
-            quote!(#k #n)
-        }
-        other => quote!(#other),
-    }
+fn head(item: &syn::Item) -> TokenStream {
+    let (keyword, name): (&dyn ToTokens, Option<&syn::Ident>) = match item {
+        syn::Item::Struct(i) => (&i.struct_token, Some(&i.ident)),
+        syn::Item::Enum(i) => (&i.enum_token, Some(&i.ident)),
+        syn::Item::Const(i) => (&i.const_token, Some(&i.ident)),
+        syn::Item::Static(i) => (&i.static_token, Some(&i.ident)),
+        syn::Item::Trait(i) => (&i.trait_token, Some(&i.ident)),
+        syn::Item::Fn(i) => (&i.sig.fn_token, Some(&i.sig.ident)),
+        syn::Item::Impl(i) => (&i.impl_token, None),
+        syn::Item::Mod(i) => (&i.mod_token, Some(&i.ident)),
+        other => return other.to_token_stream(),
+    };
+    quote!(#keyword #name)
 }
 
 /// What the item is, with its article (`a struct`).
-pub(crate) fn kind(item: &syn::Item) -> &'static str {
+fn kind(item: &syn::Item) -> &'static str {
     match item {
         syn::Item::Fn(_) => "a fn",
         syn::Item::Struct(_) => "a struct",

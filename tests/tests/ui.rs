@@ -1,6 +1,7 @@
 //! Compile-time behaviour of the macros: every refused input is an error that
 //! points at the offending key or item, held in `ui/fail/*.stderr`; the
-//! accepted forms compile and run (`ui/pass`).
+//! accepted forms compile and run (`ui/pass`). Key sets that several cases
+//! declare alike are in `ui/support`, brought in with `#[path]`.
 //!
 //! Compiler messages change between rustc releases, so the `.stderr` files are
 //! pinned to one: on any other rustc this test prints a note and passes.

@@ -1,43 +1,15 @@
 //! The orders API's exact line and headers (durations, time and request id
 //! normalised), and its answers to bad input.
 
-use std::io::{self, Write};
-use std::sync::Arc;
-
 use axum::body::Body;
 use axum::Router;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use orders_example::perf::app;
 use orders_example::store::MemoryStore;
-use parking_lot::Mutex;
+use perf_trace_core::sink::MemoryLines;
 use perf_trace_core::LineSink;
 use tower::ServiceExt;
-
-/// Lines written by the layer, read back by the test.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Captured {
-    fn lines(&self) -> Vec<String> {
-        String::from_utf8(self.0.lock().clone())
-            .expect("lines are UTF-8")
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
 
 /// Replaces every run of digits after `marker` with `0`.
 fn zero_after(text: &str, marker: &str) -> String {
@@ -75,10 +47,9 @@ async fn send(app: &Router, request: Request<Body>) -> (StatusCode, http::Header
     )
 }
 
-fn traced_app() -> (Router, Captured) {
-    let captured = Captured::default();
-    let app = app(MemoryStore::sample(), Some(LineSink::new(captured.clone())));
-    (app, captured)
+fn traced_app() -> (Router, MemoryLines) {
+    let (sink, lines) = LineSink::memory();
+    (app(MemoryStore::sample(), Some(sink)), lines)
 }
 
 #[tokio::test]

@@ -219,45 +219,31 @@ mod tests {
         let sampling = TailSampling::one_in(1_000_000)
             .slow_over(Duration::from_millis(100))
             .slow_over_for("list", Duration::from_millis(10));
-        // The first request of the "rest" is the 1 in N: use it up.
-        assert_eq!(
-            sampling.decide(&request("a", 1), &status(200)),
-            Verdict::Chosen
-        );
-        assert_eq!(
-            sampling.decide(&request("list", 11), &status(200)),
-            Verdict::Slow
-        );
-        assert_eq!(
-            sampling.decide(&request("list", 9), &status(200)),
-            Verdict::Dropped
-        );
-        assert_eq!(
-            sampling.decide(&request("other", 101), &status(200)),
-            Verdict::Slow
-        );
-        assert_eq!(
-            sampling.decide(&request("other", 99), &status(404)),
-            Verdict::Dropped
-        );
-        assert_eq!(
-            sampling.decide(&request("other", 1), &status(500)),
-            Verdict::Failed
-        );
-        assert_eq!(
-            sampling.decide(&request("other", 1), &RequestFacts::default()),
-            Verdict::Failed
-        );
         let asked = RequestFacts {
             perf_headers: true,
             ..status(200)
         };
-        assert_eq!(
-            sampling.decide(&request("other", 1), &asked),
-            Verdict::PerfHeaders
-        );
         let stream = request("sse", 1).with_stage(Some(SseStage::Connect));
-        assert_eq!(sampling.decide(&stream, &status(200)), Verdict::Stream);
+        // Decided in order: the first request of the "rest" is the 1 in N,
+        // and uses it up.
+        let cases = [
+            (request("a", 1), status(200), Verdict::Chosen),
+            (request("list", 11), status(200), Verdict::Slow),
+            (request("list", 9), status(200), Verdict::Dropped),
+            (request("other", 101), status(200), Verdict::Slow),
+            (request("other", 99), status(404), Verdict::Dropped),
+            (request("other", 1), status(500), Verdict::Failed),
+            (
+                request("other", 1),
+                RequestFacts::default(),
+                Verdict::Failed,
+            ),
+            (request("other", 1), asked, Verdict::PerfHeaders),
+            (stream, status(200), Verdict::Stream),
+        ];
+        for (i, (snapshot, facts, verdict)) in cases.iter().enumerate() {
+            assert_eq!(sampling.decide(snapshot, facts), *verdict, "case {i}");
+        }
         assert_eq!(sampling.sampled_out(), 2);
     }
 

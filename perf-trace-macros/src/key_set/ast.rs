@@ -1,7 +1,7 @@
 //! The enum a key set is derived from, with its attributes read.
 
 use proc_macro2::Span;
-use quote::quote;
+use quote::{quote, ToTokens};
 use syn::{Data, DeriveInput, Fields, Ident};
 
 use super::attr::{self, ContainerAttrs, Role, VariantAttrs};
@@ -48,22 +48,8 @@ impl<'a> Container<'a> {
         let ident = &input.ident;
         let data = match &input.data {
             Data::Enum(data) => data,
-            Data::Struct(data) => {
-                let keyword = data.struct_token;
-                errors.spanned(
-                    quote!(#keyword #ident),
-                    format!("#[derive(KeySet)] goes on a fieldless enum; `{ident}` is a struct"),
-                );
-                return None;
-            }
-            Data::Union(data) => {
-                let keyword = data.union_token;
-                errors.spanned(
-                    quote!(#keyword #ident),
-                    format!("#[derive(KeySet)] goes on a fieldless enum; `{ident}` is a union"),
-                );
-                return None;
-            }
+            Data::Struct(data) => return not_an_enum(data.struct_token, ident, errors),
+            Data::Union(data) => return not_an_enum(data.union_token, ident, errors),
         };
         if !input.generics.params.is_empty() || input.generics.where_clause.is_some() {
             errors.spanned(
@@ -110,4 +96,14 @@ impl<'a> Container<'a> {
     pub(crate) fn has_fields(&self) -> bool {
         self.variants.iter().any(|v| !v.fields.is_empty())
     }
+}
+
+/// Refuses a struct or a union (its keyword given): a key set is an enum.
+fn not_an_enum<T>(keyword: impl ToTokens, ident: &Ident, errors: &mut Errors) -> Option<T> {
+    let what = keyword.to_token_stream();
+    errors.spanned(
+        quote!(#keyword #ident),
+        format!("#[derive(KeySet)] goes on a fieldless enum; `{ident}` is a {what}"),
+    );
+    None
 }

@@ -5,7 +5,7 @@ use proc_macro2::Span;
 use syn::{Attribute, LitStr, Path};
 
 use crate::case::RenameRule;
-use crate::errors::{has_value, option_name, skip_value, Errors};
+use crate::errors::{each_option, has_value, option_name, Errors};
 
 /// What a key set is for; each role has its own marker trait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,62 +92,45 @@ const CONTAINER_OPTIONS: &str = "expected a role (`phases`, `store_methods`, `en
 pub(crate) fn container(attrs: &[Attribute], errors: &mut Errors) -> ContainerAttrs {
     let mut out = ContainerAttrs::default();
     let mut seen: Vec<String> = Vec::new();
-    for attr in attrs.iter().filter(|a| a.path().is_ident("key_set")) {
-        let result = attr.parse_nested_meta(|meta| {
-            let name = option_name(&meta);
-            let known = Role::from_name(&name).is_some()
-                || matches!(name.as_str(), "rename_all" | "prefix" | "by");
-            if !known {
-                errors.spanned(
-                    &meta.path,
-                    format!("unknown key_set option `{name}`; {CONTAINER_OPTIONS}"),
-                );
-                return skip_value(&meta);
-            }
-            if seen.contains(&name) {
-                errors.spanned(&meta.path, format!("duplicate key_set option `{name}`"));
-                return skip_value(&meta);
-            }
-            seen.push(name.clone());
-            if let Some(role) = Role::from_name(&name) {
-                if has_value(&meta) {
-                    errors.spanned(&meta.path, format!("`{name}` takes no value"));
-                    return skip_value(&meta);
-                }
-                out.roles.push((
-                    role,
-                    meta.path
-                        .get_ident()
-                        .map_or_else(Span::call_site, |i| i.span()),
-                ));
-                return Ok(());
-            }
-            if name == "by" {
-                out.by = Some(meta.value()?.parse()?);
-                return Ok(());
-            }
-            let lit: LitStr = meta.value()?.parse()?;
-            if name == "prefix" {
-                out.prefix = Some(lit);
-                return Ok(());
-            }
-            match RenameRule::from_name(&lit.value()) {
-                Some(rule) => out.rename_all = Some(rule),
-                None => errors.spanned(
-                    &lit,
-                    format!(
-                        "unknown rename_all value {:?}; expected one of {}",
-                        lit.value(),
-                        RenameRule::expected()
-                    ),
-                ),
-            }
-            Ok(())
-        });
-        if let Err(error) = result {
-            errors.push(error);
+    each_option(attrs, "key_set", errors, |meta, errors| {
+        let name = option_name(&meta);
+        let known = Role::from_name(&name).is_some()
+            || matches!(name.as_str(), "rename_all" | "prefix" | "by");
+        if !known {
+            return errors.refuse_option(
+                &meta,
+                format!("unknown key_set option `{name}`; {CONTAINER_OPTIONS}"),
+            );
         }
-    }
+        if seen.contains(&name) {
+            return errors.refuse_option(&meta, format!("duplicate key_set option `{name}`"));
+        }
+        seen.push(name.clone());
+        if let Some(role) = Role::from_name(&name) {
+            if has_value(&meta) {
+                return errors.refuse_option(&meta, format!("`{name}` takes no value"));
+            }
+            out.roles.push((
+                role,
+                meta.path
+                    .get_ident()
+                    .map_or_else(Span::call_site, |i| i.span()),
+            ));
+            return Ok(());
+        }
+        if name == "by" {
+            out.by = Some(meta.value()?.parse()?);
+            return Ok(());
+        }
+        let lit: LitStr = meta.value()?.parse()?;
+        if name == "prefix" {
+            out.prefix = Some(lit);
+            return Ok(());
+        }
+        // `seen` refused a second `rename_all`: nothing to overwrite.
+        out.rename_all = RenameRule::from_lit(&lit, errors);
+        Ok(())
+    });
     out
 }
 
@@ -168,51 +151,37 @@ pub(crate) struct VariantAttrs {
 /// Reads every `#[key(...)]` attribute of one variant.
 pub(crate) fn variant(attrs: &[Attribute], errors: &mut Errors) -> VariantAttrs {
     let mut out = VariantAttrs::default();
-    for attr in attrs.iter().filter(|a| a.path().is_ident("key")) {
-        let result = attr.parse_nested_meta(|meta| {
-            let name = option_name(&meta);
-            match name.as_str() {
-                "rename" => {
-                    let lit: LitStr = meta.value()?.parse()?;
-                    if out.rename.is_some() {
-                        errors.spanned(&meta.path, "duplicate key option `rename`");
-                    } else {
-                        out.rename = Some(lit);
-                    }
-                }
-                "route" => out.routes.push(meta.value()?.parse()?),
-                "default" | "max" => {
-                    if has_value(&meta) {
-                        errors.spanned(&meta.path, format!("`{name}` takes no value"));
-                        return skip_value(&meta);
-                    }
-                    let slot = if name == "default" {
-                        &mut out.default
-                    } else {
-                        &mut out.max
-                    };
-                    if slot.is_some() {
-                        errors.spanned(&meta.path, format!("duplicate key option `{name}`"));
-                    } else {
-                        *slot = meta.path.get_ident().map(|i| i.span());
-                    }
-                }
-                _ => {
-                    errors.spanned(
-                        &meta.path,
-                        format!(
-                            "unknown key option `{name}`; expected `rename = \"...\"`, `default`, `max` \
-                             or `route = \"GET /path/{{param}}\"`"
-                        ),
-                    );
-                    return skip_value(&meta);
-                }
+    each_option(attrs, "key", errors, |meta, errors| {
+        let name = option_name(&meta);
+        match name.as_str() {
+            "rename" => {
+                let lit: LitStr = meta.value()?.parse()?;
+                errors.set_once(&mut out.rename, Some(lit), &meta, "key");
             }
-            Ok(())
-        });
-        if let Err(error) = result {
-            errors.push(error);
+            "route" => out.routes.push(meta.value()?.parse()?),
+            "default" | "max" => {
+                if has_value(&meta) {
+                    return errors.refuse_option(&meta, format!("`{name}` takes no value"));
+                }
+                let slot = if name == "default" {
+                    &mut out.default
+                } else {
+                    &mut out.max
+                };
+                let span = meta.path.get_ident().map(|i| i.span());
+                errors.set_once(slot, span, &meta, "key");
+            }
+            _ => {
+                return errors.refuse_option(
+                    &meta,
+                    format!(
+                        "unknown key option `{name}`; expected `rename = \"...\"`, `default`, `max` \
+                         or `route = \"GET /path/{{param}}\"`"
+                    ),
+                );
+            }
         }
-    }
+        Ok(())
+    });
     out
 }

@@ -20,13 +20,7 @@ pub(crate) fn parse_fn(input: TokenStream, errors: &mut Errors) -> Option<ItemFn
         return None;
     }
     match syn::parse2::<syn::Item>(input) {
-        Ok(item) => errors.spanned(
-            item::head(&item),
-            format!(
-                "#[traced_phase] goes on a fn or an async fn, not on {}",
-                item::kind(&item)
-            ),
-        ),
+        Ok(item) => item::refuse(&item, "#[traced_phase] goes on a fn or an async fn", errors),
         Err(error) => errors.push(error),
     }
     None

@@ -5,7 +5,7 @@ use syn::parse::Parser;
 use syn::{Attribute, Ident, LitStr};
 
 use crate::case::RenameRule;
-use crate::errors::{has_value, option_name, skip_value, Errors};
+use crate::errors::{each_option, has_value, option_name, Errors};
 
 /// `#[counted_store(methods = ..., decorator = ..., rename_all = "...")]`.
 #[derive(Default)]
@@ -26,16 +26,9 @@ pub(crate) fn parse_args(args: TokenStream, errors: &mut Errors) -> Options {
         let name = option_name(&meta);
         if name == "rename_all" {
             let lit: LitStr = meta.value()?.parse()?;
-            if RenameRule::from_name(&lit.value()).is_none() {
-                errors.spanned(
-                    &lit,
-                    format!(
-                        "unknown rename_all value {:?}; expected one of {}",
-                        lit.value(),
-                        RenameRule::expected()
-                    ),
-                );
-            } else if options.rename_all.replace(lit).is_some() {
+            if RenameRule::from_lit(&lit, errors).is_some()
+                && options.rename_all.replace(lit).is_some()
+            {
                 errors.spanned(&meta.path, "duplicate #[counted_store] option `rename_all`");
             }
             return Ok(());
@@ -44,14 +37,13 @@ pub(crate) fn parse_args(args: TokenStream, errors: &mut Errors) -> Options {
             "methods" => &mut options.methods,
             "decorator" => &mut options.decorator,
             _ => {
-                errors.spanned(
-                    &meta.path,
+                return errors.refuse_option(
+                    &meta,
                     format!(
                         "unknown #[counted_store] option `{name}`; expected `methods = EnumName`, \
                          `decorator = TypeName` or `rename_all = \"...\"`"
                     ),
                 );
-                return skip_value(&meta);
             }
         };
         let value = meta.value()?;
@@ -68,14 +60,7 @@ pub(crate) fn parse_args(args: TokenStream, errors: &mut Errors) -> Options {
                 ),
             )
         })?;
-        if slot.is_some() {
-            errors.spanned(
-                &meta.path,
-                format!("duplicate #[counted_store] option `{name}`"),
-            );
-        } else {
-            *slot = Some(ident);
-        }
+        errors.set_once(slot, Some(ident), &meta, "#[counted_store]");
         Ok(())
     });
     if let Err(error) = parser.parse2(args) {
@@ -101,45 +86,34 @@ pub(crate) fn is_counted(attr: &Attribute) -> bool {
 /// Reads and removes the `#[counted(...)]` attributes of one trait item.
 pub(crate) fn take_counted(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> Counted {
     let mut out = Counted::default();
-    for attr in attrs.iter().filter(|a| is_counted(a)) {
-        let result = attr.parse_nested_meta(|meta| {
-            let name = option_name(&meta);
-            match name.as_str() {
-                "skip" => {
-                    if has_value(&meta) {
-                        errors.spanned(&meta.path, "`skip` takes no value");
-                        return skip_value(&meta);
-                    }
-                    if out.skip.is_some() {
-                        errors.spanned(&meta.path, "duplicate #[counted] option `skip`");
-                    }
-                    out.skip = meta.path.get_ident().map(Ident::span);
+    each_option(attrs, "counted", errors, |meta, errors| {
+        let name = option_name(&meta);
+        match name.as_str() {
+            "skip" => {
+                if has_value(&meta) {
+                    return errors.refuse_option(&meta, "`skip` takes no value");
                 }
-                "rename" => {
-                    let lit: LitStr = meta.value()?.parse()?;
-                    if out.rename.is_some() {
-                        errors.spanned(&meta.path, "duplicate #[counted] option `rename`");
-                    } else {
-                        out.rename = Some(lit);
-                    }
+                if out.skip.is_some() {
+                    errors.spanned(&meta.path, "duplicate #[counted] option `skip`");
                 }
-                _ => {
-                    errors.spanned(
-                        &meta.path,
-                        format!(
-                            "unknown #[counted] option `{name}`; expected `skip` or \
-                             `rename = \"VariantName\"`"
-                        ),
-                    );
-                    return skip_value(&meta);
-                }
+                out.skip = meta.path.get_ident().map(Ident::span);
             }
-            Ok(())
-        });
-        if let Err(error) = result {
-            errors.push(error);
+            "rename" => {
+                let lit: LitStr = meta.value()?.parse()?;
+                errors.set_once(&mut out.rename, Some(lit), &meta, "#[counted]");
+            }
+            _ => {
+                return errors.refuse_option(
+                    &meta,
+                    format!(
+                        "unknown #[counted] option `{name}`; expected `skip` or \
+                         `rename = \"VariantName\"`"
+                    ),
+                );
+            }
         }
-    }
+        Ok(())
+    });
     attrs.retain(|a| !is_counted(a));
     out
 }

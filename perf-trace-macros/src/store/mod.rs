@@ -22,12 +22,10 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         Ok(item) => item,
         Err(error) => {
             match syn::parse2::<syn::Item>(input.clone()) {
-                Ok(other) => errors.spanned(
-                    item::head(&other),
-                    format!(
-                        "#[counted_store] goes on a store trait, not on {}",
-                        item::kind(&other)
-                    ),
+                Ok(other) => item::refuse(
+                    &other,
+                    "#[counted_store] goes on a store trait",
+                    &mut errors,
                 ),
                 Err(_) => errors.push(error),
             }

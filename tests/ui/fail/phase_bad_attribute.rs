@@ -1,12 +1,8 @@
-use perf_trace_core::{traced_phase, KeySet};
+use perf_trace_core::traced_phase;
 
-#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(phases)]
-pub enum Phase {
-    ListScopeAuthz,
-    ListDbRead,
-    Enrich,
-}
+#[path = "../support/phases.rs"]
+mod phases;
+use phases::Phase;
 
 #[traced_phase]
 fn no_key() {}

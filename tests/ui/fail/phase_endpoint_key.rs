@@ -1,12 +1,7 @@
 use perf_trace_core::{traced_phase, KeySet};
 
-#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(phases)]
-pub enum Phase {
-    ListScopeAuthz,
-    ListDbRead,
-    Enrich,
-}
+#[path = "../support/phases.rs"]
+mod phases;
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
 #[key_set(endpoints)]

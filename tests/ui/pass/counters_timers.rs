@@ -7,28 +7,9 @@ pub enum Phase {
     Price,
 }
 
-#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(store_methods)]
-pub enum Method {
-    GetOrder,
-}
-
-#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(endpoints)]
-pub enum Route {
-    #[key(default)]
-    Other,
-    #[key(rename = "orders.list")]
-    OrdersList,
-}
-
-#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(counters, prefix = "cache", by = Route)]
-pub enum CacheOutcome {
-    Hit,
-    Miss,
-    Shared,
-}
+#[path = "../support/orders.rs"]
+mod orders;
+use orders::{CacheOutcome, Method, Route};
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
 #[key_set(counters, prefix = "audit_queue", rename_all = "kebab-case")]

@@ -9,28 +9,17 @@ pub mod perf {
         ListDbRead,
         Enrich,
     }
-
-    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(store_methods)]
-    pub enum Method {
-        GetUser,
-    }
-
-    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(endpoints)]
-    pub enum Endpoint {
-        #[key(default)]
-        Other,
-    }
 }
 
+#[path = "../support/orders.rs"]
+mod orders;
 use perf::Phase;
 
 struct App;
 impl Schema for App {
     type Phase = perf::Phase;
-    type StoreMethod = perf::Method;
-    type Endpoint = perf::Endpoint;
+    type StoreMethod = orders::Method;
+    type Endpoint = orders::Route;
 }
 
 #[traced_phase(Phase::ListDbRead)]
