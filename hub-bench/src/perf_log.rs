@@ -253,6 +253,23 @@ pub fn read_perf_log(path: &Path) -> anyhow::Result<HashMap<String, PerfLine>> {
     read_perf_lines(path).map(index_by_request_id)
 }
 
+/// Joins a run's requests to the log's lines, reading the log again every
+/// 100 ms (the Hub writes a line as its response ends, so the last ones can
+/// trail the client) until `settled(joined, total)`; returns `(joined, total)`.
+pub async fn join_settled(
+    log: &Path,
+    mut join: impl FnMut(&HashMap<String, PerfLine>) -> (usize, usize),
+    mut settled: impl FnMut(usize, usize) -> bool,
+) -> anyhow::Result<(usize, usize)> {
+    loop {
+        let (joined, total) = join(&read_perf_log(log)?);
+        if settled(joined, total) {
+            return Ok((joined, total));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// Whether a response header name is a trace header (`X-Scion-Perf-*`, any case).
 pub fn is_perf_header(name: &str) -> bool {
     let prefix = scion::HEADER_PREFIX;

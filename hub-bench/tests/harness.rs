@@ -477,19 +477,38 @@ async fn apibench_keeps_perf_headers() {
     assert_eq!(hits["settings-public"], 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn apibench_joins_the_hub_log() {
-    let hub = MockHub::start(MockOptions::default()).await;
+/// An apibench run against a mock Hub with its log joined; the Hub, the
+/// report's path and the report.
+async fn apibench_joined(
+    options: MockOptions,
+    want_perf_trace: bool,
+) -> (MockHub, PathBuf, Report) {
+    let hub = MockHub::start(options).await;
     let out = hub.out("api.json");
     let mut args = apibench_args(&hub, &out);
-    args.want_perf_trace = true;
+    args.want_perf_trace = want_perf_trace;
     args.hub_perf_log = Some(hub.log());
     let report = apibench::run(args).await.unwrap();
+    (hub, out, report)
+}
+
+/// Every attempt of every scenario has its trace from the Hub's log.
+fn every_attempt_joined(report: &Report) {
     for s in &report.scenarios {
         assert!(s.perf_trace_available);
         for a in &s.attempts {
-            // The log wins over the headers, and carries serialize.
             assert_eq!(a.perf_trace_source, Some(PerfTraceSource::HubLog));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apibench_joins_the_hub_log() {
+    let (hub, out, report) = apibench_joined(MockOptions::default(), true).await;
+    // The log wins over the headers, and carries serialize.
+    every_attempt_joined(&report);
+    for s in &report.scenarios {
+        for a in &s.attempts {
             let t = a.perf_trace.as_ref().unwrap();
             assert_eq!(t["X-Scion-Perf-Phases"], "list_db_read=10,serialize=5");
             assert_eq!(t["X-Scion-Perf-Phase-Counts"], "list_db_read=2,serialize=1");
@@ -539,30 +558,17 @@ async fn apibench_joins_the_hub_log() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apibench_log_join_without_headers() {
-    let hub = MockHub::start(MockOptions::default()).await;
-    let out = hub.out("api.json");
-    let mut args = apibench_args(&hub, &out);
-    args.hub_perf_log = Some(hub.log());
-    let report = apibench::run(args).await.unwrap();
-    for s in &report.scenarios {
-        assert!(s.perf_trace_available);
-        for a in &s.attempts {
-            assert_eq!(a.perf_trace_source, Some(PerfTraceSource::HubLog));
-        }
-    }
+    let (_hub, _out, report) = apibench_joined(MockOptions::default(), false).await;
+    every_attempt_joined(&report);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apibench_gcp_log_is_not_joined() {
-    let hub = MockHub::start(MockOptions {
+    let gcp = MockOptions {
         gcp: true,
         ..MockOptions::default()
-    })
-    .await;
-    let out = hub.out("api.json");
-    let mut args = apibench_args(&hub, &out);
-    args.hub_perf_log = Some(hub.log());
-    let report = apibench::run(args).await.unwrap();
+    };
+    let (_hub, out, report) = apibench_joined(gcp, false).await;
     for s in &report.scenarios {
         assert!(!s.perf_trace_available);
         assert!(s.attempts.iter().all(|a| a.perf_trace.is_none()));
