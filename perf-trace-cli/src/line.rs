@@ -204,10 +204,13 @@ fn build<'a>(
     let mut line = PerfLine::default();
     let (mut has_endpoint, mut has_elapsed) = (false, false);
     for (name, value) in fields {
-        let shared = matches!(name.as_ref(), "endpoint" | "elapsed_us" | "status")
-            || TEXT_FIELDS.contains(&name.as_ref());
+        // Whether the profile names this field as one of its figures (the
+        // generic reading asks nothing, so its hot path pays nothing).
         let named = match profile {
-            Some(is_figure) if !shared => {
+            Some(is_figure)
+                if !matches!(name.as_ref(), "endpoint" | "elapsed_us" | "status")
+                    && !TEXT_FIELDS.contains(&name.as_ref()) =>
+            {
                 if !is_figure(&name) {
                     if let Value::Text(text) = value {
                         line.texts.push((name, text));
