@@ -20,7 +20,6 @@
 //! (source `hub-log`): the log line is the complete record of the request.
 //! Attempts without a line keep their headers, if any.
 
-use std::collections::BTreeSet;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -29,15 +28,15 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use reqwest::{Client, Url};
 
-use crate::client::{self, endpoint_url, error_chain, path_and_query};
+use crate::client::{endpoint_url, error_chain, path_and_query};
 use crate::machine;
 use crate::perf_log;
 use crate::report::{
     write_json, Attempt, EffectiveSettings, PerfTraceMap, PerfTraceSource, Report, ScenarioReport,
 };
-use crate::seed_file::LoadedSeed;
+use crate::run_start::{RunInputs, RunStart};
 use crate::stats;
-use crate::table::{self, Table};
+use crate::table;
 use perf_trace_core::scion::header;
 
 /// The flags of `apibench`.
@@ -251,19 +250,16 @@ async fn join_with_settle(
         .count();
     let settle_until = Instant::now() + JOIN_SETTLE;
     let first_lines_until = Instant::now() + FIRST_LINES;
-    loop {
-        let index = perf_log::read_perf_log(log)?;
-        let (joined, total) = join_perf_log(scenarios, &index);
+    let join = |index: &_| join_perf_log(scenarios, index);
+    perf_log::join_settled(log, join, |joined, _| {
         // Zero joins once a Hub has had time to write its lines (it may
         // render and write them a flush interval after the requests end)
         // means tracing is off or the log is another hub's: do not wait.
         let now = Instant::now();
         let none_by_now = joined == 0 && now >= first_lines_until;
-        if none_by_now || joined >= wanted || now >= settle_until {
-            return Ok((joined, total));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        none_by_now || joined >= wanted || now >= settle_until
+    })
+    .await
 }
 
 fn progress_bar(len: u64) -> ProgressBar {
@@ -296,40 +292,31 @@ pub fn trace_count(trace: &PerfTraceMap, header: &str) -> Option<u64> {
 /// One scenario's count over its attempts: the value when every attempt
 /// agrees, `min..max` when they differ, `-` without trace data.
 pub fn count_cell(s: &ScenarioReport, header: &str) -> String {
-    let values: BTreeSet<u64> = s
+    let counts = s
         .attempts
         .iter()
-        .filter_map(|a| trace_count(a.perf_trace.as_ref()?, header))
-        .collect();
-    match (values.first(), values.last()) {
-        (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
-        (Some(lo), Some(hi)) => format!("{lo}..{hi}"),
-        _ => "-".to_owned(),
+        .filter_map(|a| trace_count(a.perf_trace.as_ref()?, header));
+    match stats::count_range(counts) {
+        Some((lo, hi)) if lo == hi => lo.to_string(),
+        Some((lo, hi)) => format!("{lo}..{hi}"),
+        None => "-".to_owned(),
     }
 }
 
 /// The end-of-run summary: one row per scenario. Counts that differ between
 /// attempts show as `min..max`.
 pub fn summary_table(report: &Report) -> String {
-    let mut t = Table::new([
-        "scenario",
-        "ok",
-        "median total ms",
-        "median ttfb ms",
-        "store calls",
-        "decisions",
-    ]);
-    for s in &report.scenarios {
-        t.row([
-            s.name.clone(),
-            format!("{}/{}", s.success_count, s.runs),
-            table::ms(s.median_total_ms),
-            table::ms(s.median_ttfb_ms),
-            count_cell(s, header::STORE_CALLS),
-            count_cell(s, header::DECISIONS),
-        ]);
-    }
-    t.render()
+    table::rows(
+        &report.scenarios,
+        &[
+            ("scenario", &|s: &ScenarioReport| s.name.clone()),
+            ("ok", &|s| format!("{}/{}", s.success_count, s.runs)),
+            ("median total ms", &|s| table::ms(s.median_total_ms)),
+            ("median ttfb ms", &|s| table::ms(s.median_ttfb_ms)),
+            ("store calls", &|s| count_cell(s, header::STORE_CALLS)),
+            ("decisions", &|s| count_cell(s, header::DECISIONS)),
+        ],
+    )
 }
 
 /// Runs apibench: the scenarios, the optional log join, then writes the
@@ -340,16 +327,16 @@ pub fn summary_table(report: &Report) -> String {
 /// before the first request and again at join time) all fail before any
 /// report is written. Failed requests do not fail the run; they are recorded.
 pub async fn run(args: ApibenchArgs) -> anyhow::Result<Report> {
-    let base = client::parse_hub_url(&args.hub)?;
-    let loaded = LoadedSeed::load(&args.seed)?;
-    if let Some(log) = &args.hub_perf_log {
-        perf_log::check_perf_log(log)?;
-    }
+    let RunInputs { base, loaded } =
+        RunInputs::read(&args.hub, &args.seed, args.hub_perf_log.as_deref())?;
     let seed = &loaded.seed;
-    let harness = machine::harness_commit();
-    let mut machine_info = machine::machine_at_start(&args.notes);
-    let http = client::build_client(Some(Duration::from_secs(args.timeout_seconds)), 4)?;
-    let hub_version = client::hub_version(&http, &base).await;
+    let timeout = Duration::from_secs(args.timeout_seconds);
+    let RunStart {
+        harness,
+        machine: mut machine_info,
+        http,
+        hub_version,
+    } = RunStart::now(&base, &args.notes, timeout, 4).await?;
 
     let plan = scenarios(&base, &seed.project_id);
     let per_scenario = u64::from(args.warmup) + u64::from(args.runs);
@@ -428,6 +415,7 @@ pub async fn run(args: ApibenchArgs) -> anyhow::Result<Report> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client;
     use clap::Parser;
 
     #[derive(Debug, Parser)]

@@ -17,8 +17,11 @@
 //!   CPU and RSS from `/proc`, its cache table and audit health read at the
 //!   end, `load --csv` and `load --compare`.
 //! - [`report`]: the JSON types both write, and their writing; [`seed_file`]: reading the
-//!   seeder's JSON and its redaction; [`perf_log`]: the `perf_trace` line
-//!   reader; [`stats`], [`table`], [`machine`] and [`client`]: shared pieces.
+//!   seeder's JSON and its redaction; [`perf_log`]: the Hub's `perf_trace`
+//!   lines (read by `perf-trace-cli`) as header-shaped traces, joined to
+//!   requests by request id; [`stats`] (the exact distributions of
+//!   `perf-trace-cli`), [`table`], [`machine`], [`client`] and [`run_start`]:
+//!   shared pieces.
 //! - [`web`]: the browser benchmark over headless Chromium
 //!   (`hub-bench web`).
 //! - [`web_fixture`]: the deterministic answers the web counter budgets
@@ -35,6 +38,7 @@ pub mod load;
 pub mod machine;
 pub mod perf_log;
 pub mod report;
+pub mod run_start;
 pub mod seed_file;
 pub mod stats;
 pub mod table;

@@ -1,25 +1,26 @@
-//! Reading the hub's `perf_trace` log lines and turning them into the
-//! header-shaped trace that reports carry.
+//! The Hub's `perf_trace` lines as the header-shaped trace that reports
+//! carry, and the index that joins them to requests by request id.
 //!
-//! The hub writes one JSON object per line. [`parse_perf_line`] keeps a line
-//! only when it is a JSON object whose `msg` is `"perf_trace"` and whose
-//! `endpoint` is a string; anything else (other messages, non-JSON output,
-//! truncated lines) is `None`. Lines in GCP format carry the message under
-//! `message` instead of `msg` and are deliberately *not* recognised: apibench
-//! expects the default format, as the hub's guide says.
+//! Lines are read by `perf-trace-cli`'s reader ([`line::parse_profile`]
+//! with the Hub's figures), the one the `perf-trace` command uses:
+//! [`parse_perf_line`] keeps a whole perf line with an `endpoint` and an
+//! `elapsed_us`; anything else (other messages, non-JSON output, truncated
+//! lines) is `None`. Lines in GCP format carry the message under `message`
+//! instead of `msg` and are deliberately *not* joined: apibench expects the
+//! default format, as the hub's guide says.
 //!
 //! Figures that are absent read as 0 (the hub leaves out empty phases, store
 //! methods and pool figures). A known figure of the wrong type (a string, a
 //! negative or fractional number) makes the whole line `None`: it was not
-//! written by the hub.
+//! written by the hub. Fields the Hub does not write are passed over.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead as _, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use perf_trace_cli::input::{self, Source};
+use perf_trace_cli::line::{self, classify, FigureKind, Parsed, Unit};
 use perf_trace_core::scion::{self, field, header};
-use serde_json::{Map, Value};
 
 use crate::report::PerfTraceMap;
 
@@ -89,100 +90,87 @@ pub struct PerfLine {
     pub request_id: Option<String>,
 }
 
-fn uint(v: &Value) -> Option<u64> {
-    v.as_u64()
+/// Whether a field is one of the Hub's figures: its phases, store methods,
+/// authorization, decision, event-stream and pool figures.
+fn is_hub_figure(name: &str) -> bool {
+    matches!(
+        name,
+        field::AUTHZ_STORE_CALLS
+            | field::AUTHZ_STORE_US
+            | field::AUDIT_RECORDS
+            | field::AUDIT_ALLOW
+            | field::AUDIT_DENY
+            | field::AUDIT_OTHER
+            | field::AUDIT_EMIT_US
+            | field::SSE_EVENTS
+            | field::DB_WAIT_COUNT
+            | field::DB_WAIT_US
+            | field::DB_IN_USE
+            | field::DB_OPEN
+    ) || matches!(
+        classify(name),
+        FigureKind::Phase(..) | FigureKind::Store(..)
+    )
 }
 
-fn string(v: &Value) -> Option<String> {
-    v.as_str().map(str::to_owned)
-}
-
-/// Splits `<name>_us` / `<name>_n` into the name and whether it is the duration.
-fn split_figure(rest: &str) -> Option<(&str, bool)> {
-    let (name, is_us) = if let Some(name) = rest.strip_suffix(field::MICROS_SUFFIX) {
-        (name, true)
-    } else {
-        (rest.strip_suffix(field::COUNT_SUFFIX)?, false)
-    };
-    (!name.is_empty()).then_some((name, is_us))
-}
-
-fn put(map: &mut BTreeMap<String, CountUs>, name: &str, is_us: bool, value: u64) {
+fn put(map: &mut BTreeMap<String, CountUs>, name: &str, unit: Unit, value: u64) {
     let entry = map.entry(name.to_owned()).or_default();
-    if is_us {
-        entry.us = value;
-    } else {
-        entry.count = value;
+    match unit {
+        Unit::Micros => entry.us = value,
+        Unit::Count => entry.count = value,
     }
 }
 
 /// Parses one log line. Returns `None` for anything that is not a
 /// default-format `perf_trace` line (see the module documentation). Never
 /// panics, whatever the input.
-pub fn parse_perf_line(line: &str) -> Option<PerfLine> {
-    let line = line.trim();
-    if !line.starts_with('{') {
-        return None;
+pub fn parse_perf_line(text: &str) -> Option<PerfLine> {
+    match line::parse_profile(text, is_hub_figure) {
+        Parsed::Perf(read) if !read.gcp_form => Some(PerfLine::from_line(&read)),
+        _ => None,
     }
-    let obj: Map<String, Value> = serde_json::from_str(line).ok()?;
-    if obj.get(field::MSG)?.as_str()? != scion::MESSAGE {
-        return None;
-    }
-    let mut out = PerfLine {
-        endpoint: obj.get(field::ENDPOINT)?.as_str()?.to_owned(),
-        ..PerfLine::default()
-    };
-    let mut db = LinePoolFigures::default();
-    let mut has_db = false;
-    for (key, value) in &obj {
-        match key.as_str() {
-            field::TIME
-            | field::LEVEL
-            | field::MSG
-            | field::COMPONENT
-            | field::SUBSYSTEM
-            | field::ENDPOINT => {}
-            field::ELAPSED_US => out.elapsed_us = uint(value)?,
-            field::AUTHZ_STORE_CALLS => out.authz_store_calls = uint(value)?,
-            field::AUTHZ_STORE_US => out.authz_store_us = uint(value)?,
-            field::AUDIT_RECORDS => out.decisions.records = uint(value)?,
-            field::AUDIT_ALLOW => out.decisions.allow = uint(value)?,
-            field::AUDIT_DENY => out.decisions.deny = uint(value)?,
-            field::AUDIT_OTHER => out.decisions.other = uint(value)?,
-            field::AUDIT_EMIT_US => out.decisions.emit_us = uint(value)?,
-            field::SSE_EVENTS => out.sse_events = uint(value)?,
-            field::DB_WAIT_COUNT | field::DB_WAIT_US | field::DB_IN_USE | field::DB_OPEN => {
-                let v = uint(value)?;
-                has_db = true;
-                match key.as_str() {
-                    field::DB_WAIT_COUNT => db.wait_count = v,
-                    field::DB_WAIT_US => db.wait_us = v,
-                    field::DB_IN_USE => db.in_use = v,
-                    _ => db.open = v,
-                }
-            }
-            field::SSE_STAGE => out.sse_stage = Some(string(value)?),
-            field::METHOD => out.method = string(value)?,
-            field::REQUEST_ID => {
-                let id = string(value)?;
-                out.request_id = (!id.is_empty()).then_some(id);
-            }
-            other => {
-                if let Some(rest) = other.strip_prefix(field::PHASE_PREFIX) {
-                    if let Some((name, is_us)) = split_figure(rest) {
-                        put(&mut out.phases, name, is_us, uint(value)?);
+}
+
+impl PerfLine {
+    /// The Hub's figures of a line read by the generic reader.
+    fn from_line(read: &line::PerfLine<'_>) -> PerfLine {
+        let mut out = PerfLine {
+            endpoint: read.endpoint.clone().into_owned(),
+            elapsed_us: read.elapsed_us,
+            method: read.method.as_deref().unwrap_or_default().to_owned(),
+            request_id: read.request_id.as_deref().map(str::to_owned),
+            sse_stage: read.text(field::SSE_STAGE).map(str::to_owned),
+            ..PerfLine::default()
+        };
+        let mut db: Option<LinePoolFigures> = None;
+        for (name, value) in &read.figures {
+            let value = *value;
+            let d = &mut out.decisions;
+            match name.as_ref() {
+                field::AUTHZ_STORE_CALLS => out.authz_store_calls = value,
+                field::AUTHZ_STORE_US => out.authz_store_us = value,
+                field::AUDIT_RECORDS => d.records = value,
+                field::AUDIT_ALLOW => d.allow = value,
+                field::AUDIT_DENY => d.deny = value,
+                field::AUDIT_OTHER => d.other = value,
+                field::AUDIT_EMIT_US => d.emit_us = value,
+                field::SSE_EVENTS => out.sse_events = value,
+                field::DB_WAIT_COUNT => db.get_or_insert_default().wait_count = value,
+                field::DB_WAIT_US => db.get_or_insert_default().wait_us = value,
+                field::DB_IN_USE => db.get_or_insert_default().in_use = value,
+                field::DB_OPEN => db.get_or_insert_default().open = value,
+                other => match classify(other) {
+                    FigureKind::Phase(phase, unit) => put(&mut out.phases, phase, unit, value),
+                    FigureKind::Store(method, unit) => {
+                        put(&mut out.store_calls, method, unit, value)
                     }
-                } else if let Some(rest) = other.strip_prefix(field::STORE_PREFIX) {
-                    if let Some((name, is_us)) = split_figure(rest) {
-                        put(&mut out.store_calls, name, is_us, uint(value)?);
-                    }
-                }
-                // Anything else is a key this reader does not know: ignored.
+                    FigureKind::StoreTotal(_) | FigureKind::Other(_) => {}
+                },
             }
         }
+        out.db = db;
+        out
     }
-    out.db = has_db.then_some(db);
-    Some(out)
 }
 
 fn pairs(map: &BTreeMap<String, CountUs>, value: impl Fn(&CountUs) -> u64) -> String {
@@ -221,43 +209,29 @@ impl PerfLine {
     }
 }
 
+fn read_context(path: &Path) -> String {
+    format!("read hub perf log: {}", path.display())
+}
+
 /// Checks that the log at `path` can be opened for reading. The error reads
 /// `read hub perf log: <path>: <reason>`.
 pub fn check_perf_log(path: &Path) -> anyhow::Result<()> {
-    open(path).map(drop)
+    input::open(&Source::File(path.to_owned()))
+        .map(drop)
+        .with_context(|| read_context(path))
 }
 
-fn open(path: &Path) -> anyhow::Result<std::fs::File> {
-    let context = || format!("read hub perf log: {}", path.display());
-    let file = std::fs::File::open(path).with_context(context)?;
-    let meta = file.metadata().with_context(context)?;
-    if meta.is_dir() {
-        return Err(anyhow::anyhow!("is a directory")).with_context(context);
-    }
-    Ok(file)
-}
-
-/// Reads every `perf_trace` line of the log at `path`, in file order. Lines
-/// that [`parse_perf_line`] rejects (and lines that are not UTF-8) are
-/// skipped. Errors read `read hub perf log: <path>: <reason>`.
+/// Reads every `perf_trace` line of the log at `path` (gzip'd or not), in
+/// file order. Lines that [`parse_perf_line`] rejects (and lines that are
+/// not UTF-8) are skipped. Errors read `read hub perf log: <path>: <reason>`.
 pub fn read_perf_lines(path: &Path) -> anyhow::Result<Vec<PerfLine>> {
-    let mut reader = BufReader::new(open(path)?);
-    let mut buf = Vec::new();
     let mut lines = Vec::new();
-    loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .with_context(|| format!("read hub perf log: {}", path.display()))?;
-        if n == 0 {
-            break;
+    input::for_each_line(&Source::File(PathBuf::from(path)), |bytes, _| {
+        if let Some(line) = std::str::from_utf8(bytes).ok().and_then(parse_perf_line) {
+            lines.push(line);
         }
-        if let Ok(text) = std::str::from_utf8(&buf) {
-            if let Some(line) = parse_perf_line(text) {
-                lines.push(line);
-            }
-        }
-    }
+    })
+    .with_context(|| read_context(path))?;
     Ok(lines)
 }
 
@@ -277,6 +251,23 @@ pub fn index_by_request_id(lines: Vec<PerfLine>) -> HashMap<String, PerfLine> {
 /// Reads the log at `path` and indexes its `perf_trace` lines by request id.
 pub fn read_perf_log(path: &Path) -> anyhow::Result<HashMap<String, PerfLine>> {
     read_perf_lines(path).map(index_by_request_id)
+}
+
+/// Joins a run's requests to the log's lines, reading the log again every
+/// 100 ms (the Hub writes a line as its response ends, so the last ones can
+/// trail the client) until `settled(joined, total)`; returns `(joined, total)`.
+pub async fn join_settled(
+    log: &Path,
+    mut join: impl FnMut(&HashMap<String, PerfLine>) -> (usize, usize),
+    mut settled: impl FnMut(usize, usize) -> bool,
+) -> anyhow::Result<(usize, usize)> {
+    loop {
+        let (joined, total) = join(&read_perf_log(log)?);
+        if settled(joined, total) {
+            return Ok((joined, total));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 /// Whether a response header name is a trace header (`X-Scion-Perf-*`, any case).

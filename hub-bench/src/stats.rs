@@ -12,6 +12,12 @@
 //!   (`rank = ceil(p / 100 * n)`, 1-based, at least 1).
 //!
 //! Every function returns `None` for an empty slice.
+//!
+//! Latencies and per-request counts go into `perf-trace-cli`'s exact
+//! distribution ([`CountDist`]), the one its summaries keep counts in, so a
+//! per-endpoint table here and `perf-trace summary` rank values alike.
+
+use perf_trace_cli::dist::{self, CountDist, CountStats};
 
 use crate::report::LatencySummary;
 
@@ -64,10 +70,8 @@ pub fn stddev(samples: &[f64]) -> Option<f64> {
 /// The 1-based nearest rank of percentile `p` (clamped to `0..=100`) among `n`
 /// samples: `ceil(p / 100 * n)`, at least 1. `n` must be at least 1.
 pub fn nearest_rank(p: f64, n: usize) -> usize {
-    let p = if p.is_nan() { 0.0 } else { p.clamp(0.0, 100.0) };
-    // Multiply before dividing so that e.g. p = 90, n = 10 gives exactly 9.
-    let rank = (p * n as f64 / 100.0).ceil() as usize;
-    rank.clamp(1, n)
+    let p = if p.is_nan() { 0.0 } else { p };
+    dist::nearest_rank(p, n as u64) as usize
 }
 
 /// The nearest-rank percentile `p` (0 to 100) of `samples`.
@@ -91,32 +95,54 @@ pub fn round_ms(ms: f64) -> f64 {
     (ms * 1000.0).round() / 1000.0
 }
 
-/// Summarizes latency samples given in microseconds: count, mean, the
-/// nearest-rank p50/p90/p95/p99 and the maximum, all in milliseconds. The
-/// latency fields are `None` when there are no samples.
-pub fn latency_summary_us(samples_us: &[u32]) -> LatencySummary {
-    let mut v: Vec<u32> = samples_us.to_vec();
-    v.sort_unstable();
-    let count = v.len() as u64;
-    if v.is_empty() {
-        return LatencySummary {
-            count,
-            ..LatencySummary::default()
-        };
+/// Latency samples in microseconds as an exact distribution.
+pub fn latency_dist(samples_us: impl IntoIterator<Item = u32>) -> CountDist {
+    let mut dist = CountDist::default();
+    for us in samples_us {
+        dist.record(u64::from(us));
     }
-    let ms = |us: u32| round_ms(f64::from(us) / 1000.0);
-    let pick = |p: f64| ms(v[nearest_rank(p, v.len()) - 1]);
-    let sum: u64 = v.iter().map(|&x| u64::from(x)).sum();
+    dist
+}
+
+/// Summarizes an exact distribution of `count` latencies in microseconds:
+/// the mean, the nearest-rank p50/p75/p90/p95/p99 and the maximum, all in
+/// milliseconds. The latency fields are `None` when there are no samples.
+pub fn latency_summary(dist: &CountDist, count: u64) -> LatencySummary {
+    if count == 0 {
+        return LatencySummary::default();
+    }
+    let ms = |us: u64| round_ms(us as f64 / 1000.0);
+    let pick = |p: f64| Some(ms(dist.percentile(p, count)));
     LatencySummary {
         count,
-        avg_ms: Some(round_ms(sum as f64 / v.len() as f64 / 1000.0)),
-        p50_ms: Some(pick(50.0)),
-        p75_ms: Some(pick(75.0)),
-        p90_ms: Some(pick(90.0)),
-        p95_ms: Some(pick(95.0)),
-        p99_ms: Some(pick(99.0)),
-        max_ms: Some(ms(v[v.len() - 1])),
+        avg_ms: Some(round_ms(dist.sum() as f64 / count as f64 / 1000.0)),
+        p50_ms: pick(50.0),
+        p75_ms: pick(75.0),
+        p90_ms: pick(90.0),
+        p95_ms: pick(95.0),
+        p99_ms: pick(99.0),
+        max_ms: pick(100.0),
     }
+}
+
+/// [`latency_summary`] of latency samples given in microseconds.
+pub fn latency_summary_us(samples_us: &[u32]) -> LatencySummary {
+    latency_summary(
+        &latency_dist(samples_us.iter().copied()),
+        samples_us.len() as u64,
+    )
+}
+
+/// The smallest and largest of per-request counts, `None` without any.
+pub fn count_range(counts: impl IntoIterator<Item = u64>) -> Option<(u64, u64)> {
+    let mut dist = CountDist::default();
+    let mut requests = 0;
+    for count in counts {
+        dist.record(count);
+        requests += 1;
+    }
+    let CountStats { min, max, .. } = dist.stats(requests);
+    (requests > 0).then_some((min, max))
 }
 
 #[cfg(test)]

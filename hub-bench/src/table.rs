@@ -70,6 +70,21 @@ impl Table {
     }
 }
 
+/// One column of a table with a row per item: its title and its cell.
+pub type Column<'a, T> = (&'a str, &'a dyn Fn(&T) -> String);
+
+/// Renders a table with one row per item of `items`, a cell per column.
+pub fn rows<'t, T: 't>(
+    items: impl IntoIterator<Item = &'t T>,
+    columns: &[Column<'_, T>],
+) -> String {
+    let mut t = Table::new(columns.iter().map(|(title, _)| *title));
+    for item in items {
+        t.row(columns.iter().map(|(_, cell)| cell(item)));
+    }
+    t.render()
+}
+
 /// Formats an optional millisecond figure with two decimals, `-` when absent.
 pub fn ms(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"))
@@ -91,6 +106,19 @@ project-agents-list  5/5      12.30
 global               4/5
 ";
         assert_eq!(t.render(), expected);
+    }
+
+    #[test]
+    fn renders_a_row_per_item() {
+        let items = [("a", 1), ("bb", 22)];
+        let columns: [Column<'_, (&str, i32)>; 2] = [
+            ("name", &|item| item.0.to_owned()),
+            ("n", &|item| item.1.to_string()),
+        ];
+        assert_eq!(
+            rows(&items, &columns),
+            "name   n\n----  --\na      1\nbb    22\n"
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::run;
+use support::{against_nothing, run};
 
 #[test]
 fn every_subcommand_has_help() {
@@ -65,30 +65,8 @@ fn bad_flags_and_missing_files_are_one_line_errors() {
         (vec!["load", "--duration", "0s"], 2),
         // Hub commands are `hub-example`'s.
         (vec!["serve"], 2),
-        (
-            vec![
-                "apibench",
-                "--hub",
-                "http://127.0.0.1:9",
-                "--seed",
-                missing_seed,
-                "--out",
-                out_text,
-            ],
-            1,
-        ),
-        (
-            vec![
-                "load",
-                "--hub",
-                "http://127.0.0.1:9",
-                "--seed",
-                missing_seed,
-                "--out",
-                out_text,
-            ],
-            1,
-        ),
+        (against_nothing("apibench", missing_seed, out_text), 1),
+        (against_nothing("load", missing_seed, out_text), 1),
     ] {
         let (got, stdout, stderr) = run(&args);
         assert_eq!(got, code, "{args:?}: {stderr}");

@@ -125,6 +125,45 @@ fn sh(script: &str, bench: &Path) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// The guide's jq commands on the run's files, when jq is installed: the
+/// join by request id finds exactly `line`, and the per-attempt table has a
+/// row per attempt of the scenarios `names`.
+fn the_guides_jq_commands(bench: &Path, line: &Value, names: &[&str]) {
+    if jq_available() {
+        let joined = sh(
+            r#"id=$(jq -r '.scenarios[] | select(.name == "project-agents-list") | .attempts[0].requestId' "$BENCH/api-25.json")
+jq -c --arg id "$id" 'select(.msg == "perf_trace" and .request_id == $id)' "$BENCH/hub25.log""#,
+            bench,
+        );
+        let jq_lines: Vec<Value> = joined
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(
+            jq_lines,
+            std::slice::from_ref(line),
+            "jq found another line"
+        );
+
+        let tsv = sh(
+            r#"jq -r '.scenarios[] | .name as $s | .attempts[] |
+  [$s, .perfTrace["X-Scion-Perf-Store-Calls"], .perfTrace["X-Scion-Perf-Decisions"]] | @tsv' \
+  "$BENCH/api-25.json""#,
+            bench,
+        );
+        let rows: Vec<Vec<&str>> = tsv.lines().map(|l| l.split('\t').collect()).collect();
+        assert_eq!(rows.len(), 15, "{tsv}");
+        for row in &rows {
+            assert_eq!(row.len(), 3, "{row:?}");
+            assert!(names.contains(&row[0]), "{row:?}");
+            assert!(row[1].contains('='), "{row:?}");
+            assert!(row[2].starts_with("count="), "{row:?}");
+        }
+    } else {
+        println!("jq is not installed: skipped the guide's literal jq commands");
+    }
+}
+
 #[test]
 fn the_guides_steps_work_with_this_binary() {
     let tmp = tempfile::tempdir().unwrap();
@@ -285,39 +324,7 @@ fn the_guides_steps_work_with_this_binary() {
     assert_eq!(line["authz_store_calls"].as_u64(), Some(per_method));
 
     // The same join with the guide's jq commands, when jq is installed.
-    if jq_available() {
-        let joined = sh(
-            r#"id=$(jq -r '.scenarios[] | select(.name == "project-agents-list") | .attempts[0].requestId' "$BENCH/api-25.json")
-jq -c --arg id "$id" 'select(.msg == "perf_trace" and .request_id == $id)' "$BENCH/hub25.log""#,
-            bench,
-        );
-        let jq_lines: Vec<Value> = joined
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(
-            jq_lines,
-            std::slice::from_ref(line),
-            "jq found another line"
-        );
-
-        let tsv = sh(
-            r#"jq -r '.scenarios[] | .name as $s | .attempts[] |
-  [$s, .perfTrace["X-Scion-Perf-Store-Calls"], .perfTrace["X-Scion-Perf-Decisions"]] | @tsv' \
-  "$BENCH/api-25.json""#,
-            bench,
-        );
-        let rows: Vec<Vec<&str>> = tsv.lines().map(|l| l.split('\t').collect()).collect();
-        assert_eq!(rows.len(), 15, "{tsv}");
-        for row in &rows {
-            assert_eq!(row.len(), 3, "{row:?}");
-            assert!(names.contains(&row[0]), "{row:?}");
-            assert!(row[1].contains('='), "{row:?}");
-            assert!(row[2].starts_with("count="), "{row:?}");
-        }
-    } else {
-        println!("jq is not installed: skipped the guide's literal jq commands");
-    }
+    the_guides_jq_commands(bench, line, &names);
 
     drop(server);
 }

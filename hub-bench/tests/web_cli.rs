@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::run;
+use support::{against_nothing, run};
 
 #[test]
 fn help_names_every_flag_and_its_default() {
@@ -81,32 +81,17 @@ fn a_missing_seed_or_log_fails_before_a_report() {
     let out = dir.path().join("browser.json");
     let out = out.to_str().unwrap();
     let missing = dir.path().join("absent.json");
-    let (code, _, stderr) = run(&[
-        "web",
-        "--hub",
-        "http://127.0.0.1:9",
-        "--seed",
-        missing.to_str().unwrap(),
-        "--out",
-        out,
-    ]);
+    let (code, _, stderr) = run(&against_nothing("web", missing.to_str().unwrap(), out));
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("read seed file"), "{stderr}");
 
     let seed = dir.path().join("seed.json");
     std::fs::write(&seed, r#"{"projectId":"p","memberToken":"t"}"#).unwrap();
-    let (code, _, stderr) = run(&[
-        "web",
-        "--hub",
-        "http://127.0.0.1:9",
-        "--seed",
-        seed.to_str().unwrap(),
-        "--out",
-        out,
-        "--hub-perf-log",
-        dir.path().join("absent.log").to_str().unwrap(),
-    ]);
+    let absent_log = dir.path().join("absent.log");
+    let mut args = against_nothing("web", seed.to_str().unwrap(), out);
+    args.extend(["--hub-perf-log", absent_log.to_str().unwrap()]);
+    let (code, _, stderr) = run(&args);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("read hub perf log"), "{stderr}");
     assert!(!std::path::Path::new(out).exists());

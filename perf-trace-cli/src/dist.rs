@@ -20,7 +20,9 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-/// Exact counts per request.
+/// Exact counts per request: a table of value to requests, so it serves any
+/// whole-number figure whose percentiles must be exact (a latency in
+/// microseconds too, at the cost of one entry per distinct value).
 #[derive(Debug, Clone, Default)]
 pub struct CountDist {
     /// Value to number of requests with it (zeros not stored).

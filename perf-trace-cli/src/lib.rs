@@ -2,10 +2,12 @@
 //! `perf-trace` command.
 //!
 //! - [`input`]: files, glob patterns, standard input, gzip; [`line`](mod@line): one
-//!   line read generically from its field names; [`scan`]: the filters and
-//!   the account of skipped and malformed lines.
-//! - [`dist`]: exact count tables and fixed-size time histograms;
-//!   [`aggregate`]: per endpoint class; [`summary`]: what `summary` reports.
+//!   line read generically from its field names, or as one profile's whose
+//!   figures are known; [`scan`]: the filters and the account of skipped and
+//!   malformed lines.
+//! - [`dist`]: exact count tables (exact percentiles for any whole-number
+//!   figure) and fixed-size time histograms; [`aggregate`]: per endpoint
+//!   class; [`summary`]: what `summary` reports.
 //! - [`output`]: table, JSON and CSV; [`html`] and [`svg`]: the report page.
 //! - [`bootstrap`]: the ratio of medians and its interval; [`diff`]: what moved.
 //! - [`sample`]: sample logs in the lines' real shapes, for tests and the

@@ -13,6 +13,10 @@
 //! for a line that claims to be one but cannot be read whole (cut, not JSON,
 //! no endpoint, a figure that is not an unsigned integer, any field that is
 //! neither text nor an unsigned integer).
+//!
+//! [`parse_profile`] reads the lines of one profile whose figures are known
+//! (the Hub's): a field that is not one of them is passed over whatever it
+//! holds, so a field added beside the profile's does not cost the line.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -120,8 +124,24 @@ pub struct PerfLine<'a> {
     pub method: Option<Cow<'a, str>>,
     /// The request id, when present and not empty.
     pub request_id: Option<Cow<'a, str>>,
+    /// Whether the message stood under `message` (the GCP form) rather than
+    /// `msg`.
+    pub gcp_form: bool,
     /// Every other unsigned figure, by field name, in line order.
     pub figures: Vec<(Cow<'a, str>, u64)>,
+    /// Every other text field (a profile's own, like the Hub's `sse_stage`),
+    /// by field name, in line order.
+    pub texts: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+}
+
+impl PerfLine<'_> {
+    /// The text field `name` among [`PerfLine::texts`].
+    pub fn text(&self, name: &str) -> Option<&str> {
+        self.texts
+            .iter()
+            .find(|(field, _)| field == name)
+            .map(|(_, value)| value.as_ref())
+    }
 }
 
 /// What one line of input is.
@@ -135,8 +155,22 @@ pub enum Parsed<'a> {
     Malformed(String),
 }
 
-/// Reads one line of input (without its newline).
+/// Reads one line of input (without its newline), of any profile: every
+/// field that is not text is a figure.
 pub fn parse(text: &str) -> Parsed<'_> {
+    read(text, None)
+}
+
+/// Reads one line of a profile whose figures `is_figure` names: another
+/// field (besides `endpoint`, `elapsed_us`, `status` and the text fields
+/// every profile shares) is passed over whatever it holds; a named one must
+/// be an unsigned integer, as in [`parse`].
+pub fn parse_profile(text: &str, is_figure: impl Fn(&str) -> bool) -> Parsed<'_> {
+    read(text, Some(&is_figure))
+}
+
+/// [`parse`], or with `profile` [`parse_profile`].
+fn read<'a>(text: &'a str, profile: Option<&dyn Fn(&str) -> bool>) -> Parsed<'a> {
     if memchr::memmem::find(text.as_bytes(), NEEDLE).is_none() {
         return Parsed::NotPerf;
     }
@@ -148,24 +182,47 @@ pub fn parse(text: &str) -> Parsed<'_> {
         Ok(fields) => fields.0,
         Err(e) => return Parsed::Malformed(format!("not a whole JSON object ({e})")),
     };
-    let is_perf = fields.iter().any(|(name, value)| {
-        matches!(name.as_ref(), "msg" | "message")
-            && matches!(value, Value::Text(t) if t == MESSAGE)
+    let message_key = fields.iter().find_map(|(name, value)| {
+        let key = name.as_ref();
+        (matches!(key, "msg" | "message") && matches!(value, Value::Text(t) if t == MESSAGE))
+            .then_some(key)
     });
-    if !is_perf {
+    let Some(message_key) = message_key else {
         return Parsed::NotPerf;
-    }
-    match build(fields) {
-        Ok(line) => Parsed::Perf(line),
+    };
+    let gcp_form = message_key == "message";
+    match build(fields, profile) {
+        Ok(line) => Parsed::Perf(PerfLine { gcp_form, ..line }),
         Err(reason) => Parsed::Malformed(reason),
     }
 }
 
-fn build<'a>(fields: Vec<(Cow<'a, str>, Value<'a>)>) -> Result<PerfLine<'a>, String> {
+fn build<'a>(
+    fields: Vec<(Cow<'a, str>, Value<'a>)>,
+    profile: Option<&dyn Fn(&str) -> bool>,
+) -> Result<PerfLine<'a>, String> {
     let mut line = PerfLine::default();
     let (mut has_endpoint, mut has_elapsed) = (false, false);
     for (name, value) in fields {
+        // Whether the profile names this field as one of its figures (the
+        // generic reading asks nothing, so its hot path pays nothing).
+        let named = match profile {
+            Some(is_figure)
+                if !matches!(name.as_ref(), "endpoint" | "elapsed_us" | "status")
+                    && !TEXT_FIELDS.contains(&name.as_ref()) =>
+            {
+                if !is_figure(&name) {
+                    if let Value::Text(text) = value {
+                        line.texts.push((name, text));
+                    }
+                    continue;
+                }
+                true
+            }
+            _ => false,
+        };
         let wrong = |what: &str| format!("`{name}` is {what}");
+        let mut kept = None;
         match (name.as_ref(), value) {
             ("endpoint", Value::Text(text)) => {
                 line.endpoint = text;
@@ -184,7 +241,10 @@ fn build<'a>(fields: Vec<(Cow<'a, str>, Value<'a>)>) -> Result<PerfLine<'a>, Str
             (known, Value::Uint(_)) if TEXT_FIELDS.contains(&known) => {
                 return Err(wrong("a number, not text"))
             }
-            (_, Value::Uint(v)) => line.figures.push((name, v)),
+            (_, Value::Uint(v)) => {
+                line.figures.push((name, v));
+                continue;
+            }
             ("elapsed_us" | "status", Value::Text(_)) => {
                 return Err(wrong("text, not an unsigned integer"))
             }
@@ -193,17 +253,25 @@ fn build<'a>(fields: Vec<(Cow<'a, str>, Value<'a>)>) -> Result<PerfLine<'a>, Str
             // null or a fraction where a figure should be would otherwise
             // read as a silent 0.
             (_, Value::Other(what)) => return Err(wrong(what)),
-            (other, Value::Text(_)) => {
+            (other, Value::Text(text)) => {
                 // A field named like a figure must be one; other text is a
-                // profile's own business.
-                let figure_like = !TEXT_FIELDS.contains(&other)
-                    && (other.starts_with("phase_")
-                        || other.starts_with("store_")
-                        || split_unit(other).is_some());
+                // profile's own business, kept for its reader.
+                let shared = TEXT_FIELDS.contains(&other);
+                let figure_like = named
+                    || !shared
+                        && (other.starts_with("phase_")
+                            || other.starts_with("store_")
+                            || split_unit(other).is_some());
                 if figure_like {
                     return Err(wrong("text, not a figure"));
                 }
+                if !shared || other == "sse_stage" {
+                    kept = Some(text);
+                }
             }
+        }
+        if let Some(text) = kept {
+            line.texts.push((name, text));
         }
     }
     if !has_endpoint {
@@ -431,6 +499,31 @@ mod tests {
                 other => panic!("{text}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_known_profile_passes_over_fields_it_does_not_name() {
+        let is_figure = |name: &str| name.starts_with("phase_") || name == "db_open";
+        let odd = HUB.replace(
+            "\"method\":\"GET\"",
+            "\"method\":\"GET\",\"future\":[1],\"note\":null,\"sse_stage\":\"close\"",
+        );
+        assert!(matches!(parse(&odd), Parsed::Malformed(_)));
+        let Parsed::Perf(line) = parse_profile(&odd, is_figure) else {
+            panic!("{odd}")
+        };
+        let names: Vec<&str> = line.figures.iter().map(|(n, _)| n.as_ref()).collect();
+        assert_eq!(names, ["phase_enrich_us", "phase_enrich_n", "db_open"]);
+        assert_eq!(line.text("sse_stage"), Some("close"));
+        assert!(!line.gcp_form);
+        // A figure the profile names must still be an unsigned integer.
+        let text_figure = HUB.replace("\"db_open\":1", "\"db_open\":\"1\"");
+        assert!(matches!(
+            parse_profile(&text_figure, is_figure),
+            Parsed::Malformed(_)
+        ));
+        let gcp = HUB.replace(r#""msg":"perf_trace""#, r#""message":"perf_trace""#);
+        assert!(perf(&gcp).gcp_form);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use perf_trace_core::scion::header;
 use crate::apibench::{self, count_cell, scenarios, timed_get, ApibenchArgs};
 use crate::hubs::start_hub;
 use crate::report::Report;
-use crate::table::{ms, Table};
+use crate::table::{self, ms};
 use crate::{client, stats};
 
 pub mod browser;
@@ -100,25 +100,19 @@ impl DemoOutcome {
 
     /// The table printed at the end.
     pub fn table(&self) -> String {
-        let mut t = Table::new([
-            "scenario",
-            "agents",
-            "median ms",
-            "store calls",
-            "decisions",
-            "on/off",
-        ]);
-        for r in &self.rows {
-            t.row([
-                r.scenario.clone(),
-                r.agents.to_string(),
-                ms(r.median_ms),
-                r.store_calls.clone(),
-                r.decisions.clone(),
-                r.on_off_ratio.map_or("-".into(), |x| format!("{x:.3}")),
-            ]);
-        }
-        t.render()
+        table::rows(
+            &self.rows,
+            &[
+                ("scenario", &|r: &DemoRow| r.scenario.clone()),
+                ("agents", &|r| r.agents.to_string()),
+                ("median ms", &|r| ms(r.median_ms)),
+                ("store calls", &|r| r.store_calls.clone()),
+                ("decisions", &|r| r.decisions.clone()),
+                ("on/off", &|r| {
+                    r.on_off_ratio.map_or("-".into(), |x| format!("{x:.3}"))
+                }),
+            ],
+        )
     }
 }
 

@@ -14,7 +14,7 @@ use super::mix::MixEntry;
 use super::users::{merge_into, Tally, UsersOutcome};
 use crate::client::path_and_query;
 use crate::report::{EndpointLoad, LatencySummary, ReplicaLoad};
-use crate::stats::latency_summary_us;
+use crate::stats::{latency_dist, latency_summary};
 
 /// How often the Hub process is sampled.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(500);
@@ -139,10 +139,13 @@ pub(super) fn endpoints(
     for tallies in per_replica {
         merge_into(&mut totals, tallies);
     }
-    let mut all: Vec<u32> = Vec::with_capacity(totals.iter().map(|t| t.latencies_us.len()).sum());
+    let (mut all, mut all_count) = (latency_dist([]), 0);
     let mut endpoints = Vec::with_capacity(totals.len());
     for (entry, t) in mix.iter().zip(totals) {
-        all.extend_from_slice(&t.latencies_us);
+        let count = t.latencies_us.len() as u64;
+        let dist = latency_dist(t.latencies_us.iter().copied());
+        all.merge(&dist);
+        all_count += count;
         endpoints.push(EndpointLoad {
             name: entry.name.to_owned(),
             method: entry.method.to_string(),
@@ -159,11 +162,11 @@ pub(super) fn endpoints(
                 .map(|(s, n)| (s.to_string(), *n))
                 .collect(),
             first_unexpected: t.first_unexpected,
-            rps: per_second(t.latencies_us.len() as u64, elapsed.as_secs_f64()),
-            latency: latency_summary_us(&t.latencies_us),
+            rps: per_second(count, elapsed.as_secs_f64()),
+            latency: latency_summary(&dist, count),
         });
     }
-    (endpoints, latency_summary_us(&all))
+    (endpoints, latency_summary(&all, all_count))
 }
 
 /// Users of `users_started` sent to replica `index` of `replicas` (users
@@ -186,11 +189,9 @@ fn replica_load(
         Ok(p) => (Some(p), None),
         Err(reason) => (None, Some(reason)),
     };
-    let latencies: Vec<u32> = tallies
-        .iter()
-        .flat_map(|t| t.latencies_us.iter().copied())
-        .collect();
-    let latency = latency_summary_us(&latencies);
+    let count = tallies.iter().map(|t| t.latencies_us.len() as u64).sum();
+    let latencies = latency_dist(tallies.iter().flat_map(|t| t.latencies_us.iter().copied()));
+    let latency = latency_summary(&latencies, count);
     ReplicaLoad {
         hub_base_url: base.to_string(),
         users_started: users_on(index, replicas, users_started),

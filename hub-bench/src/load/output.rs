@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use super::hub_state::CacheRoute;
 use super::{compare, csv};
 use crate::report::{write_json, LatencySummary, LoadReport};
 use crate::table::{self, Table};
@@ -249,26 +250,19 @@ fn cache_lines(report: &LoadReport) -> String {
     let mut out = String::new();
     match &report.cache {
         Some(cache) if cache.available => {
-            let mut t = Table::new([
-                "cached route",
-                "ttl ms",
-                "hits",
-                "misses",
-                "shared in-flight",
-                "hit rate",
-            ]);
-            for r in &cache.routes {
-                t.row([
-                    r.route.clone(),
-                    r.ttl_ms.to_string(),
-                    r.hits.to_string(),
-                    r.misses.to_string(),
-                    r.shared.to_string(),
-                    format!("{:.1}%", r.hit_rate * 100.0),
-                ]);
-            }
+            let t = table::rows(
+                &cache.routes,
+                &[
+                    ("cached route", &|r: &CacheRoute| r.route.clone()),
+                    ("ttl ms", &|r| r.ttl_ms.to_string()),
+                    ("hits", &|r| r.hits.to_string()),
+                    ("misses", &|r| r.misses.to_string()),
+                    ("shared in-flight", &|r| r.shared.to_string()),
+                    ("hit rate", &|r| format!("{:.1}%", r.hit_rate * 100.0)),
+                ],
+            );
             let state = if cache.enabled { "on" } else { "off" };
-            out.push_str(&format!("cache ({state}):\n{}", t.render()));
+            out.push_str(&format!("cache ({state}):\n{t}"));
         }
         Some(cache) => out.push_str(&format!(
             "cache table unavailable: {}\n",

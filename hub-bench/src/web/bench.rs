@@ -26,9 +26,10 @@ use crate::client;
 use crate::machine;
 use crate::perf_log::{self, PerfLine};
 use crate::report::write_json;
+use crate::run_start::{RunInputs, RunStart};
 use crate::seed_file::LoadedSeed;
 use crate::stats::round_ms;
-use crate::table::{self, Table};
+use crate::table;
 
 /// How long a run with `--expect-readiness-marks` waits for its two marks.
 pub const MARK_WAIT: Duration = Duration::from_secs(3);
@@ -487,35 +488,30 @@ fn chromium_version(paths: &BrowserPaths) -> String {
 
 /// The report's summary table.
 pub fn summary_table(report: &BrowserReport) -> String {
-    let mut t = Table::new([
-        "scenario",
-        "agents",
-        "populated",
-        "first page ms",
-        "page size",
-        "pages",
-        "page change ms",
-        "burst update ms",
-        "marks missing",
-        "marks unexpected",
-    ]);
-    for s in &report.scenarios {
-        t.row([
-            s.name.clone(),
-            s.agent_count.to_string(),
-            format!("{}/{}", s.populated_run_count, s.runs),
-            table::ms(s.first_page.median_ms),
-            s.page_size.map_or("-".into(), |n| n.to_string()),
-            s.page_count.map_or("-".into(), |n| n.to_string()),
-            table::ms(s.page_change.median_ms),
-            s.burst_update
-                .as_ref()
-                .map_or("-".into(), |b| table::ms(b.median_ms)),
-            s.readiness_marks_missing_run_count.to_string(),
-            s.readiness_marks_unexpected_run_count.to_string(),
-        ]);
-    }
-    t.render()
+    let count = |n: Option<u32>| n.map_or("-".into(), |n| n.to_string());
+    table::rows(
+        &report.scenarios,
+        &[
+            ("scenario", &|s: &WebScenarioReport| s.name.clone()),
+            ("agents", &|s| s.agent_count.to_string()),
+            ("populated", &|s| {
+                format!("{}/{}", s.populated_run_count, s.runs)
+            }),
+            ("first page ms", &|s| table::ms(s.first_page.median_ms)),
+            ("page size", &|s| count(s.page_size)),
+            ("pages", &|s| count(s.page_count)),
+            ("page change ms", &|s| table::ms(s.page_change.median_ms)),
+            ("burst update ms", &|s| {
+                table::ms(s.burst_update.as_ref().and_then(|b| b.median_ms))
+            }),
+            ("marks missing", &|s| {
+                s.readiness_marks_missing_run_count.to_string()
+            }),
+            ("marks unexpected", &|s| {
+                s.readiness_marks_unexpected_run_count.to_string()
+            }),
+        ],
+    )
 }
 
 /// Runs the browser benchmark, writes the report to `--out`, prints the
@@ -525,16 +521,15 @@ pub fn summary_table(report: &BrowserReport) -> String {
 /// browser, or a refused sign-in fail the run before any report is written;
 /// a view that does not populate is recorded as a failed run.
 pub async fn run(args: WebArgs) -> anyhow::Result<BrowserReport> {
-    let base = client::parse_hub_url(&args.hub)?;
-    let loaded = LoadedSeed::load(&args.seed)?;
-    if let Some(log) = &args.hub_perf_log {
-        perf_log::check_perf_log(log)?;
-    }
+    let RunInputs { base, loaded } =
+        RunInputs::read(&args.hub, &args.seed, args.hub_perf_log.as_deref())?;
     let paths = BrowserPaths::find().map_err(anyhow::Error::msg)?;
-    let harness = machine::harness_commit();
-    let mut machine_info = machine::machine_at_start(&args.notes);
-    let http = client::build_client(Some(Duration::from_secs(30)), 2)?;
-    let hub_version = client::hub_version(&http, &base).await;
+    let RunStart {
+        harness,
+        machine: mut machine_info,
+        http: _,
+        hub_version,
+    } = RunStart::now(&base, &args.notes, Duration::from_secs(30), 2).await?;
     let plan = Plan {
         args: &args,
         base: base.as_str().trim_end_matches('/').to_owned(),
@@ -579,16 +574,13 @@ pub async fn run(args: WebArgs) -> anyhow::Result<BrowserReport> {
     machine::finish(&mut machine_info);
     if let Some(log) = &args.hub_perf_log {
         let until = Instant::now() + Duration::from_secs(2);
-        loop {
-            let index = perf_log::read_perf_log(log)?;
-            let (joined, total) = join_perf_log(&mut reports, &index);
-            if joined >= total || joined == 0 || Instant::now() >= until {
-                if !args.quiet {
-                    println!("joined {joined} of {total} page requests to hub perf_trace lines");
-                }
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        let join = |index: &_| join_perf_log(&mut reports, index);
+        let (joined, total) = perf_log::join_settled(log, join, |joined, total| {
+            joined >= total || joined == 0 || Instant::now() >= until
+        })
+        .await?;
+        if !args.quiet {
+            println!("joined {joined} of {total} page requests to hub perf_trace lines");
         }
     }
     let report = BrowserReport {

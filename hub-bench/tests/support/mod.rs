@@ -15,3 +15,18 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The arguments of `command` against a Hub address nothing answers on,
+/// with `seed` and `out`: a run that must fail before any request.
+#[allow(dead_code)] // Not every test binary that shares this module uses it.
+pub fn against_nothing<'a>(command: &'a str, seed: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec![
+        command,
+        "--hub",
+        "http://127.0.0.1:9",
+        "--seed",
+        seed,
+        "--out",
+        out,
+    ]
+}

@@ -17,7 +17,7 @@ use fantoccini::wd::{Capabilities, TimeoutConfiguration, WebDriverCompatibleComm
 use fantoccini::{Client, ClientBuilder};
 use serde_json::{json, Value};
 
-use super::driver::Chromedriver;
+use crate::driver::Chromedriver;
 
 /// The flags Chromium needs to run headless as root in a container, and to
 /// stay off the network on its own.
@@ -116,7 +116,7 @@ impl Browser {
     /// script timeout.
     pub async fn launch(paths: &BrowserPaths, nav_timeout: Duration) -> anyhow::Result<Browser> {
         let profile = tempfile::Builder::new()
-            .prefix("hub-bench-chromium-")
+            .prefix("headless-chromium-")
             .tempdir()
             .context("create the browser profile directory")?;
         let mut browser = Browser {
@@ -158,17 +158,23 @@ impl Browser {
             .with_context(|| format!("CDP {command}"))
     }
 
+    /// chromedriver's log of one kind (`performance`, `browser`) since the
+    /// last read of it (reading clears it), as it answers: an array of
+    /// entries with `level`, `message` and `timestamp`.
+    async fn read_log(&self, kind: &str) -> anyhow::Result<Value> {
+        self.client()
+            .issue_cmd(SessionPost {
+                path: "se/log",
+                body: json!({ "type": kind }),
+            })
+            .await
+            .with_context(|| format!("read the {kind} log"))
+    }
+
     /// The performance log's DevTools events since the last call (reading
     /// clears it), each the `message` object: `{"method": ..., "params": ...}`.
     pub async fn devtools_events(&self) -> anyhow::Result<Vec<Value>> {
-        let entries = self
-            .client()
-            .issue_cmd(SessionPost {
-                path: "se/log",
-                body: json!({ "type": "performance" }),
-            })
-            .await
-            .context("read the performance log")?;
+        let entries = self.read_log("performance").await?;
         Ok(entries
             .as_array()
             .into_iter()
@@ -177,6 +183,13 @@ impl Browser {
             .filter_map(|text| serde_json::from_str::<Value>(text).ok())
             .map(|mut message| message["message"].take())
             .collect())
+    }
+
+    /// The console's entries since the last call (reading clears them),
+    /// each with its `level` (`SEVERE` for an error) and `message`.
+    pub async fn console_entries(&self) -> anyhow::Result<Vec<Value>> {
+        let entries = self.read_log("browser").await?;
+        Ok(entries.as_array().cloned().unwrap_or_default())
     }
 
     /// Ends the session, then the driver.
