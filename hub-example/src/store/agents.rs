@@ -4,7 +4,8 @@
 //! store-counted. One statement per shape; id lists travel as one value, so
 //! the statement text does not depend on their length.
 
-use super::engine::{Engine, Param, SqlRow, Store};
+use super::dialect::Store;
+use super::engine::{Engine, Param, SqlRow};
 use super::mapping;
 pub use super::rows::{DelegationParty, DelegationView, RowPage, RowQuery, RowScope};
 use crate::db::{Db, DbError};

@@ -27,6 +27,7 @@
 
 pub mod agents;
 mod authz;
+mod dialect;
 mod engine;
 mod mapping;
 pub mod outbox;
@@ -39,7 +40,7 @@ pub mod sqlite;
 mod statements;
 pub mod tokens;
 
-pub use engine::Store;
+pub use dialect::Store;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 

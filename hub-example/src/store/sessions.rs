@@ -2,7 +2,8 @@
 //! session id (the id itself is never stored), and the sign-in's lookup
 //! of a user by email.
 
-use super::engine::{Engine, Param, SqlRow, Store};
+use super::dialect::Store;
+use super::engine::{Engine, Param, SqlRow};
 pub use super::rows::LiveSession;
 use crate::db::{Db, DbError};
 

@@ -1,7 +1,8 @@
 //! Hub settings: rows of `hub_settings` (a key, a JSON value), read on
 //! every use so every Hub sharing a database sees the last write.
 
-use super::engine::{Engine, Param, SqlRow, Store};
+use super::dialect::Store;
+use super::engine::{Engine, Param, SqlRow};
 use crate::db::{Db, DbError};
 
 /// A hub setting's stored JSON value.

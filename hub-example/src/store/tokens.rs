@@ -3,7 +3,8 @@
 
 use sha2::{Digest, Sha256};
 
-use super::engine::{Engine, Param, Store};
+use super::dialect::Store;
+use super::engine::{Engine, Param};
 pub use super::rows::NewAccessToken;
 use crate::db::{Db, DbError};
 
