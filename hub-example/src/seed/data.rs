@@ -8,7 +8,9 @@ use rand_chacha::ChaCha8Rng;
 use super::{SeedOptions, OTHER_PROJECT_AGENTS, SEED_EPOCH_MS};
 use crate::db::DbError;
 use crate::model::{uuid_from_bytes, AgentActivity, AgentPhase};
-use crate::store::seed::{SeedAgent, SeedWriter};
+use crate::store::seed::Param::{Int, Text};
+use crate::store::seed::SeedTable::*;
+use crate::store::seed::SeedWriter;
 
 /// Writes every entity in a fixed order (every step draws from `rng`, so
 /// the order is part of the data).
@@ -118,7 +120,17 @@ fn insert_user(
     admin: bool,
 ) -> Result<SeededUser, DbError> {
     let id = new_id(rng);
-    writer.user(&id, &email, name, admin, SEED_EPOCH_MS)?;
+    let admin = Int(i64::from(admin));
+    writer.row(
+        Users,
+        &[
+            Text(&id),
+            Text(&email),
+            Text(name),
+            admin,
+            Int(SEED_EPOCH_MS),
+        ],
+    )?;
     Ok(SeededUser { id, email })
 }
 
@@ -162,13 +174,39 @@ fn seed_projects(
             format!("Bench {slug} (other)"),
         ),
     ] {
-        writer.project(id, &project_slug, &name, &users.owner.id, SEED_EPOCH_MS)?;
+        let owner = &users.owner.id;
+        writer.row(
+            Projects,
+            &[
+                Text(id),
+                Text(&project_slug),
+                Text(&name),
+                Text(owner),
+                Int(SEED_EPOCH_MS),
+            ],
+        )?;
     }
     for project in [&projects.main, &projects.other] {
-        writer.project_member(project, &users.owner.id, "owner", SEED_EPOCH_MS)?;
+        writer.row(
+            ProjectMembers,
+            &[
+                Text(project),
+                Text(&users.owner.id),
+                Text("owner"),
+                Int(SEED_EPOCH_MS),
+            ],
+        )?;
     }
     for user in users.members() {
-        writer.project_member(&projects.main, user, "member", SEED_EPOCH_MS)?;
+        writer.row(
+            ProjectMembers,
+            &[
+                Text(&projects.main),
+                Text(user),
+                Text("member"),
+                Int(SEED_EPOCH_MS),
+            ],
+        )?;
     }
     Ok(projects)
 }
@@ -202,13 +240,20 @@ fn seed_groups(
             format!("{slug} members"),
         ),
     ] {
-        writer.group(id, &group_slug, &name, SEED_EPOCH_MS)?;
+        writer.row(
+            Groups,
+            &[Text(id), Text(&group_slug), Text(&name), Int(SEED_EPOCH_MS)],
+        )?;
     }
-    writer.group_parent(&engineering, &everyone)?;
-    writer.group_parent(&members, &engineering)?;
-    writer.group_member(&engineering, &users.owner.id, "manager")?;
+    for (group, parent) in [(&engineering, &everyone), (&members, &engineering)] {
+        writer.row(GroupParents, &[Text(group), Text(parent)])?;
+    }
+    writer.row(
+        GroupMembers,
+        &[Text(&engineering), Text(&users.owner.id), Text("manager")],
+    )?;
     for user in users.members() {
-        writer.group_member(&members, user, "member")?;
+        writer.row(GroupMembers, &[Text(&members), Text(user), Text("member")])?;
     }
     Ok(Groups { members })
 }
@@ -227,7 +272,15 @@ fn seed_role_bindings(
         ("group", &groups.members, MEMBER_ROLE, &projects.main),
     ] {
         let id = new_id(rng);
-        writer.project_role_binding(&id, (kind, principal), role, project, SEED_EPOCH_MS)?;
+        let binding = [
+            Text(&id),
+            Text(kind),
+            Text(principal),
+            Text(role),
+            Text(project),
+            Int(SEED_EPOCH_MS),
+        ];
+        writer.row(ProjectRoleBindings, &binding)?;
     }
     Ok(())
 }
@@ -239,14 +292,15 @@ fn seed_delegations(
     users: &Users,
     projects: &Projects,
 ) -> Result<(), DbError> {
-    writer.user_delegation(
-        &new_id(rng),
-        &users.owner.id,
-        &users.member.id,
-        &projects.main,
-        r#"["agent.start","agent.stop"]"#,
-        SEED_EPOCH_MS,
-    )?;
+    let delegation = [
+        Text(&new_id(rng)),
+        Text(&users.owner.id),
+        Text(&users.member.id),
+        Text(&projects.main),
+        Text(r#"["agent.start","agent.stop"]"#),
+        Int(SEED_EPOCH_MS),
+    ];
+    writer.row(UserDelegations, &delegation)?;
     Ok(())
 }
 
@@ -275,7 +329,16 @@ fn seed_access_constraints(
             ),
         ] {
             let id = new_id(rng);
-            writer.access_constraint(&id, project, action, phases, description)?;
+            writer.row(
+                AccessConstraints,
+                &[
+                    Text(&id),
+                    Text(project),
+                    Text(action),
+                    Text(phases),
+                    Text(description),
+                ],
+            )?;
         }
     }
     Ok(())
@@ -354,16 +417,17 @@ fn insert_agent(
         "maxTurns": rng.random_range(10..200),
     })
     .to_string();
-    writer.agent(&SeedAgent {
-        id: &id,
-        project_id: project,
-        name: &name,
-        phase: phase.as_str(),
-        activity: activity.as_str(),
-        created_by: creator,
-        created_at,
-        updated_at,
-        config: &config,
-    })?;
+    let agent = [
+        Text(&id),
+        Text(project),
+        Text(&name),
+        Text(phase.as_str()),
+        Text(activity.as_str()),
+        Text(creator),
+        Int(created_at),
+        Int(updated_at),
+        Text(&config),
+    ];
+    writer.row(Agents, &agent)?;
     Ok((phase, activity))
 }

@@ -4,7 +4,7 @@
 //! them; [`Store`] is either, for the facades that run outside the hot
 //! path (sessions, writes, the lists' rows).
 
-use super::engine::{Engine, Param, SqlRow};
+use super::engine::{impl_sql_row, Engine, Param};
 use super::postgres::PostgresStore;
 use super::sqlite::SqliteStore;
 use super::statements::Statements;
@@ -47,26 +47,14 @@ macro_rules! either_row {
     };
 }
 
-impl SqlRow for AnyRow<'_> {
-    fn text(&self, idx: usize) -> Result<&str, DbError> {
-        either_row!(self, r => r.text(idx))
-    }
-    fn opt_text(&self, idx: usize) -> Result<Option<&str>, DbError> {
-        either_row!(self, r => r.opt_text(idx))
-    }
-    fn int(&self, idx: usize) -> Result<i64, DbError> {
-        either_row!(self, r => r.int(idx))
-    }
-    fn opt_int(&self, idx: usize) -> Result<Option<i64>, DbError> {
-        either_row!(self, r => r.opt_int(idx))
-    }
-    fn flag(&self, idx: usize) -> Result<bool, DbError> {
-        either_row!(self, r => r.flag(idx))
-    }
-    fn bytes(&self, idx: usize) -> Result<&[u8], DbError> {
-        either_row!(self, r => r.bytes(idx))
-    }
-}
+impl_sql_row!(AnyRow<'_>, |self, idx| {
+    text: either_row!(self, r => r.text(idx)),
+    opt_text: either_row!(self, r => r.opt_text(idx)),
+    int: either_row!(self, r => r.int(idx)),
+    opt_int: either_row!(self, r => r.opt_int(idx)),
+    flag: either_row!(self, r => r.flag(idx)),
+    bytes: either_row!(self, r => r.bytes(idx)),
+});
 
 /// `$body` with `$store` bound to the store of either dialect.
 macro_rules! either_store {
@@ -94,18 +82,6 @@ impl Engine for Store {
         match self {
             Store::Sqlite(s) => s.query(sql, params, |r| read(&AnyRow::Sqlite(r))),
             Store::Postgres(s) => s.query(sql, params, |r| read(&AnyRow::Postgres(r))),
-        }
-    }
-
-    fn query_opt<T>(
-        &self,
-        sql: &str,
-        params: &[Param<'_>],
-        read: impl FnOnce(&AnyRow<'_>) -> Result<T, DbError>,
-    ) -> Result<Option<T>, DbError> {
-        match self {
-            Store::Sqlite(s) => s.query_opt(sql, params, |r| read(&AnyRow::Sqlite(r))),
-            Store::Postgres(s) => s.query_opt(sql, params, |r| read(&AnyRow::Postgres(r))),
         }
     }
 

@@ -42,6 +42,41 @@ pub trait SqlRow {
     fn bytes(&self, idx: usize) -> Result<&[u8], DbError>;
 }
 
+/// Implements [`SqlRow`] for `$row` with one expression per kind of
+/// column, `$self` the row and `$idx` the column's index in each.
+macro_rules! impl_sql_row {
+    ($row:ty, |$self:ident, $idx:ident| {
+        text: $text:expr,
+        opt_text: $opt_text:expr,
+        int: $int:expr,
+        opt_int: $opt_int:expr,
+        flag: $flag:expr,
+        bytes: $bytes:expr $(,)?
+    }) => {
+        impl $crate::store::engine::SqlRow for $row {
+            fn text(&$self, $idx: usize) -> Result<&str, DbError> {
+                $text
+            }
+            fn opt_text(&$self, $idx: usize) -> Result<Option<&str>, DbError> {
+                $opt_text
+            }
+            fn int(&$self, $idx: usize) -> Result<i64, DbError> {
+                $int
+            }
+            fn opt_int(&$self, $idx: usize) -> Result<Option<i64>, DbError> {
+                $opt_int
+            }
+            fn flag(&$self, $idx: usize) -> Result<bool, DbError> {
+                $flag
+            }
+            fn bytes(&$self, $idx: usize) -> Result<&[u8], DbError> {
+                $bytes
+            }
+        }
+    };
+}
+pub(crate) use impl_sql_row;
+
 /// A database the facades' statements run on.
 pub trait Engine: Send + Sync + 'static {
     /// The row its queries yield.
@@ -55,13 +90,20 @@ pub trait Engine: Send + Sync + 'static {
         params: &[Param<'_>],
         read: impl FnMut(&Self::Row<'_>) -> Result<T, DbError>,
     ) -> Result<Vec<T>, DbError>;
-    /// The first row of `sql`, if any, read with `read`.
+    /// The first row of `sql`, if any, read with `read` (the statements
+    /// asked for one row select by a unique key).
     fn query_opt<T>(
         &self,
         sql: &str,
         params: &[Param<'_>],
         read: impl FnOnce(&Self::Row<'_>) -> Result<T, DbError>,
-    ) -> Result<Option<T>, DbError>;
+    ) -> Result<Option<T>, DbError> {
+        let mut read = Some(read);
+        let rows = self.query(sql, params, |row| {
+            read.take().map(|read| read(row)).transpose()
+        })?;
+        Ok(rows.into_iter().flatten().next())
+    }
     /// Runs `sql`; the number of rows it changed.
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, DbError>;
     /// Runs `sql` once per parameter list, all in one transaction.

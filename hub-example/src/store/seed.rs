@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
+pub use super::engine::Param;
 use super::sqlite::holds_tables;
-pub use super::sqlite::seed::{every_row, SeedAgent, SeedWriter};
+pub use super::sqlite::seed::{every_row, SeedTable, SeedWriter};
 use crate::db::{migrate, postgres_url, Db, DbError, OpenMode, PoolOptions};
 
 /// A migrated, empty database to seed.

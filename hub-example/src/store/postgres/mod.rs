@@ -11,7 +11,7 @@ use bytes::BytesMut;
 use tokio_postgres::types::{IsNull, ToSql, Type};
 use tokio_postgres::Row;
 
-use super::engine::{Engine, Param, SqlRow};
+use super::engine::{impl_sql_row, Engine, Param};
 use super::statements::Statements;
 use crate::db::{Db, DbError};
 
@@ -105,26 +105,14 @@ fn with_bound<T>(params: &[Param<'_>], call: impl FnOnce(&[&(dyn ToSql + Sync)])
     call(&refs)
 }
 
-impl SqlRow for Row {
-    fn text(&self, idx: usize) -> Result<&str, DbError> {
-        Ok(self.try_get(idx)?)
-    }
-    fn opt_text(&self, idx: usize) -> Result<Option<&str>, DbError> {
-        Ok(self.try_get(idx)?)
-    }
-    fn int(&self, idx: usize) -> Result<i64, DbError> {
-        Ok(self.try_get(idx)?)
-    }
-    fn opt_int(&self, idx: usize) -> Result<Option<i64>, DbError> {
-        Ok(self.try_get(idx)?)
-    }
-    fn flag(&self, idx: usize) -> Result<bool, DbError> {
-        Ok(self.try_get(idx)?)
-    }
-    fn bytes(&self, idx: usize) -> Result<&[u8], DbError> {
-        Ok(self.try_get(idx)?)
-    }
-}
+impl_sql_row!(Row, |self, idx| {
+    text: Ok(self.try_get(idx)?),
+    opt_text: Ok(self.try_get(idx)?),
+    int: Ok(self.try_get(idx)?),
+    opt_int: Ok(self.try_get(idx)?),
+    flag: Ok(self.try_get(idx)?),
+    bytes: Ok(self.try_get(idx)?),
+});
 
 impl Engine for PostgresStore {
     type Row<'r> = Row;
@@ -143,18 +131,6 @@ impl Engine for PostgresStore {
             self.db.pg_conn()?.query(sql, p).map_err(DbError::from)
         })?;
         rows.iter().map(read).collect()
-    }
-
-    fn query_opt<T>(
-        &self,
-        sql: &str,
-        params: &[Param<'_>],
-        read: impl FnOnce(&Row) -> Result<T, DbError>,
-    ) -> Result<Option<T>, DbError> {
-        let row = with_bound(params, |p| {
-            self.db.pg_conn()?.query_opt(sql, p).map_err(DbError::from)
-        })?;
-        row.as_ref().map(read).transpose()
     }
 
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, DbError> {

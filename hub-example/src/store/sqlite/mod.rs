@@ -7,7 +7,7 @@ mod statements;
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{params_from_iter, OptionalExtension, Row};
 
-use super::engine::{Engine, Param, SqlRow};
+use super::engine::{impl_sql_row, Engine, Param};
 use super::statements::Statements;
 use crate::db::{Db, DbError};
 
@@ -56,32 +56,17 @@ impl rusqlite::ToSql for Param<'_> {
     }
 }
 
-impl SqlRow for Row<'_> {
-    fn text(&self, idx: usize) -> Result<&str, DbError> {
-        Ok(self.get_ref(idx)?.as_str().map_err(rusqlite::Error::from)?)
-    }
-    fn opt_text(&self, idx: usize) -> Result<Option<&str>, DbError> {
-        Ok(self
-            .get_ref(idx)?
-            .as_str_or_null()
-            .map_err(rusqlite::Error::from)?)
-    }
-    fn int(&self, idx: usize) -> Result<i64, DbError> {
-        Ok(self.get(idx)?)
-    }
-    fn opt_int(&self, idx: usize) -> Result<Option<i64>, DbError> {
-        Ok(self.get(idx)?)
-    }
-    fn flag(&self, idx: usize) -> Result<bool, DbError> {
-        Ok(self.get(idx)?)
-    }
-    fn bytes(&self, idx: usize) -> Result<&[u8], DbError> {
-        Ok(self
-            .get_ref(idx)?
-            .as_blob()
-            .map_err(rusqlite::Error::from)?)
-    }
-}
+impl_sql_row!(Row<'_>, |self, idx| {
+    text: Ok(self.get_ref(idx)?.as_str().map_err(rusqlite::Error::from)?),
+    opt_text: Ok(self
+        .get_ref(idx)?
+        .as_str_or_null()
+        .map_err(rusqlite::Error::from)?),
+    int: Ok(self.get(idx)?),
+    opt_int: Ok(self.get(idx)?),
+    flag: Ok(self.get(idx)?),
+    bytes: Ok(self.get_ref(idx)?.as_blob().map_err(rusqlite::Error::from)?),
+});
 
 impl Engine for SqliteStore {
     type Row<'r> = Row<'r>;
@@ -104,18 +89,6 @@ impl Engine for SqliteStore {
             read_rows.push(read(row)?);
         }
         Ok(read_rows)
-    }
-
-    fn query_opt<T>(
-        &self,
-        sql: &str,
-        params: &[Param<'_>],
-        read: impl FnOnce(&Row<'_>) -> Result<T, DbError>,
-    ) -> Result<Option<T>, DbError> {
-        let conn = self.db.conn()?;
-        let mut stmt = conn.prepare_cached(sql)?;
-        let mut rows = stmt.query(params_from_iter(params))?;
-        rows.next()?.map(read).transpose()
     }
 
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, DbError> {
