@@ -5,10 +5,7 @@
 
 mod statements;
 
-use std::error::Error;
-
-use bytes::BytesMut;
-use tokio_postgres::types::{IsNull, ToSql, Type};
+use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use super::engine::{impl_sql_row, Engine, Param};
@@ -59,7 +56,8 @@ fn bind<'a>(params: &[Param<'a>]) -> Vec<Bound<'a>> {
 }
 
 impl Bound<'_> {
-    /// The value, as the driver's own type for it.
+    /// The value as the driver's own type for it, which checks it against
+    /// the statement's parameter type.
     fn value(&self) -> &(dyn ToSql + Sync) {
         match self {
             Bound::One(Param::Text(text)) => text,
@@ -74,34 +72,10 @@ impl Bound<'_> {
     }
 }
 
-impl ToSql for Bound<'_> {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut BytesMut,
-    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        self.value().to_sql_checked(ty, out)
-    }
-
-    /// Whether the value's own type takes `ty`: decided per value, by
-    /// [`Bound::to_sql_checked`].
-    fn accepts(_: &Type) -> bool {
-        true
-    }
-
-    fn to_sql_checked(
-        &self,
-        ty: &Type,
-        out: &mut BytesMut,
-    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
-        self.value().to_sql_checked(ty, out)
-    }
-}
-
 /// Runs `call` with `params` bound for PostgreSQL.
 fn with_bound<T>(params: &[Param<'_>], call: impl FnOnce(&[&(dyn ToSql + Sync)]) -> T) -> T {
     let bound = bind(params);
-    let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(|b| b as _).collect();
+    let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(Bound::value).collect();
     call(&refs)
 }
 
