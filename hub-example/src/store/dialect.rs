@@ -1,8 +1,9 @@
 //! The store of either dialect, chosen once, when it is opened: the
 //! authorization store's engines (`SqliteStore`, `PostgresStore`) are
 //! types of their own, so the per-request reads are monomorphized over
-//! them; [`Store`] is either, for the facades that run outside the hot
-//! path (sessions, writes, the lists' rows).
+//! them; [`Store`] is either, for the facades called with a `Db`
+//! (sessions, writes, the lists' rows): one `match` per statement, never a
+//! `dyn` call.
 
 use super::engine::{impl_sql_row, Engine, Param};
 use super::postgres::PostgresStore;

@@ -127,8 +127,8 @@ pub trait WithAuthzStore {
     fn visit<S: AuthzStore + Clone>(self, store: S) -> Self::Output;
 }
 
-/// Opens the authorization store of `db`'s dialect (the one place the
-/// dialect is matched) and hands it to `visitor`.
+/// Opens the authorization store of `db`'s dialect ([`Store::open`]) and
+/// hands it to `visitor`: the router's one choice of dialect.
 pub fn with_authz_store<V: WithAuthzStore>(db: &Db, visitor: V) -> V::Output {
     match Store::open(db) {
         Store::Sqlite(store) => visitor.visit(store),
