@@ -2,7 +2,7 @@
 //! serving.
 //!
 //! Tracing on or off is decided once, when the Hub is built. Off, the state
-//! holds the plain store ([`SqliteStore`] or [`PostgresStore`], as the
+//! holds the plain store (`SqliteStore` or `PostgresStore`, as the
 //! database is) and [`ChannelAuditSink`] and the router has
 //! no tracing layer; on, the state holds [`CountedAuthzStore`] and
 //! [`TracedAuditEmitter`] around them and the router has the layer, innermost
@@ -50,7 +50,8 @@ use crate::settings::AuditSettings;
 use crate::settings::ServerLimits;
 use crate::settings::{Settings, PERF_TRACE_KEY};
 use crate::state::AppState;
-use crate::store::{AuthzStore, CountedAuthzStore, PostgresStore, SqliteStore};
+use crate::store::outbox::Outbox;
+use crate::store::{with_authz_store, AuthzStore, CountedAuthzStore, WithAuthzStore};
 
 /// Records the audit queue holds before it rejects.
 pub const AUDIT_CHANNEL: usize = 16_384;
@@ -247,6 +248,9 @@ impl Hub {
         &self.exits
     }
 
+    /// Builds the Hub in named steps: the event bus shared with replicas,
+    /// the audit pipeline, the exits and tracing layers in force, then the
+    /// router over the store of the database's dialect.
     fn build(
         db: Db,
         options: HubOptions,
@@ -256,86 +260,13 @@ impl Hub {
     ) -> Hub {
         let logger = Logger::new(options.log.clone(), options.settings.gcp_logs);
         let signer = TokenSigner::from_session_secret(&options.session_secret);
-        let mut bus = EventBus::default();
         let cache = ResponseCache::new(options.settings.cache);
-        if db.dialect() == Dialect::Postgres {
-            // Replicas sharing the database see each other's events, and
-            // each other's writes invalidate their caches.
-            let inbox = ReplicaInbox::new(bus.local_sender(), cache.clone());
-            match PgEventRelay::start(db.clone(), inbox) {
-                Ok(relay) => bus = bus.with_relay(Arc::new(relay)),
-                Err(e) => {
-                    // Alone, the cache is right; beside other replicas it
-                    // is stale up to its TTL after their writes.
-                    cache.resume();
-                    logger.warn(
-                        "events and cache invalidations are not shared with other replicas",
-                        &[("error", e.to_string().into())],
-                    )
-                }
-            }
-        }
+        let bus = shared_with_replicas(&db, EventBus::default(), &cache, &logger);
         let (backend, capacity) =
             audit.unwrap_or_else(|| (audit_backend(&db, &logger), AUDIT_CHANNEL));
         let (sink, audit_log) = ChannelAuditSink::start_with(backend, capacity, AUDIT_RECENT);
         let perf_trace = options.settings.perf_trace;
-
-        fn assemble<S: AuthzStore, A: AuditEmitter>(
-            store: S,
-            audit: A,
-            parts: (Db, EventBus, TokenSigner, Option<Router>, ResponseCache),
-            trace: Option<HubTraceLayer>,
-        ) -> (Router, &'static str, &'static str) {
-            let (db, bus, signer, extra, cache) = parts;
-            let state = AppState::new(store, audit, db, bus, signer).with_cache(cache);
-            (
-                build_router_with(state, trace, extra),
-                std::any::type_name::<S>(),
-                std::any::type_name::<A>(),
-            )
-        }
-
-        if exits.any() && !perf_trace {
-            logger.warn(
-                "metrics, OTLP export and sampling need tracing on; ignored",
-                &[("setting", PERF_TRACE_KEY.into())],
-            );
-        }
-        let exits = if perf_trace {
-            exits
-        } else {
-            HubExits::default()
-        };
-        let extra = match (extra, exits.admin_routes()) {
-            (Some(extra), Some(admin)) => Some(extra.merge(admin)),
-            (extra, admin) => extra.or(admin),
-        };
-
-        type Parts = (Db, EventBus, TokenSigner, Option<Router>, ResponseCache);
-        fn traced_or_not<S: AuthzStore>(
-            store: S,
-            sink: ChannelAuditSink,
-            parts: Parts,
-            trace: Option<HubTraceLayer>,
-        ) -> (Router, &'static str, &'static str) {
-            match trace {
-                Some(layer) => assemble(
-                    CountedAuthzStore::new(store),
-                    TracedAuditEmitter::new(sink),
-                    parts,
-                    Some(layer),
-                ),
-                None => assemble(store, sink, parts, None),
-            }
-        }
-
-        let parts = (
-            db.clone(),
-            bus.clone(),
-            signer.clone(),
-            extra,
-            cache.clone(),
-        );
+        let exits = exits_in_force(exits, perf_trace, &logger);
         let layers = perf_trace.then(|| {
             logger.warn(PERF_TRACE_WARNING, &[("setting", PERF_TRACE_KEY.into())]);
             trace_layers(&logger, db.pool_stats(), &exits)
@@ -344,10 +275,18 @@ impl Hub {
             Some(layers) => (Some(layers.hub), Some(layers.web)),
             None => (None, None),
         };
-        let (router, store_type, audit_type) = match db.dialect() {
-            Dialect::Sqlite => traced_or_not(SqliteStore::new(db.clone()), sink, parts, trace),
-            Dialect::Postgres => traced_or_not(PostgresStore::new(db.clone()), sink, parts, trace),
+        let routes = RouterParts {
+            state: StateParts {
+                db: db.clone(),
+                bus: bus.clone(),
+                signer: signer.clone(),
+                cache: cache.clone(),
+                extra: with_admin_routes(extra, &exits),
+                trace,
+            },
+            sink,
         };
+        let (router, store_type, audit_type) = with_authz_store(&db, routes);
         let limits = ServerLimits::default();
         Hub {
             router,
@@ -595,6 +534,108 @@ impl Hub {
             shutdown: Some(tx),
             task,
         })
+    }
+}
+
+/// `bus` relaying to the other replicas sharing `db` (PostgreSQL), so
+/// they see each other's events and each other's writes invalidate their
+/// caches; on SQLite, `bus` as it is.
+fn shared_with_replicas(
+    db: &Db,
+    bus: EventBus,
+    cache: &ResponseCache,
+    logger: &Logger,
+) -> EventBus {
+    let Some(outbox) = Outbox::of(db) else {
+        return bus;
+    };
+    let inbox = ReplicaInbox::new(bus.local_sender(), cache.clone());
+    match outbox.and_then(|outbox| PgEventRelay::start(outbox, inbox)) {
+        Ok(relay) => bus.with_relay(Arc::new(relay)),
+        Err(e) => {
+            // Alone, the cache is right; beside other replicas it is stale
+            // up to its TTL after their writes.
+            cache.resume();
+            logger.warn(
+                "events and cache invalidations are not shared with other replicas",
+                &[("error", e.to_string().into())],
+            );
+            bus
+        }
+    }
+}
+
+/// `exits` when tracing is on; none (with a warning when some were asked
+/// for) when it is off, since exits read the tracing layer's lines.
+fn exits_in_force(exits: HubExits, perf_trace: bool, logger: &Logger) -> HubExits {
+    if exits.any() && !perf_trace {
+        logger.warn(
+            "metrics, OTLP export and sampling need tracing on; ignored",
+            &[("setting", PERF_TRACE_KEY.into())],
+        );
+    }
+    if perf_trace {
+        exits
+    } else {
+        HubExits::default()
+    }
+}
+
+/// The extra routes with the exits' admin routes (the metrics route) beside
+/// them.
+fn with_admin_routes(extra: Option<Router>, exits: &HubExits) -> Option<Router> {
+    match (extra, exits.admin_routes()) {
+        (Some(extra), Some(admin)) => Some(extra.merge(admin)),
+        (extra, admin) => extra.or(admin),
+    }
+}
+
+/// What the router is built from: given the store of the database's
+/// dialect ([`with_authz_store`]), it builds the router over it, with the
+/// counting store and the traced audit emitter when tracing is on.
+struct RouterParts {
+    state: StateParts,
+    sink: ChannelAuditSink,
+}
+
+/// The application state's parts besides the store and the audit emitter,
+/// and the router's own.
+struct StateParts {
+    db: Db,
+    bus: EventBus,
+    signer: TokenSigner,
+    cache: ResponseCache,
+    extra: Option<Router>,
+    trace: Option<HubTraceLayer>,
+}
+
+impl StateParts {
+    /// The router over `store` and `audit`, with the type names the Hub
+    /// reports.
+    fn assemble<S: AuthzStore, A: AuditEmitter>(
+        self,
+        store: S,
+        audit: A,
+    ) -> (Router, &'static str, &'static str) {
+        let state =
+            AppState::new(store, audit, self.db, self.bus, self.signer).with_cache(self.cache);
+        (
+            build_router_with(state, self.trace, self.extra),
+            std::any::type_name::<S>(),
+            std::any::type_name::<A>(),
+        )
+    }
+}
+
+impl WithAuthzStore for RouterParts {
+    type Output = (Router, &'static str, &'static str);
+
+    fn visit<S: AuthzStore + Clone>(self, store: S) -> Self::Output {
+        let RouterParts { state, sink } = self;
+        match state.trace.is_some() {
+            true => state.assemble(CountedAuthzStore::new(store), TracedAuditEmitter::new(sink)),
+            false => state.assemble(store, sink),
+        }
     }
 }
 

@@ -18,7 +18,7 @@ use crate::db::{Db, DbError};
 use crate::model::{Agent, AgentPhase, Id};
 use crate::paging::{encode_cursor, PageRequest};
 use crate::perf::keys::Phase;
-use crate::store::agent_rows::{read_agents, RowPage, RowQuery, RowScope};
+use crate::store::agents::{read_agents, RowPage, RowQuery, RowScope};
 use crate::store::AuthzStore;
 use crate::views::{
     AgentListView, AgentView, CompactAgentView, CreatorView, FullAgentView, Millis, ScopeView,

@@ -14,7 +14,7 @@ use super::ApiError;
 use crate::authz::{AuditEmitter, Authorizer, Principal};
 use crate::replicas::Invalidation;
 use crate::state::AppState;
-use crate::store::{writes, AuthzStore};
+use crate::store::{settings, AuthzStore};
 
 /// Settings that can only be set at startup, in normalized form.
 const LAYER0_KEYS: [(&str, &str); 1] = [("server.hub.perftrace", "server.hub.perf_trace")];
@@ -188,7 +188,7 @@ pub async fn put_server_config<S: AuthzStore, A: AuditEmitter>(
             .iter()
             .map(|(k, v)| (k.clone(), v.to_string()))
             .collect();
-        writes::put_hub_settings(state.db(), &stored, crate::clock::now_ms())?;
+        settings::put_hub_settings(state.db(), &stored, crate::clock::now_ms())?;
         // A hub setting can change any decision (the creator role): no
         // cached response is found again, on any replica.
         state.invalidate(Invalidation::Everything);

@@ -19,7 +19,7 @@ use crate::paging::PageRequest;
 use crate::perf::keys::CacheRoute;
 use crate::replicas::Invalidation;
 use crate::state::AppState;
-use crate::store::{writes, AuthzStore};
+use crate::store::{agents, AuthzStore};
 use crate::views::CompactAgentView;
 
 const PAGING: [&str; 3] = ["limit", "cursor", "sort"];
@@ -223,7 +223,7 @@ pub async fn put_status<S: AuthzStore, A: AuditEmitter>(
         // The time is taken, the row written and the event published in
         // one turn, and the event carries the committed row.
         let _order = bus.write_order();
-        let updated = writes::update_agent_status(
+        let updated = agents::update_agent_status(
             state.db(),
             &id,
             change.phase,

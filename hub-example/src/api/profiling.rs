@@ -19,15 +19,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use bytes::Bytes;
-use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
 
 use super::ApiError;
 use crate::authz::{AuditEmitter, Authorizer, Credential, Principal};
-use crate::db::{Db, DbError, Dialect};
+use crate::db::{Db, DbError};
 use crate::replicas::Invalidation;
 use crate::state::AppState;
-use crate::store::{writes, AuthzStore};
+use crate::store::{settings, AuthzStore};
 
 /// The hub settings key of the readiness marks.
 pub const READINESS_MARKS_KEY: &str = "profiling.readiness_marks";
@@ -44,27 +43,13 @@ pub struct ProfilingSettings {
 /// `true`, is off. Read from the table on every call, so a change made
 /// through another Hub sharing the database is seen at once.
 pub fn readiness_marks(db: &Db) -> Result<bool, DbError> {
-    let value: Option<String> = match db.dialect() {
-        Dialect::Sqlite => db
-            .conn()?
-            .prepare_cached("SELECT value FROM hub_settings WHERE key = ?1")?
-            .query_row([READINESS_MARKS_KEY], |row| row.get(0))
-            .optional()?,
-        Dialect::Postgres => db
-            .pg_conn()?
-            .query_opt(
-                "SELECT value FROM hub_settings WHERE key = $1",
-                &[&READINESS_MARKS_KEY],
-            )?
-            .map(|row| row.try_get(0))
-            .transpose()?,
-    };
+    let value = settings::hub_setting(db, READINESS_MARKS_KEY)?;
     Ok(value.as_deref() == Some("true"))
 }
 
 /// Turns readiness marks on or off.
 pub fn set_readiness_marks(db: &Db, on: bool, now_ms: i64) -> Result<(), DbError> {
-    writes::put_hub_settings(
+    settings::put_hub_settings(
         db,
         &[(READINESS_MARKS_KEY.to_owned(), on.to_string())],
         now_ms,

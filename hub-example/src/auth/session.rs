@@ -20,14 +20,13 @@ use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, Method};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use rusqlite::OptionalExtension;
 
 use super::error::AuthError;
 use super::expiry::CredentialExpiry;
 use super::tokens::token_hash;
 use crate::authz::{Credential, Principal, UserPrincipal};
-use crate::db::{Db, DbError, Dialect};
-use crate::store::AuthzStore;
+use crate::db::{Db, DbError};
+use crate::store::{sessions, AuthzStore};
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "scion_session";
@@ -58,27 +57,7 @@ pub fn create_session(db: &Db, user_id: &str, now_ms: i64) -> Result<String, Aut
     getrandom::fill(&mut bytes).map_err(|_| AuthError::Internal)?;
     let id = format!("{SESSION_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes));
     let expires_at = now_ms + SESSION_LIFETIME.as_millis() as i64;
-    let hash = token_hash(&id);
-    match db.dialect() {
-        Dialect::Sqlite => {
-            db.conn()?
-                .prepare_cached(
-                    "INSERT INTO web_sessions (session_hash, user_id, created_at, expires_at)
-                     VALUES (?1, ?2, ?3, ?4)",
-                )
-                .and_then(|mut stmt| stmt.execute((&hash[..], user_id, now_ms, expires_at)))
-                .map_err(DbError::from)?;
-        }
-        Dialect::Postgres => {
-            db.pg_conn()?
-                .execute(
-                    "INSERT INTO web_sessions (session_hash, user_id, created_at, expires_at)
-                     VALUES ($1, $2, $3, $4)",
-                    &[&&hash[..], &user_id, &now_ms, &expires_at],
-                )
-                .map_err(DbError::from)?;
-        }
-    }
+    sessions::insert_session(db, &token_hash(&id), user_id, now_ms, expires_at)?;
     Ok(id)
 }
 
@@ -88,45 +67,13 @@ pub fn live_session(db: &Db, id: &str, now_ms: i64) -> Result<Option<(String, i6
     if !id.starts_with(SESSION_PREFIX) || id.len() > 128 {
         return Ok(None);
     }
-    let hash = token_hash(id);
-    match db.dialect() {
-        Dialect::Sqlite => Ok(db
-            .conn()?
-            .prepare_cached(
-                "SELECT user_id, expires_at FROM web_sessions
-                 WHERE session_hash = ?1 AND revoked_at IS NULL AND expires_at > ?2",
-            )?
-            .query_row((&hash[..], now_ms), |row| Ok((row.get(0)?, row.get(1)?)))
-            .optional()?),
-        Dialect::Postgres => {
-            let row = db.pg_conn()?.query_opt(
-                "SELECT user_id, expires_at FROM web_sessions
-                 WHERE session_hash = $1 AND revoked_at IS NULL AND expires_at > $2",
-                &[&&hash[..], &now_ms],
-            )?;
-            Ok(row
-                .map(|row| Ok::<_, DbError>((row.try_get(0)?, row.try_get(1)?)))
-                .transpose()?)
-        }
-    }
+    let session = sessions::live_session(db, &token_hash(id), now_ms)?;
+    Ok(session.map(|s| (s.user_id, s.expires_at)))
 }
 
 /// Ends a session; `false` when it was not live.
 pub fn revoke_session(db: &Db, id: &str, now_ms: i64) -> Result<bool, DbError> {
-    let hash = token_hash(id);
-    let changed = match db.dialect() {
-        Dialect::Sqlite => db
-            .conn()?
-            .prepare_cached(
-                "UPDATE web_sessions SET revoked_at = ?2 WHERE session_hash = ?1 AND revoked_at IS NULL",
-            )?
-            .execute((&hash[..], now_ms))? as u64,
-        Dialect::Postgres => db.pg_conn()?.execute(
-            "UPDATE web_sessions SET revoked_at = $2 WHERE session_hash = $1 AND revoked_at IS NULL",
-            &[&&hash[..], &now_ms],
-        )?,
-    };
-    Ok(changed == 1)
+    sessions::revoke_session(db, &token_hash(id), now_ms)
 }
 
 /// The session cookie's value, if the request carries one.

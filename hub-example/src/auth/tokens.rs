@@ -10,7 +10,7 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 use crate::model::is_uuid;
 
@@ -146,10 +146,7 @@ pub fn access_token_from_bytes(bytes: [u8; 32]) -> String {
     format!("{ACCESS_TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes))
 }
 
-/// The SHA-256 of a token: what the Hub stores and looks tokens up by.
-pub fn token_hash(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
-}
+pub use crate::store::tokens::token_hash;
 
 /// Compares two hashes in constant time.
 pub fn hashes_match(a: &[u8; 32], b: &[u8; 32]) -> bool {

@@ -523,7 +523,7 @@ mod tests {
     use crate::listing::{self, ListRequest, ListShape, ListTarget, View};
     use crate::perf::keys::HubSchema;
     use crate::seed::{seed, SeedDocument, SeedOptions};
-    use crate::store::agent_rows::{read_agents, RowQuery, RowScope};
+    use crate::store::agents::{read_agents, RowQuery, RowScope};
     use crate::store::{CountedAuthzStore, SqliteStore};
     use perf_trace_core::Recorder;
 

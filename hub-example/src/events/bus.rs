@@ -11,6 +11,13 @@ use crate::model::Agent;
 use crate::replicas::ReplicaMessage;
 use crate::views::Millis;
 
+/// Hands a message (a published event, a write's invalidation) to the
+/// other replicas: the bus calls it, the relay (`events::relay`) is one.
+pub trait EventRelay: Send + Sync + std::fmt::Debug {
+    /// Called once per message sent from this replica.
+    fn relay(&self, message: &ReplicaMessage);
+}
+
 /// Events kept for slow subscribers before the oldest are dropped for them.
 pub const BUS_CAPACITY: usize = 1024;
 /// The SSE event name of [`HubEvent::resync`].
@@ -83,7 +90,7 @@ impl HubEvent {
 pub struct EventBus {
     tx: broadcast::Sender<Arc<HubEvent>>,
     order: Arc<Mutex<()>>,
-    relay: Option<Arc<dyn super::relay::EventRelay>>,
+    relay: Option<Arc<dyn EventRelay>>,
 }
 
 impl Default for EventBus {
@@ -103,7 +110,7 @@ impl EventBus {
     }
 
     /// The bus handing every event it publishes to `relay` too.
-    pub fn with_relay(mut self, relay: Arc<dyn super::relay::EventRelay>) -> Self {
+    pub fn with_relay(mut self, relay: Arc<dyn EventRelay>) -> Self {
         self.relay = Some(relay);
         self
     }

@@ -6,7 +6,7 @@ mod relay;
 pub mod subjects;
 mod subscription;
 
-pub use bus::{EventBus, HubEvent, BUS_CAPACITY};
-pub use relay::{EventRelay, PgEventRelay};
+pub use bus::{EventBus, EventRelay, HubEvent, BUS_CAPACITY};
+pub use relay::PgEventRelay;
 pub use subjects::{parse_subjects, Pattern, Subject, SubjectError};
 pub use subscription::{authorize_subjects, expand_subjects, Expanded, Requirement};

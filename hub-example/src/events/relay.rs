@@ -23,26 +23,17 @@
 //! told to drop every cached entry, since nobody can say which writes they
 //! missed.
 
-use std::future::poll_fn;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use tokio_postgres::AsyncMessage;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::db::postgres::runtime::off_runtime;
-use crate::db::postgres::PgManager;
-use crate::db::{Db, DbError};
+use super::bus::{EventRelay, BUS_CAPACITY};
+use crate::db::DbError;
 use crate::replicas::{Invalidation, Origin, ReplicaInbox, ReplicaMessage};
-
-/// Hands a message (a published event, a write's invalidation) to the
-/// other replicas.
-pub trait EventRelay: Send + Sync + std::fmt::Debug {
-    /// Called once per message sent from this replica.
-    fn relay(&self, message: &ReplicaMessage);
-}
+use crate::store::outbox::Outbox;
 
 /// How long the listener waits before connecting again, at first.
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
@@ -55,7 +46,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 const FIRST_LISTEN: Duration = Duration::from_secs(5);
 /// Messages waiting for the notifier, at most (as many as the bus keeps
 /// for a slow subscriber).
-const OUTBOX: usize = super::bus::BUS_CAPACITY;
+const OUTBOX: usize = BUS_CAPACITY;
 
 /// The relay over PostgreSQL's `NOTIFY`: the queue its notifier thread
 /// sends from, and the task that `LISTEN`s.
@@ -72,26 +63,14 @@ pub struct PgEventRelay {
 }
 
 impl PgEventRelay {
-    /// Starts listening, on a connection of its own to `db` (a PostgreSQL
-    /// database), for the messages of the other replicas sharing its
-    /// schema, and delivers them to `inbox`.
-    pub fn start(db: Db, inbox: ReplicaInbox) -> Result<PgEventRelay, DbError> {
-        let manager = db
-            .pg_manager()
-            .ok_or(DbError::WrongDialect(crate::db::Dialect::Sqlite))?;
-        let schema = off_runtime(|| -> Result<String, DbError> {
-            Ok(db
-                .pg_conn()?
-                .query_one("SELECT current_schema()", &[])?
-                .try_get(0)?)
-        })?;
-        let channel = format!("hub_events:{schema}");
+    /// Starts listening, on a connection of its own, for the messages of
+    /// the other replicas sharing `channel`, and delivers them to `inbox`.
+    pub fn start(channel: Outbox, inbox: ReplicaInbox) -> Result<PgEventRelay, DbError> {
         let origin = inbox.origin();
         let stop = CancellationToken::new();
-        let runtime = manager.runtime().clone();
+        let runtime = channel.runtime();
         let listened = Arc::new((Mutex::new(false), Condvar::new()));
         let listener = Listener {
-            manager,
             channel: channel.clone(),
             inbox,
             listened: Arc::clone(&listened),
@@ -109,7 +88,7 @@ impl PgEventRelay {
             .name("hub-event-notifier".into())
             .spawn({
                 let overflowed = Arc::clone(&overflowed);
-                move || notify_in_order(&db, &channel, &queued, &overflowed, origin)
+                move || notify_in_order(&channel, &queued, &overflowed, origin)
             })
             .map_err(|e| DbError::Corrupt(format!("cannot start the event notifier: {e}")))?;
         Ok(PgEventRelay {
@@ -138,28 +117,23 @@ impl EventRelay for PgEventRelay {
 /// misses it, as a subscriber connected after it would (and its listener,
 /// cut off too, drops its cache when it listens again).
 fn notify_in_order(
-    db: &Db,
-    channel: &str,
+    channel: &Outbox,
     queued: &Receiver<String>,
     overflowed: &AtomicBool,
     origin: Origin,
 ) {
     for payload in queued {
-        if let Ok(mut conn) = db.pg_conn() {
-            let _ = conn.execute("SELECT pg_notify($1, $2)", &[&channel, &payload]);
-            if overflowed.swap(false, Ordering::AcqRel) {
-                let everything =
-                    ReplicaMessage::Invalidate(Invalidation::Everything).encode(origin);
-                let _ = conn.execute("SELECT pg_notify($1, $2)", &[&channel, &everything]);
-            }
-        }
+        channel.send(&payload, || {
+            overflowed
+                .swap(false, Ordering::AcqRel)
+                .then(|| ReplicaMessage::Invalidate(Invalidation::Everything).encode(origin))
+        });
     }
 }
 
 /// The task that `LISTEN`s on a connection of its own, outside the pool.
 struct Listener {
-    manager: PgManager,
-    channel: String,
+    channel: Outbox,
     inbox: ReplicaInbox,
     /// Set (and signalled) once the first `LISTEN` has gone through.
     listened: Arc<(Mutex<bool>, Condvar)>,
@@ -194,32 +168,16 @@ impl Listener {
     /// guard of [`ReplicaInbox::listening`]); once the connection is lost
     /// it is suspended, since writes may then go unseen.
     async fn listen_until_lost(&self) -> bool {
-        let Ok((client, mut connection)) = self.manager.connect_polled().await else {
-            return false;
+        let listening = || {
+            let guard = self.inbox.listening();
+            let (lock, first) = &*self.listened;
+            *lock.lock().unwrap() = true;
+            first.notify_all();
+            guard
         };
-        let listen = format!("LISTEN {}", quoted(&self.channel));
-        let mut listening = std::pin::pin!(client.batch_execute(&listen));
-        let mut guard = None;
-        loop {
-            // The connection does its I/O, the `LISTEN` included, only while
-            // it is polled for messages.
-            tokio::select! {
-                message = poll_fn(|cx| connection.poll_message(cx)) => match message {
-                    Some(Ok(AsyncMessage::Notification(note))) => self.deliver(note.payload()),
-                    Some(Ok(_)) => {}
-                    Some(Err(_)) | None => return guard.is_some(),
-                },
-                result = &mut listening, if guard.is_none() => match result {
-                    Ok(()) => {
-                        guard = Some(self.inbox.listening());
-                        let (lock, first) = &*self.listened;
-                        *lock.lock().unwrap() = true;
-                        first.notify_all();
-                    }
-                    Err(_) => return false,
-                },
-            }
-        }
+        self.channel
+            .listen_until_lost(listening, |payload| self.deliver(payload))
+            .await
     }
 
     /// Hands on what another replica sent: an event to this replica's bus,
@@ -227,9 +185,4 @@ impl Listener {
     fn deliver(&self, payload: &str) {
         self.inbox.deliver(payload);
     }
-}
-
-/// `name` as a quoted SQL identifier.
-fn quoted(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }

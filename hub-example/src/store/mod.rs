@@ -1,30 +1,53 @@
-//! The authorization store: every input the authorization service reads, and
-//! nothing else. `#[counted_store]` makes [`AuthzStoreMethod`] (the
-//! `store_<Method>` keys) and [`CountedAuthzStore`], the decorator installed
-//! only when tracing is on.
+//! All the Hub's data access, one facade per concern, the dialect chosen
+//! once when a store is opened:
 //!
-//! The methods are synchronous on purpose. SQLite through rusqlite blocks
-//! (and PostgreSQL's calls block on the async driver, see
-//! [`crate::db::postgres`]), so a request runs its whole authorization pass (memo, decisions, row reads)
-//! inside one `perf_trace_core::scope::spawn_blocking` call, which carries the
+//! - [`AuthzStore`] (this module): every input the authorization service
+//!   reads, and nothing else, implemented once in `authz` for both dialects;
+//! - [`agents`]: the lists' agent rows, status changes, delegations;
+//! - [`sessions`], [`tokens`], [`settings`]: browser sessions, user access
+//!   tokens, hub settings;
+//! - [`outbox`]: the events' channel between replicas (PostgreSQL);
+//! - [`seed`]: the seeder's writes.
+//!
+//! Below the facades, `sqlite/` and `postgres/` hold what differs by
+//! dialect (binding, reading a row, the statements each writes its own
+//! way); `statements` holds the rest once, `mapping` reads each row type
+//! once, and [`rows`] holds the row types the facades share.
+//!
+//! `#[counted_store]` makes [`AuthzStoreMethod`] (the `store_<Method>` keys)
+//! and [`CountedAuthzStore`], the decorator installed only when tracing is
+//! on. The methods are synchronous on purpose. SQLite through rusqlite
+//! blocks (and PostgreSQL's calls block on the async driver, see
+//! [`crate::db::postgres`]), so a request runs its whole authorization pass
+//! (memo, decisions, row reads) inside one
+//! `perf_trace_core::scope::spawn_blocking` call, which carries the
 //! request's recorder to the blocking thread. Async methods would add one
 //! thread hop per store call without freeing anything, and make each count
 //! include scheduling delay rather than the database round trip.
 
-pub mod agent_rows;
+pub mod agents;
 pub mod audit;
-mod postgres;
-mod sqlite;
-pub mod writes;
+mod authz;
+mod dialect;
+mod engine;
+mod mapping;
+pub mod outbox;
+pub mod postgres;
+pub mod rows;
+pub mod seed;
+pub mod sessions;
+pub mod settings;
+pub mod sqlite;
+mod statements;
+pub mod tokens;
 
+pub use dialect::Store;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
-use std::sync::Arc;
-
 use perf_trace_core::counted_store;
 
-use crate::db::{Db, DbError, Dialect};
+use crate::db::{Db, DbError};
 use crate::model::{
     AccessConstraint, Agent, DelegationEdge, Group, GroupMembership, Id, PrincipalRef, Project,
     ProjectMembership, RoleBinding, RoleDefinition, User, UserAccessToken,
@@ -95,11 +118,21 @@ pub trait AuthzStore: Send + Sync + 'static {
     fn get_hub_setting(&self, key: &str) -> StoreResult<Option<String>>;
 }
 
-/// The plain (uncounted) store over `db`, of its dialect: for the reads made
-/// outside the Hub's traced handlers (the web client's sign-in and pages).
-pub fn plain_store(db: Db) -> Arc<dyn AuthzStore> {
-    match db.dialect() {
-        Dialect::Sqlite => Arc::new(SqliteStore::new(db)),
-        Dialect::Postgres => Arc::new(PostgresStore::new(db)),
+/// What is done with the authorization store of a database, whichever its
+/// dialect: called with the store as its own type, so whatever is built
+/// over it (the router) is monomorphized and no call goes through `dyn`.
+pub trait WithAuthzStore {
+    /// What the visit gives.
+    type Output;
+    /// Called once, with the store of the database's dialect.
+    fn visit<S: AuthzStore + Clone>(self, store: S) -> Self::Output;
+}
+
+/// Opens the authorization store of `db`'s dialect ([`Store::open`]) and
+/// hands it to `visitor`: the router's one choice of dialect.
+pub fn with_authz_store<V: WithAuthzStore>(db: &Db, visitor: V) -> V::Output {
+    match Store::open(db) {
+        Store::Sqlite(store) => visitor.visit(store),
+        Store::Postgres(store) => visitor.visit(store),
     }
 }

@@ -30,9 +30,8 @@ use crate::api::method_not_allowed;
 use crate::auth::session::CookieSessions;
 use crate::auth::{FailedLogins, TokenSigner};
 use crate::db::Db;
-use std::sync::Arc;
 
-use crate::store::{plain_store, AuthzStore};
+use crate::store::Store;
 use crate::Hub;
 
 /// How the web listener behaves.
@@ -47,7 +46,7 @@ pub struct WebOptions {
 #[derive(Clone)]
 pub struct WebState {
     db: Db,
-    store: Arc<dyn AuthzStore>,
+    store: Store,
     signer: TokenSigner,
     failed_logins: Option<FailedLogins>,
 }
@@ -62,7 +61,7 @@ impl WebState {
     /// The web handlers' state over the Hub's database and signer.
     pub fn new(db: Db, signer: TokenSigner) -> Self {
         WebState {
-            store: plain_store(db.clone()),
+            store: Store::open(&db),
             db,
             signer,
             failed_logins: None,

@@ -21,6 +21,7 @@ use super::WebState;
 use crate::api::profiling::readiness_marks;
 use crate::api::ApiError;
 use crate::auth::session::{live_session, session_cookie};
+use crate::store::AuthzStore;
 
 /// The shell's HTML, with `{{INITIAL_DATA}}` where the initial data goes.
 const SHELL: &str = include_str!("../../web/shell.html");

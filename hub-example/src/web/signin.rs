@@ -19,7 +19,6 @@ use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bytes::Bytes;
-use rusqlite::OptionalExtension;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -31,8 +30,9 @@ use crate::auth::session::{
     set_cookie,
 };
 use crate::authz::{Credential, Principal};
-use crate::db::{Db, DbError, Dialect};
 use crate::model::User;
+use crate::store::sessions::user_id_by_email;
+use crate::store::AuthzStore;
 
 /// The signed-in user, as sign-in answers and the page shell embed it.
 pub fn user_json(user: &User) -> serde_json::Value {
@@ -68,7 +68,7 @@ pub async fn sign_in(
     let web = state.clone();
     let credential = token.clone();
     let signed_in_or_refused = tokio::task::spawn_blocking(move || {
-        let (principal, _) = resolve_credential(&*web.store, &web.signer, &token)?;
+        let (principal, _) = resolve_credential(&web.store, &web.signer, &token)?;
         let user_id = match principal {
             Principal::User(user) if user.credential == Credential::Session => user.id,
             _ => {
@@ -116,22 +116,6 @@ pub async fn sign_out(
         .headers_mut()
         .insert(header::SET_COOKIE, clear_cookie(secure));
     Ok(response)
-}
-
-/// The id of the user with `email`, if there is one.
-fn user_id_by_email(db: &Db, email: &str) -> Result<Option<String>, DbError> {
-    match db.dialect() {
-        Dialect::Sqlite => Ok(db
-            .conn()?
-            .prepare_cached("SELECT id FROM users WHERE email = ?1")?
-            .query_row([email], |row| row.get(0))
-            .optional()?),
-        Dialect::Postgres => Ok(db
-            .pg_conn()?
-            .query_opt("SELECT id FROM users WHERE email = $1", &[&email])?
-            .map(|row| row.try_get(0))
-            .transpose()?),
-    }
 }
 
 #[derive(Deserialize)]

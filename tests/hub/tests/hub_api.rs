@@ -359,7 +359,7 @@ async fn server_config_refuses_perf_trace_and_stores_the_rest() {
 #[tokio::test]
 async fn scoped_tokens_are_limited_to_their_project_and_revocable() {
     use hub_example::auth::tokens::access_token_from_bytes;
-    use hub_example::store::writes::{
+    use hub_example::store::tokens::{
         insert_user_access_token, revoke_user_access_token, NewAccessToken,
     };
 

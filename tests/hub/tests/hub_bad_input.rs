@@ -12,7 +12,7 @@ mod served;
 use base64::Engine as _;
 use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
 use hub_example::seed::TOKEN_EXPIRY_SECS;
-use hub_example::store::writes::{
+use hub_example::store::tokens::{
     insert_user_access_token, revoke_user_access_token, NewAccessToken,
 };
 use hub_support::{TestHub, SECRET};

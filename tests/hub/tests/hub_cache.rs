@@ -12,7 +12,7 @@ use hub_example::perf::keys::{CacheOutcome, CacheRoute};
 use hub_example::seed::TOKEN_EXPIRY_SECS;
 use hub_example::settings::CacheSettings;
 use hub_example::settings::Settings;
-use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
+use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
 use hub_example::{Hub, HubOptions};
 use hub_support::{Reply, Seeded, TestHub, SECRET};
 use serde_json::Value;

@@ -658,9 +658,9 @@ fn access_token_for(hub: &TestHub, seed: u8, expires_at_ms: i64) -> String {
     let doc = hub.doc();
     let token = hub_example::auth::tokens::access_token_from_bytes([seed; 32]);
     hub.with_db(|db| {
-        hub_example::store::writes::insert_user_access_token(
+        hub_example::store::tokens::insert_user_access_token(
             db,
-            &hub_example::store::writes::NewAccessToken {
+            &hub_example::store::tokens::NewAccessToken {
                 id: &format!("{seed:08x}-0000-4000-8000-000000000000"),
                 user_id: &doc.member_user_id,
                 project_id: &doc.project_id,
@@ -686,7 +686,7 @@ async fn a_stream_stops_when_its_token_is_revoked_or_its_role_removed() {
     let (mut revoked, status, rest) = open_stream(served.addr, &subject, &token).await;
     assert_eq!(status, 200);
     hub.with_db(|db| {
-        hub_example::store::writes::revoke_user_access_token(
+        hub_example::store::tokens::revoke_user_access_token(
             db,
             &format!("{:08x}-0000-4000-8000-000000000000", 41),
             1,

@@ -11,7 +11,7 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use hub_example::auth::tokens::{access_token_from_bytes, token_hash, TokenSigner, TokenSubject};
 use hub_example::seed::TOKEN_EXPIRY_SECS;
-use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
+use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
 use hub_support::sql::{stored_bytes, Cell};
 use hub_support::{TestHub, SECRET};
 use tower::ServiceExt;

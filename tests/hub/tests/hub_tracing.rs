@@ -206,7 +206,7 @@ mod hub_support_tokens {
     use super::TestHub;
     use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
     use hub_example::seed::TOKEN_EXPIRY_SECS;
-    use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
+    use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
 
     /// A user access token of the admin, limited to the main project.
     pub fn scoped_admin_token(hub: &TestHub) -> String {

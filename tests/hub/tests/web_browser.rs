@@ -30,7 +30,7 @@ use hub_bench::web::driver::Chromedriver;
 use hub_example::api::profiling::{readiness_marks, set_readiness_marks};
 use hub_example::auth::tokens::access_token_from_bytes;
 use hub_example::settings::Settings;
-use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
+use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
 use hub_example::web::{self, WebOptions};
 use hub_example::{Hub, HubOptions};
 use hub_support::{Seeded, SECRET};

@@ -11,7 +11,7 @@ use axum::Router;
 use http_body_util::BodyExt;
 use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
 use hub_example::settings::Settings;
-use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
+use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
 use hub_example::web::{self, WebOptions};
 use hub_support::{TestHub, SECRET};
 use serde_json::{json, Value};

@@ -24,7 +24,7 @@ use hub_example::perf::exits::HubExits;
 use hub_example::perf::keys::HubSchema;
 use hub_example::perf::trace_layer;
 use hub_example::seed::SeedDocument;
-use hub_example::store::agent_rows::{read_agents, RowQuery, RowScope};
+use hub_example::store::agents::{read_agents, RowQuery, RowScope};
 use hub_example::store::{AuthzStore, CountedAuthzStore, PostgresStore, SqliteStore, StoreResult};
 use hub_example::{build_router, AppState};
 use perf_trace_core::testing::perf_traced_request;
