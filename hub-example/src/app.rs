@@ -39,7 +39,7 @@ use crate::auth::{FailedLogins, TokenSigner};
 use crate::authz::audit::{AuditBackend, MemoryAuditBackend, WRITER_BUSY_TIMEOUT};
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::cache::ResponseCache;
-use crate::db::{Db, Dialect};
+use crate::db::Db;
 use crate::events::{EventBus, PgEventRelay};
 use crate::log::{Logger, SharedWriter};
 use crate::perf::exits::HubExits;
