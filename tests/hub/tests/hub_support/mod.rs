@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 pub mod postgres;
+pub mod process;
 pub mod sql;
 pub mod store;
 

@@ -16,174 +16,32 @@
 //! line on standard error says so; with `CI=true` it fails). The test seeds
 //! a schema of its own and drops it.
 
-mod served_process;
+mod hub_support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hub_example::seed::{seed, SeedDocument, SeedOptions};
+use hub_example::seed::SeedDocument;
+use hub_support::postgres::{admin_rows, pg_url, PgSchema};
+use hub_support::process::{
+    first_listed_agent, put_status, request, round_trip, EventStream, Replica,
+};
+use hub_support::Seeded;
 use serde_json::Value;
-use served_process::{free_port, KillOnDrop};
 
-const SECRET: &str = "bench-secret-1";
-const PG_URL_VAR: &str = "PERF_TRACE_PG_URL";
-
-fn pg_url() -> Option<String> {
-    match std::env::var(PG_URL_VAR) {
-        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_owned()),
-        _ => {
-            assert!(
-                std::env::var("CI").map_or(true, |v| v != "true"),
-                "{PG_URL_VAR} is not set and CI=true: CI runs the PostgreSQL tests"
-            );
-            let _ = writeln!(
-                std::io::stderr(),
-                "PostgreSQL tests skipped: {PG_URL_VAR} is not set \
-                 (set it to a server's URL, e.g. postgres://postgres@127.0.0.1:5432/test)"
-            );
-            None
-        }
-    }
-}
-
-/// Runs `sql` on the server (the test is synchronous: no runtime here).
-fn admin_query(url: &str, sql: &str) -> Vec<postgres::Row> {
-    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-    client.query(sql, &[]).unwrap()
-}
-
-/// A schema of its own, dropped on drop.
-struct Schema {
-    server: String,
-    name: String,
-}
-
-impl Schema {
-    /// The schema of the test `tag` (tests of this file run at once).
-    fn create(server: &str, tag: &str) -> Schema {
-        let name = format!("hub_replicas_{}_{tag}", std::process::id());
-        admin_query(server, &format!("DROP SCHEMA IF EXISTS {name} CASCADE"));
-        admin_query(server, &format!("CREATE SCHEMA {name}"));
-        Schema {
-            server: server.to_owned(),
-            name,
-        }
-    }
-
-    fn url(&self) -> String {
-        let sep = if self.server.contains('?') { '&' } else { '?' };
-        format!("{}{sep}options=-csearch_path%3D{}", self.server, self.name)
-    }
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        admin_query(
-            &self.server,
-            &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
-        );
-    }
-}
-
-/// A `serve` process on `url`, with `env` set; returns it and its address
-/// once it listens.
-fn replica(url: &str, env: &[(&str, &str)]) -> (KillOnDrop, String) {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_hub-example"))
-        .args(["serve", "--db", url, "--session-secret", SECRET])
-        .args(["--port", &port.to_string()])
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let addr = format!("127.0.0.1:{port}");
-    let start = Instant::now();
-    while TcpStream::connect(&addr).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "{addr} never listened"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (KillOnDrop(child), addr)
-}
-
-fn request(addr: &str, method: &str, path: &str, token: &str, body: &str) -> String {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-}
-
-/// An open event stream on the project's agents.
-struct Stream {
-    stream: TcpStream,
-    seen: String,
-}
-
-impl Stream {
-    fn open(addr: &str, doc: &SeedDocument) -> Stream {
-        let mut stream = TcpStream::connect(addr).unwrap();
-        write!(
-            stream,
-            "GET /events?sub=projects.{}.agents.%3E HTTP/1.1\r\nHost: {addr}\r\n\
-             Authorization: Bearer {}\r\n\r\n",
-            doc.project_id, doc.owner_token
-        )
-        .unwrap();
-        let mut s = Stream {
-            stream,
-            seen: String::new(),
-        };
-        assert!(s.wait_for("200 OK"), "the stream did not open: {}", s.seen);
-        s
-    }
-
-    /// Reads until `needle` has come (true) or nothing more comes within a
-    /// generous liveness bound (false).
-    fn wait_for(&mut self, needle: &str) -> bool {
-        self.stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let mut buf = [0u8; 4096];
-        while !self.seen.contains(needle) {
-            match self.stream.read(&mut buf) {
-                Ok(0) | Err(_) => return false,
-                Ok(n) => self.seen.push_str(&String::from_utf8_lossy(&buf[..n])),
-            }
-        }
-        true
-    }
-}
-
-fn put_status(addr: &str, doc: &SeedDocument, agent: &str, phase: &str) {
-    let response = request(
-        addr,
-        "PUT",
-        &format!("/api/v1/agents/{agent}/status"),
-        &doc.owner_token,
-        &format!(r#"{{"phase":"{phase}"}}"#),
-    );
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+/// A `serve` process on `url`, with `env` set, and its address.
+fn replica(url: &str, env: &[(&str, &str)]) -> (Replica, String) {
+    let replica = Replica::serve_with(url, env);
+    let addr = replica.addr.clone();
+    (replica, addr)
 }
 
 /// The backends listening for this schema's events.
-fn listeners(server: &str, schema: &Schema) -> Vec<i32> {
-    admin_query(
+fn listeners(server: &str, schema: &PgSchema) -> Vec<i32> {
+    admin_rows(
         server,
         &format!(
             "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN \"hub_events:{}\"'",
-            schema.name
+            schema.name()
         ),
     )
     .iter()
@@ -191,7 +49,7 @@ fn listeners(server: &str, schema: &Schema) -> Vec<i32> {
     .collect()
 }
 
-fn wait_for_listeners(server: &str, schema: &Schema, n: usize, not: &[i32]) -> Vec<i32> {
+fn wait_for_listeners(server: &str, schema: &PgSchema, n: usize, not: &[i32]) -> Vec<i32> {
     let start = Instant::now();
     loop {
         let pids: Vec<i32> = listeners(server, schema)
@@ -212,28 +70,16 @@ fn wait_for_listeners(server: &str, schema: &Schema, n: usize, not: &[i32]) -> V
 #[test]
 fn an_event_written_on_one_replica_reaches_streams_on_the_other() {
     let Some(server) = pg_url() else { return };
-    let schema = Schema::create(&server, "events");
+    let seeded = Seeded::on_postgres(4, &server);
+    let (schema, doc) = (seeded.pg.as_ref().unwrap(), &seeded.doc);
     let url = schema.url();
-    let doc = seed_schema(&url);
     let (a, addr_a) = replica(&url, &[]);
     let (_b, addr_b) = replica(&url, &[]);
     let listening = wait_for_listeners(&server, &schema, 2, &[]);
 
-    let list = request(
-        &addr_a,
-        "GET",
-        &format!("/api/v1/projects/{}/agents?limit=1", doc.project_id),
-        &doc.owner_token,
-        "",
-    );
-    let agent = list
-        .split("\"id\":\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap()
-        .to_owned();
+    let agent = first_listed_agent(&addr_a, doc);
 
-    let mut on_b = Stream::open(&addr_b, &doc);
+    let mut on_b = EventStream::open(&addr_b, &doc);
     put_status(&addr_a, &doc, &agent, "stopped");
     assert!(
         on_b.wait_for("\"phase\":\"stopped\""),
@@ -262,7 +108,7 @@ fn an_event_written_on_one_replica_reaches_streams_on_the_other() {
         "",
     );
     assert!(list_on_b.starts_with("HTTP/1.1 200"), "{list_on_b}");
-    let mut moved = Stream::open(&addr_b, &doc);
+    let mut moved = EventStream::open(&addr_b, &doc);
     put_status(&addr_b, &doc, &agent, "error");
     assert!(moved.wait_for("\"phase\":\"error\""), "{}", moved.seen);
     assert!(on_b.wait_for("\"phase\":\"error\""), "{}", on_b.seen);
@@ -271,20 +117,20 @@ fn an_event_written_on_one_replica_reaches_streams_on_the_other() {
 #[test]
 fn a_stream_is_told_to_resync_once_its_replica_listens_again() {
     let Some(server) = pg_url() else { return };
-    let schema = Schema::create(&server, "resync");
+    let seeded = Seeded::on_postgres(4, &server);
+    let (schema, doc) = (seeded.pg.as_ref().unwrap(), &seeded.doc);
     let url = schema.url();
-    let doc = seed_schema(&url);
     let (_b, addr_b) = replica(&url, &[]);
     let b_listener = wait_for_listeners(&server, &schema, 1, &[]);
     let (_a, addr_a) = replica(&url, &[]);
     wait_for_listeners(&server, &schema, 1, &b_listener);
-    let agent = first_agent(&addr_b, &doc);
+    let agent = first_listed_agent(&addr_b, &doc);
     let before = phase_of(
         &traced_get(&addr_b, &agent_path(&agent), &doc).json(),
         &agent,
     );
     let phase = another_phase(before.as_deref().unwrap_or("stopped"));
-    let mut on_b = Stream::open(&addr_b, &doc);
+    let mut on_b = EventStream::open(&addr_b, &doc);
 
     // B's listening backend is terminated mid-stream and A writes: B may
     // never hear of it, so once B listens again its stream is told to
@@ -314,20 +160,9 @@ fn agent_path(agent: &str) -> String {
     format!("/api/v1/agents/{agent}")
 }
 
-fn seed_schema(url: &str) -> SeedDocument {
-    seed(&SeedOptions {
-        db_path: url.into(),
-        session_secret: SECRET.into(),
-        agents: 4,
-        project_slug: "replicas".into(),
-        rand_seed: 42,
-    })
-    .unwrap()
-}
-
 /// Ends the backends `pids`.
 fn terminate(server: &str, pids: &[i32]) {
-    admin_query(
+    admin_rows(
         server,
         &format!(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid IN ({})",
@@ -412,16 +247,14 @@ fn dechunk(mut body: &str) -> String {
 
 /// `GET path` by the admin, asking for the perf headers.
 fn traced_get(addr: &str, path: &str, doc: &SeedDocument) -> Reply {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
-         X-Scion-Perf-Trace: 1\r\nConnection: close\r\n\r\n",
-        doc.admin_token
-    )
-    .unwrap();
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).unwrap();
+    let raw = round_trip(
+        addr,
+        &format!(
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+             X-Scion-Perf-Trace: 1\r\nConnection: close\r\n\r\n",
+            doc.admin_token
+        ),
+    );
     let reply = Reply::parse(&raw);
     assert_eq!(reply.status, 200, "{path}: {}", reply.body);
     reply
@@ -492,31 +325,16 @@ fn another_phase(current: &str) -> &'static str {
     }
 }
 
-fn first_agent(addr: &str, doc: &SeedDocument) -> String {
-    let reply = traced_get(
-        addr,
-        &format!("/api/v1/projects/{}/agents?limit=1", doc.project_id),
-        doc,
-    );
-    reply
-        .body
-        .split("\"id\":\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap()
-        .to_owned()
-}
-
 #[test]
 fn a_write_on_either_replica_invalidates_the_others_cache() {
     let Some(server) = pg_url() else { return };
-    let schema = Schema::create(&server, "cache");
+    let seeded = Seeded::on_postgres(4, &server);
+    let (schema, doc) = (seeded.pg.as_ref().unwrap(), &seeded.doc);
     let url = schema.url();
-    let doc = seed_schema(&url);
     let (_a, addr_a) = replica(&url, &CACHED);
     let (_b, addr_b) = replica(&url, &CACHED);
     wait_for_listeners(&server, &schema, 2, &[]);
-    let agent = first_agent(&addr_a, &doc);
+    let agent = first_listed_agent(&addr_a, &doc);
 
     // B caches the agent's read; its status is written through A.
     let read = format!("/api/v1/agents/{agent}");
@@ -535,13 +353,13 @@ fn a_write_on_either_replica_invalidates_the_others_cache() {
 #[test]
 fn a_replica_that_stopped_listening_serves_nothing_it_cached_before() {
     let Some(server) = pg_url() else { return };
-    let schema = Schema::create(&server, "outage");
+    let seeded = Seeded::on_postgres(4, &server);
+    let (schema, doc) = (seeded.pg.as_ref().unwrap(), &seeded.doc);
     let url = schema.url();
-    let doc = seed_schema(&url);
     let (_a, addr_a) = replica(&url, &CACHED);
     let (_b, addr_b) = replica(&url, &CACHED);
     let listening = wait_for_listeners(&server, &schema, 2, &[]);
-    let agent = first_agent(&addr_a, &doc);
+    let agent = first_listed_agent(&addr_a, &doc);
     let read = format!("/api/v1/agents/{agent}");
     let before = cache_on(&addr_b, &read, &doc, &agent);
     let after = another_phase(&before);
@@ -588,9 +406,9 @@ fn a_replica_that_stopped_listening_serves_nothing_it_cached_before() {
 #[test]
 fn readiness_marks_set_through_one_replica_are_read_on_the_other() {
     let Some(server) = pg_url() else { return };
-    let schema = Schema::create(&server, "profiling");
+    let seeded = Seeded::on_postgres(4, &server);
+    let (schema, doc) = (seeded.pg.as_ref().unwrap(), &seeded.doc);
     let url = schema.url();
-    let doc = seed_schema(&url);
     let (_a, addr_a) = replica(&url, &CACHED);
     let (_b, addr_b) = replica(&url, &CACHED);
     for on in [true, false] {
