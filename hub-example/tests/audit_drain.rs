@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::{free_port, get_head, hub_example, secret_file, seed_in, try_exchange, RunningHub};
+use support::{free_port, get_head, secret_file, seed_in, serve, try_exchange, RunningHub};
 
 /// One GET on a fresh connection; the status code, or `None` when the Hub
 /// refused or closed the connection (it is shutting down).
@@ -23,14 +23,9 @@ fn sigterm_under_load_writes_or_counts_every_accepted_audit_record() {
     let db = dir.path().join("hub.db");
     let doc = seed_in(dir.path(), 40, "drain");
     let port = free_port();
-    let mut command = hub_example();
+    let mut command = serve(&db);
     command
-        .args([
-            "serve",
-            "--db",
-            db.to_str().unwrap(),
-            "--session-secret-file",
-        ])
+        .arg("--session-secret-file")
         .arg(secret_file(dir.path()))
         .args(["--port", &port.to_string(), "--shutdown-timeout", "5s"])
         // Every list decides afresh: a response-cache hit makes no decision.

@@ -4,7 +4,7 @@ mod support;
 
 use std::path::Path;
 
-use support::{free_port, get, hub_example, RunningHub};
+use support::{free_port, get, hub_example, serve, RunningHub};
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let out = hub_example().args(args).output().unwrap();
@@ -22,27 +22,34 @@ fn every_subcommand_has_help() {
         assert_eq!(code, 0, "{args:?}");
         assert!(stdout.contains("Usage"), "{args:?}: {stdout}");
     }
-    let (_, serve, _) = run(&["serve", "--help"]);
-    for flag in [
-        "--db",
-        "--session-secret",
-        "--port",
-        "--host",
-        "--config",
-        "--no-auto-migrate",
+    for (subcommand, flags) in [
+        (
+            "serve",
+            &[
+                "--db",
+                "--session-secret",
+                "--port",
+                "--host",
+                "--config",
+                "--no-auto-migrate",
+            ][..],
+        ),
+        (
+            "seed",
+            &[
+                "--db",
+                "--session-secret",
+                "--agents",
+                "--project-slug",
+                "--rand-seed",
+                "--out",
+            ],
+        ),
     ] {
-        assert!(serve.contains(flag), "{flag}");
-    }
-    let (_, seed, _) = run(&["seed", "--help"]);
-    for flag in [
-        "--db",
-        "--session-secret",
-        "--agents",
-        "--project-slug",
-        "--rand-seed",
-        "--out",
-    ] {
-        assert!(seed.contains(flag), "{flag}");
+        let (_, help, _) = run(&[subcommand, "--help"]);
+        for flag in flags {
+            assert!(help.contains(flag), "{flag}");
+        }
     }
 }
 
@@ -142,12 +149,9 @@ fn seed_then_serve_with_tracing_from_the_environment() {
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
 
     let port = free_port();
-    let mut command = hub_example();
+    let mut command = serve(&db);
     command
         .args([
-            "serve",
-            "--db",
-            db.to_str().unwrap(),
             "--session-secret",
             "bench-secret-1",
             "--port",

@@ -11,16 +11,23 @@ mod support;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use support::{
-    exchange, first_agent, free_port, hub_example, read_until_closed, secret_file, seed_in,
+    exchange, first_agent, free_port, read_until_closed, secret_file, seed_in, serve,
     wait_until_listening, RunningHub, SECRET,
 };
 
 fn seeded(dir: &Path, agents: u32) -> hub_example::seed::SeedDocument {
     seed_in(dir, agents, "faults")
+}
+
+/// `serve` on the database `db`, tracing on.
+fn traced_serve(db: &Path) -> Command {
+    let mut command = serve(db);
+    command.env("SCION_SERVER_HUB_PERFTRACE", "true");
+    command
 }
 
 /// `GET path`, with `token` if any, asking for the perf headers.
@@ -39,17 +46,8 @@ fn a_closed_standard_output_is_reported_once_and_the_hub_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
     let doc = seeded(dir.path(), 5);
     let port = free_port();
-    let mut child = hub_example()
-        .args([
-            "serve",
-            "--db",
-            dir.path().join("hub.db").to_str().unwrap(),
-            "--session-secret",
-            SECRET,
-            "--port",
-            &port.to_string(),
-        ])
-        .env("SCION_SERVER_HUB_PERFTRACE", "true")
+    let mut child = traced_serve(&dir.path().join("hub.db"))
+        .args(["--session-secret", SECRET, "--port", &port.to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -95,17 +93,13 @@ fn a_closed_standard_output_is_reported_once_and_the_hub_keeps_serving() {
 
 fn refused_at_start(db: &Path, expected: &str) {
     let (code, stdout, stderr) = {
-        let out = hub_example()
+        let out = traced_serve(db)
             .args([
-                "serve",
-                "--db",
-                db.to_str().unwrap(),
                 "--session-secret",
                 SECRET,
                 "--port",
                 &free_port().to_string(),
             ])
-            .env("SCION_SERVER_HUB_PERFTRACE", "true")
             .output()
             .unwrap();
         (
@@ -149,14 +143,12 @@ fn sigterm_ends_streams_cuts_off_slow_clients_at_the_deadline_and_exits() {
     let dir = tempfile::tempdir().unwrap();
     let doc = seeded(dir.path(), 5);
     let port = free_port();
-    let mut command = hub_example();
+    let mut command = traced_serve(&dir.path().join("hub.db"));
     command
-        .args(["serve", "--db", dir.path().join("hub.db").to_str().unwrap()])
         .arg("--session-secret-file")
         .arg(secret_file(dir.path()))
         .args(["--port", &port.to_string()])
-        .args(["--shutdown-timeout", "1s", "--request-timeout", "60s"])
-        .env("SCION_SERVER_HUB_PERFTRACE", "true");
+        .args(["--shutdown-timeout", "1s", "--request-timeout", "60s"]);
     let mut hub = RunningHub::start(command, &[port]);
     let addr = format!("127.0.0.1:{port}");
     let agent = first_agent(&dir.path().join("hub.db"), &doc.project_id);

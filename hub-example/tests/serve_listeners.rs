@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use hub_example::seed::SeedDocument;
 use serde_json::Value;
 use support::{
-    first_agent, free_port, hub_example, read_until_closed, round_trip, seed_in, RunningHub, SECRET,
+    first_agent, free_port, read_until_closed, round_trip, seed_in, serve, RunningHub, SECRET,
 };
 
 fn seeded(dir: &Path) -> SeedDocument {
@@ -44,9 +44,8 @@ fn web_args(api: u16, web: u16, more: &[&str]) -> Vec<String> {
 /// `hub-example serve` on the seeded database in `dir`, tracing on, with
 /// `args` added.
 fn serve_command<S: AsRef<std::ffi::OsStr>>(dir: &Path, args: &[S]) -> Command {
-    let mut command = hub_example();
+    let mut command = serve(&dir.join("hub.db"));
     command
-        .args(["serve", "--db", dir.join("hub.db").to_str().unwrap()])
         .args(["--session-secret", SECRET])
         .args(args)
         .env("SCION_SERVER_HUB_PERFTRACE", "true");

@@ -6,7 +6,7 @@ mod support;
 
 use std::process::Stdio;
 
-use support::{exchange, free_port, hub_example, RunningHub};
+use support::{exchange, free_port, hub_example, serve, RunningHub};
 
 #[test]
 fn web_flags_need_enable_web() {
@@ -43,15 +43,9 @@ fn the_web_port_serves_the_page_and_the_api_and_the_api_port_only_the_api() {
     assert!(status.success());
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&seed).unwrap()).unwrap();
     let (api_port, web_port) = (free_port(), free_port());
-    let mut command = hub_example();
+    let mut command = serve(&db);
     command
-        .args([
-            "serve",
-            "--db",
-            db.to_str().unwrap(),
-            "--session-secret",
-            "s1",
-        ])
+        .args(["--session-secret", "s1"])
         .args(["--port", &api_port.to_string(), "--enable-web"])
         .args(["--web-port", &web_port.to_string()]);
     let hub = RunningHub::start(command, &[api_port, web_port]);

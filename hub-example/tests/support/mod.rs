@@ -28,6 +28,13 @@ pub fn hub_example() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hub-example"))
 }
 
+/// `hub-example serve --db DB`, ready for more arguments.
+pub fn serve(db: &Path) -> Command {
+    let mut command = hub_example();
+    command.args(["serve", "--db", db.to_str().unwrap()]);
+    command
+}
+
 /// `agents` agents seeded into `dir/hub.db` under the project `slug`.
 pub fn seed_in(dir: &Path, agents: u32, slug: &str) -> SeedDocument {
     seed(&SeedOptions {
