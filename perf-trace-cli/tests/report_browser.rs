@@ -6,32 +6,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use fantoccini::wd::WebDriverCompatibleCommand;
 use fantoccini::Locator;
-use hub_bench::web::{Browser, BrowserPaths};
+use hub_bench::web::{Browser, BrowserPaths, SessionPost};
 use perf_trace_cli::sample::{self, Profile, Sample};
 use serde_json::{json, Value};
-
-/// chromedriver's log of one kind for the session (reading clears it).
-#[derive(Debug)]
-struct ReadLog;
-
-impl WebDriverCompatibleCommand for ReadLog {
-    fn endpoint(
-        &self,
-        base: &url::Url,
-        session: Option<&str>,
-    ) -> Result<url::Url, url::ParseError> {
-        base.join(&format!("session/{}/se/log", session.unwrap_or("")))
-    }
-
-    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
-        (
-            http::Method::POST,
-            Some(json!({ "type": "browser" }).to_string()),
-        )
-    }
-}
 
 fn write_logs(dir: &Path) -> [String; 2] {
     let mut paths = [String::new(), String::new()];
@@ -139,7 +117,14 @@ async fn the_report_page_renders_in_chromium_without_console_errors() {
         "the histogram's tallest bar is drawn: {tallest}"
     );
 
-    let log: Value = client.issue_cmd(ReadLog).await.expect("the browser log");
+    // The browser's console log for the session (reading clears it).
+    let log: Value = client
+        .issue_cmd(SessionPost {
+            path: "se/log",
+            body: json!({ "type": "browser" }),
+        })
+        .await
+        .expect("the browser log");
     let errors: Vec<&Value> = log
         .as_array()
         .into_iter()

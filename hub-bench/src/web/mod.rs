@@ -20,5 +20,5 @@ pub mod page;
 pub mod report;
 
 pub use bench::{run, WebArgs};
-pub use browser::{Browser, BrowserPaths};
+pub use browser::{Browser, BrowserPaths, SessionPost};
 pub use report::BrowserReport;
