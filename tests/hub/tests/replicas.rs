@@ -28,54 +28,96 @@ use hub_support::process::{
 use hub_support::Seeded;
 use serde_json::Value;
 
-/// A `serve` process on `url`, with `env` set, and its address.
-fn replica(url: &str, env: &[(&str, &str)]) -> (Replica, String) {
-    let replica = Replica::serve_with(url, env);
-    let addr = replica.addr.clone();
-    (replica, addr)
+/// A schema of its own on the PostgreSQL server, seeded, for replicas to
+/// serve.
+struct Fixture {
+    server: String,
+    seeded: Seeded,
 }
 
-/// The backends listening for this schema's events.
-fn listeners(server: &str, schema: &PgSchema) -> Vec<i32> {
-    admin_rows(
-        server,
-        &format!(
-            "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN \"hub_events:{}\"'",
-            schema.name()
-        ),
-    )
-    .iter()
-    .map(|r| r.get(0))
-    .collect()
-}
+impl Fixture {
+    /// `None` when no server is configured (see [`pg_url`]).
+    fn new() -> Option<Fixture> {
+        let server = pg_url()?;
+        let seeded = Seeded::on_postgres(4, &server);
+        Some(Fixture { server, seeded })
+    }
 
-fn wait_for_listeners(server: &str, schema: &PgSchema, n: usize, not: &[i32]) -> Vec<i32> {
-    let start = Instant::now();
-    loop {
-        let pids: Vec<i32> = listeners(server, schema)
-            .into_iter()
-            .filter(|p| !not.contains(p))
-            .collect();
-        if pids.len() >= n {
-            return pids;
+    fn schema(&self) -> &PgSchema {
+        self.seeded.pg.as_ref().unwrap()
+    }
+
+    fn doc(&self) -> &SeedDocument {
+        &self.seeded.doc
+    }
+
+    /// A `serve` process on the schema, with `env` set, and its address.
+    fn replica(&self, env: &[(&str, &str)]) -> (Replica, String) {
+        let replica = Replica::serve_with(self.schema().url(), env);
+        let addr = replica.addr.clone();
+        (replica, addr)
+    }
+
+    /// Two of them, A and B.
+    fn pair(&self, env: &[(&str, &str)]) -> [(Replica, String); 2] {
+        [self.replica(env), self.replica(env)]
+    }
+
+    /// The backends listening for this schema's events.
+    fn listeners(&self) -> Vec<i32> {
+        admin_rows(
+            &self.server,
+            &format!(
+                "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN \"hub_events:{}\"'",
+                self.schema().name()
+            ),
+        )
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+    }
+
+    /// Waits until `n` backends other than `not` listen; their pids.
+    fn wait_for_listeners(&self, n: usize, not: &[i32]) -> Vec<i32> {
+        let start = Instant::now();
+        loop {
+            let pids: Vec<i32> = self
+                .listeners()
+                .into_iter()
+                .filter(|p| !not.contains(p))
+                .collect();
+            if pids.len() >= n {
+                return pids;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{n} listeners never connected"
+            );
+            std::thread::sleep(Duration::from_millis(50));
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "{n} listeners never connected"
+    }
+
+    /// Ends the backends `pids`.
+    fn terminate(&self, pids: &[i32]) {
+        admin_rows(
+            &self.server,
+            &format!(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid IN ({})",
+                pids.iter()
+                    .map(i32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
         );
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
 #[test]
 fn an_event_written_on_one_replica_reaches_streams_on_the_other() {
-    let Some(server) = pg_url() else { return };
-    let seeded = Seeded::on_postgres(4, &server);
-    let (schema, doc) = (seeded.pg.as_ref().unwrap(), &seeded.doc);
-    let url = schema.url();
-    let (a, addr_a) = replica(&url, &[]);
-    let (_b, addr_b) = replica(&url, &[]);
-    let listening = wait_for_listeners(&server, &schema, 2, &[]);
+    let Some(fx) = Fixture::new() else { return };
+    let doc = fx.doc();
+    let [(a, addr_a), (_b, addr_b)] = fx.pair(&[]);
+    let listening = fx.wait_for_listeners(2, &[]);
 
     let agent = first_listed_agent(&addr_a, doc);
 
@@ -89,8 +131,8 @@ fn an_event_written_on_one_replica_reaches_streams_on_the_other() {
 
     // B's listening connection is terminated: it connects again, and the
     // stream it serves stays open and gets the next event.
-    terminate(&server, &listening);
-    wait_for_listeners(&server, &schema, 2, &listening);
+    fx.terminate(&listening);
+    fx.wait_for_listeners(2, &listening);
     put_status(&addr_a, &doc, &agent, "running");
     assert!(
         on_b.wait_for("\"phase\":\"running\""),
@@ -116,14 +158,12 @@ fn an_event_written_on_one_replica_reaches_streams_on_the_other() {
 
 #[test]
 fn a_stream_is_told_to_resync_once_its_replica_listens_again() {
-    let Some(server) = pg_url() else { return };
-    let seeded = Seeded::on_postgres(4, &server);
-    let (schema, doc) = (seeded.pg.as_ref().unwrap(), &seeded.doc);
-    let url = schema.url();
-    let (_b, addr_b) = replica(&url, &[]);
-    let b_listener = wait_for_listeners(&server, &schema, 1, &[]);
-    let (_a, addr_a) = replica(&url, &[]);
-    wait_for_listeners(&server, &schema, 1, &b_listener);
+    let Some(fx) = Fixture::new() else { return };
+    let doc = fx.doc();
+    let (_b, addr_b) = fx.replica(&[]);
+    let b_listener = fx.wait_for_listeners(1, &[]);
+    let (_a, addr_a) = fx.replica(&[]);
+    fx.wait_for_listeners(1, &b_listener);
     let agent = first_listed_agent(&addr_b, &doc);
     let before = phase_of(
         &traced_get(&addr_b, &agent_path(&agent), &doc).json(),
@@ -135,9 +175,9 @@ fn a_stream_is_told_to_resync_once_its_replica_listens_again() {
     // B's listening backend is terminated mid-stream and A writes: B may
     // never hear of it, so once B listens again its stream is told to
     // resync, and what a page then refetches from B holds the write.
-    terminate(&server, &b_listener);
+    fx.terminate(&b_listener);
     put_status(&addr_a, &doc, &agent, phase);
-    wait_for_listeners(&server, &schema, 2, &b_listener);
+    fx.wait_for_listeners(2, &b_listener);
     assert!(
         on_b.wait_for("event: resync\ndata: {\"reason\":\"relay_reconnected\"}\n"),
         "B's stream was not told to resync: {}",
@@ -158,20 +198,6 @@ fn a_stream_is_told_to_resync_once_its_replica_listens_again() {
 
 fn agent_path(agent: &str) -> String {
     format!("/api/v1/agents/{agent}")
-}
-
-/// Ends the backends `pids`.
-fn terminate(server: &str, pids: &[i32]) {
-    admin_rows(
-        server,
-        &format!(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid IN ({})",
-            pids.iter()
-                .map(i32::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-    );
 }
 
 /// Tracing on (a request's cache outcome is in its perf headers), and agent
@@ -327,13 +353,10 @@ fn another_phase(current: &str) -> &'static str {
 
 #[test]
 fn a_write_on_either_replica_invalidates_the_others_cache() {
-    let Some(server) = pg_url() else { return };
-    let seeded = Seeded::on_postgres(4, &server);
-    let (schema, doc) = (seeded.pg.as_ref().unwrap(), &seeded.doc);
-    let url = schema.url();
-    let (_a, addr_a) = replica(&url, &CACHED);
-    let (_b, addr_b) = replica(&url, &CACHED);
-    wait_for_listeners(&server, &schema, 2, &[]);
+    let Some(fx) = Fixture::new() else { return };
+    let doc = fx.doc();
+    let [(_a, addr_a), (_b, addr_b)] = fx.pair(&CACHED);
+    fx.wait_for_listeners(2, &[]);
     let agent = first_listed_agent(&addr_a, &doc);
 
     // B caches the agent's read; its status is written through A.
@@ -352,13 +375,10 @@ fn a_write_on_either_replica_invalidates_the_others_cache() {
 
 #[test]
 fn a_replica_that_stopped_listening_serves_nothing_it_cached_before() {
-    let Some(server) = pg_url() else { return };
-    let seeded = Seeded::on_postgres(4, &server);
-    let (schema, doc) = (seeded.pg.as_ref().unwrap(), &seeded.doc);
-    let url = schema.url();
-    let (_a, addr_a) = replica(&url, &CACHED);
-    let (_b, addr_b) = replica(&url, &CACHED);
-    let listening = wait_for_listeners(&server, &schema, 2, &[]);
+    let Some(fx) = Fixture::new() else { return };
+    let doc = fx.doc();
+    let [(_a, addr_a), (_b, addr_b)] = fx.pair(&CACHED);
+    let listening = fx.wait_for_listeners(2, &[]);
     let agent = first_listed_agent(&addr_a, &doc);
     let read = format!("/api/v1/agents/{agent}");
     let before = cache_on(&addr_b, &read, &doc, &agent);
@@ -366,7 +386,7 @@ fn a_replica_that_stopped_listening_serves_nothing_it_cached_before() {
 
     // A write B is never told of, as one sent while its listener is away:
     // B keeps serving its entry.
-    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut client = postgres::Client::connect(fx.schema().url(), postgres::NoTls).unwrap();
     let changed = client
         .execute(
             "UPDATE agents SET phase = $1 WHERE id = $2",
@@ -380,8 +400,8 @@ fn a_replica_that_stopped_listening_serves_nothing_it_cached_before() {
     // it missed, so nothing cached before is served. While B does not
     // listen it computes every read (no cache outcome); once it listens
     // again its first read is a miss.
-    terminate(&server, &listening);
-    wait_for_listeners(&server, &schema, 2, &listening);
+    fx.terminate(&listening);
+    fx.wait_for_listeners(2, &listening);
     let start = Instant::now();
     loop {
         let reply = traced_get(&addr_b, &read, &doc);
@@ -405,12 +425,9 @@ fn a_replica_that_stopped_listening_serves_nothing_it_cached_before() {
 
 #[test]
 fn readiness_marks_set_through_one_replica_are_read_on_the_other() {
-    let Some(server) = pg_url() else { return };
-    let seeded = Seeded::on_postgres(4, &server);
-    let (schema, doc) = (seeded.pg.as_ref().unwrap(), &seeded.doc);
-    let url = schema.url();
-    let (_a, addr_a) = replica(&url, &CACHED);
-    let (_b, addr_b) = replica(&url, &CACHED);
+    let Some(fx) = Fixture::new() else { return };
+    let doc = fx.doc();
+    let [(_a, addr_a), (_b, addr_b)] = fx.pair(&CACHED);
     for on in [true, false] {
         let put = request(
             &addr_a,
