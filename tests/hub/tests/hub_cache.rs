@@ -6,13 +6,12 @@
 mod hub_support;
 
 use axum::http::{Method, StatusCode};
-use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
+use hub_example::auth::tokens::{TokenSigner, TokenSubject};
 use hub_example::log::CaptureBuffer;
 use hub_example::perf::keys::{CacheOutcome, CacheRoute};
 use hub_example::seed::TOKEN_EXPIRY_SECS;
 use hub_example::settings::CacheSettings;
 use hub_example::settings::Settings;
-use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
 use hub_example::{Hub, HubOptions};
 use hub_support::{Reply, Seeded, TestHub, SECRET};
 use serde_json::Value;
@@ -47,26 +46,6 @@ fn fresh_twin(seeded: &Seeded) -> TestHub {
         router,
         log,
     }
-}
-
-fn access_token(hub: &TestHub, id: &str, user: &str, project: &str, seed: u8) -> String {
-    let token = access_token_from_bytes([seed; 32]);
-    hub.with_db(|db| {
-        insert_user_access_token(
-            db,
-            &NewAccessToken {
-                id,
-                user_id: user,
-                project_id: project,
-                name: "cache",
-                token: &token,
-                expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
-            },
-            0,
-        )
-    })
-    .unwrap();
-    token
 }
 
 fn agent_ids(reply: &Reply) -> Vec<String> {
@@ -110,34 +89,34 @@ async fn every_caller_gets_from_the_cache_what_it_would_get_fresh() {
         ("admin, session", admin.clone()),
         (
             "admin, token limited to the main project",
-            access_token(
-                &hub,
+            hub.access_token(
                 "cccccccc-0000-4000-8000-000000000001",
                 &doc.admin_user_id,
                 &doc.project_id,
                 21,
+                "cache",
             ),
         ),
         ("owner", doc.owner_token.clone()),
         ("member", doc.member_token.clone()),
         (
             "member, token limited to the main project",
-            access_token(
-                &hub,
+            hub.access_token(
                 "cccccccc-0000-4000-8000-000000000002",
                 &doc.member_user_id,
                 &doc.project_id,
                 22,
+                "cache",
             ),
         ),
         (
             "member, token limited to the other project",
-            access_token(
-                &hub,
+            hub.access_token(
                 "cccccccc-0000-4000-8000-000000000003",
                 &doc.member_user_id,
                 &doc.other_project_id,
                 23,
+                "cache",
             ),
         ),
         ("agent of the main project", agent_token(&main_agents[0])),

@@ -40,13 +40,7 @@ fn traced_with(exits: HubExits) -> TestHub {
         },
         exits,
     );
-    let router = hub.router();
-    TestHub {
-        seeded,
-        hub,
-        router,
-        log,
-    }
+    TestHub::assemble(seeded, hub, log)
 }
 
 fn metrics_on() -> HubExits {

@@ -26,7 +26,8 @@ use hub_support::store::skip_on_postgres;
 use hub_support::{Seeded, TestHub, SECRET};
 use serde_json::Value;
 use served::{
-    head_header, perf_values, read_head, read_to_close, send_get, wait_for_lines, Served,
+    head_header, perf_values, read_head, read_to_close, send_get, wait_for_lines, wait_for_stage,
+    Served,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -290,12 +291,7 @@ async fn an_sse_client_that_goes_away_gets_one_close_line() {
     let (head, _) = read_head(&mut stream).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     let id = head_header(&head, "x-request-id").unwrap();
-    wait_for_lines(&hub.log, 1000, |lines| {
-        lines
-            .iter()
-            .any(|l| l["request_id"] == id.as_str() && l["sse_stage"] == "connect")
-    })
-    .await;
+    wait_for_stage(&hub.log, &id, "connect").await;
     drop(stream);
 
     // A write to the closed connection ends the stream if the server has not
@@ -865,12 +861,7 @@ async fn a_stream_s_re_checks_add_nothing_to_its_line() {
     let (head, rest) = read_head(&mut stream).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     let id = head_header(&head, "x-request-id").unwrap();
-    wait_for_lines(&hub.log, 1000, |lines| {
-        lines
-            .iter()
-            .any(|l| l["request_id"] == id.as_str() && l["sse_stage"] == "connect")
-    })
-    .await;
+    wait_for_stage(&hub.log, &id, "connect").await;
     // Each re-check makes a decision: wait for two of them.
     let before = hub.hub.audit_log().sent();
     for _ in 0..1000 {

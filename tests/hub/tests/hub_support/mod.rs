@@ -12,15 +12,18 @@ pub mod postgres;
 pub mod process;
 pub mod sql;
 pub mod store;
+pub mod web;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
+use hub_example::auth::tokens::access_token_from_bytes;
 use hub_example::db::{Db, OpenMode, PoolOptions};
 use hub_example::log::CaptureBuffer;
-use hub_example::seed::{seed, SeedDocument, SeedOptions};
+use hub_example::seed::{seed, SeedDocument, SeedOptions, TOKEN_EXPIRY_SECS};
 use hub_example::settings::Settings;
+use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
 use hub_example::{Hub, HubOptions};
 use serde_json::Value;
 use tower::ServiceExt;
@@ -193,6 +196,11 @@ impl TestHub {
                 log: log.writer(),
             },
         );
+        Self::assemble(seeded, hub, log)
+    }
+
+    /// A fixture of a Hub built elsewhere, its router taken from it.
+    pub fn assemble(seeded: Seeded, hub: Hub, log: CaptureBuffer) -> TestHub {
         let router = hub.router();
         TestHub {
             seeded,
@@ -207,14 +215,36 @@ impl TestHub {
         let TestHub {
             seeded, hub, log, ..
         } = Self::traced(agents);
-        let hub = hub.with_limits(limits);
-        let router = hub.router();
-        TestHub {
-            seeded,
-            hub,
-            router,
-            log,
-        }
+        Self::assemble(seeded, hub.with_limits(limits), log)
+    }
+
+    /// A new access token of `user` in `project` (`id`, named `name`, its
+    /// bytes all `seed`), stored in the Hub's database; the token.
+    pub fn access_token(
+        &self,
+        id: &str,
+        user: &str,
+        project: &str,
+        seed: u8,
+        name: &str,
+    ) -> String {
+        let token = access_token_from_bytes([seed; 32]);
+        self.with_db(|db| {
+            insert_user_access_token(
+                db,
+                &NewAccessToken {
+                    id,
+                    user_id: user,
+                    project_id: project,
+                    name,
+                    token: &token,
+                    expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
+                },
+                0,
+            )
+        })
+        .unwrap();
+        token
     }
 
     pub fn doc(&self) -> &SeedDocument {
@@ -269,21 +299,7 @@ impl TestHub {
             builder = builder.header(*k, *v);
         }
         let request = builder.body(Body::from(body.to_owned())).unwrap();
-        let response = self.router.clone().oneshot(request).await.unwrap();
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes()
-            .to_vec();
-        Reply {
-            status,
-            headers,
-            body,
-        }
+        send(&self.router, request).await
     }
 
     pub async fn get(&self, uri: &str, token: Option<&str>) -> Reply {
@@ -334,6 +350,25 @@ impl TestHub {
             .as_str()
             .unwrap()
             .to_owned()
+    }
+}
+
+/// Sends `request` to `router` and reads the response to its end.
+pub async fn send(router: &Router, request: Request<Body>) -> Reply {
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    Reply {
+        status,
+        headers,
+        body,
     }
 }
 
