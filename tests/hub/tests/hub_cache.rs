@@ -12,8 +12,8 @@ use hub_example::perf::keys::{CacheOutcome, CacheRoute};
 use hub_example::seed::TOKEN_EXPIRY_SECS;
 use hub_example::settings::CacheSettings;
 use hub_example::settings::Settings;
-use hub_example::{Hub, HubOptions};
-use hub_support::{Reply, Seeded, TestHub, SECRET};
+use hub_example::Hub;
+use hub_support::{hub_options, Reply, Seeded, TestHub, SECRET};
 use serde_json::Value;
 
 fn cached_hub(agents: u32) -> TestHub {
@@ -26,14 +26,13 @@ fn fresh_twin(seeded: &Seeded) -> TestHub {
     let log = CaptureBuffer::new();
     let hub = Hub::new(
         seeded.db(),
-        HubOptions {
-            session_secret: SECRET.into(),
-            settings: Settings {
+        hub_options(
+            Settings {
                 cache: CacheSettings::disabled(),
                 ..Settings::default()
             },
-            log: log.writer(),
-        },
+            &log,
+        ),
     );
     let router = hub.router();
     TestHub {

@@ -23,7 +23,7 @@ use hub_example::settings::ServerLimits;
 use hub_example::settings::Settings;
 use hub_example::{Hub, HubOptions};
 use hub_support::store::skip_on_postgres;
-use hub_support::{Seeded, TestHub, SECRET};
+use hub_support::{hub_options, Seeded, TestHub, SECRET};
 use serde_json::Value;
 use served::{
     head_header, perf_values, read_head, read_to_close, send_get, wait_for_lines, wait_for_stage,
@@ -39,11 +39,7 @@ const TRACED: Settings = Settings {
 };
 
 fn options(log: &CaptureBuffer) -> HubOptions {
-    HubOptions {
-        session_secret: SECRET.into(),
-        settings: TRACED,
-        log: log.writer(),
-    }
+    hub_options(TRACED, log)
 }
 
 /// Lines per request id; every id must appear once.

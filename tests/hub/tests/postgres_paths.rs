@@ -29,11 +29,11 @@ use hub_example::log::CaptureBuffer;
 use hub_example::model::PrincipalRef;
 use hub_example::settings::Settings;
 use hub_example::web::{self, WebOptions};
-use hub_example::{Hub, HubOptions};
+use hub_example::Hub;
 use hub_support::postgres::{pg_url, PgDatabase};
 use hub_support::sql::off_runtime;
 use hub_support::web::{cookie_pair, send, sign_in_with, web_request, Answer};
-use hub_support::{counts, Seeded, TestHub, SECRET};
+use hub_support::{counts, hub_options, Seeded, TestHub};
 use serde_json::{json, Value};
 
 fn traced() -> Settings {
@@ -464,11 +464,7 @@ async fn readiness_marks_changed_through_one_hub_are_read_by_another() {
         .map(|_| {
             Hub::new(
                 seeded.db(),
-                HubOptions {
-                    session_secret: SECRET.into(),
-                    settings: Settings::default(),
-                    log: CaptureBuffer::new().writer(),
-                },
+                hub_options(Settings::default(), &CaptureBuffer::new()),
             )
             .router()
         })

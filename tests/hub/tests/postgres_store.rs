@@ -26,9 +26,9 @@ use hub_example::perf::keys::HubSchema;
 use hub_example::seed::{seed, SeedError, SeedOptions};
 use hub_example::serve::open_for_serving;
 use hub_example::settings::Settings;
-use hub_example::{Hub, HubOptions};
+use hub_example::Hub;
 use hub_support::postgres::{pg_url, PgDatabase, PgSchema};
-use hub_support::{Seeded, TestHub, SECRET};
+use hub_support::{hub_options, Seeded, TestHub, SECRET};
 use perf_trace_core::counts::CountsView;
 use perf_trace_core::testing::perf_traced_request;
 
@@ -416,14 +416,7 @@ async fn load_over_two_replicas_reports_each_and_every_request_reaches_the_one_i
     let hubs: Vec<(Hub, CaptureBuffer)> = (0..2)
         .map(|_| {
             let log = CaptureBuffer::new();
-            let hub = Hub::new(
-                seeded.db(),
-                HubOptions {
-                    session_secret: SECRET.into(),
-                    settings: traced(),
-                    log: log.writer(),
-                },
-            );
+            let hub = Hub::new(seeded.db(), hub_options(traced(), &log));
             (hub, log)
         })
         .collect();

@@ -32,8 +32,8 @@ use hub_example::auth::tokens::access_token_from_bytes;
 use hub_example::settings::Settings;
 use hub_example::store::writes::{insert_user_access_token, NewAccessToken};
 use hub_example::web::{self, WebOptions};
-use hub_example::{Hub, HubOptions};
-use hub_support::{Seeded, SECRET};
+use hub_example::Hub;
+use hub_support::{hub_options, Seeded};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
@@ -70,11 +70,7 @@ async fn web_hub(agents: u32) -> WebHub {
     let seeded = Seeded::new(agents);
     let hub = Hub::new(
         seeded.db(),
-        HubOptions {
-            session_secret: SECRET.into(),
-            settings: Settings::default(),
-            log: hub_example::log::CaptureBuffer::new().writer(),
-        },
+        hub_options(Settings::default(), &hub_example::log::CaptureBuffer::new()),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());

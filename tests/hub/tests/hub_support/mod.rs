@@ -188,14 +188,7 @@ impl TestHub {
 
     fn over_db(seeded: Seeded, db: Db, settings: Settings) -> TestHub {
         let log = CaptureBuffer::new();
-        let hub = Hub::new(
-            db,
-            HubOptions {
-                session_secret: SECRET.into(),
-                settings,
-                log: log.writer(),
-            },
-        );
+        let hub = Hub::new(db, hub_options(settings, &log));
         Self::assemble(seeded, hub, log)
     }
 
@@ -350,6 +343,16 @@ impl TestHub {
             .as_str()
             .unwrap()
             .to_owned()
+    }
+}
+
+/// The options of a Hub of the tests: [`SECRET`], `settings`, and its log
+/// written to `log`.
+pub fn hub_options(settings: Settings, log: &CaptureBuffer) -> HubOptions {
+    HubOptions {
+        session_secret: SECRET.into(),
+        settings,
+        log: log.writer(),
     }
 }
 
