@@ -256,10 +256,9 @@ async fn a_status_write_invalidates_and_events_still_flow() {
     };
     let mut events = hub.hub.bus().subscribe();
     let put = hub
-        .call(
-            Method::PUT,
-            &format!("/api/v1/agents/{agent}/status"),
-            Some(&owner),
+        .put_status(
+            &agent,
+            &owner,
             &[("content-type", "application/json")],
             &format!(r#"{{"phase":"{new_phase}"}}"#),
         )
@@ -304,13 +303,7 @@ async fn a_status_write_invalidates_and_events_still_flow() {
     hub.get(&other_uri, Some(&admin)).await;
     let other_misses = counts(&hub, CacheRoute::AgentsProject).1;
     let refused = hub
-        .call(
-            Method::PUT,
-            &format!("/api/v1/agents/{agent}/status"),
-            Some(&member),
-            &[],
-            r#"{"phase":"running"}"#,
-        )
+        .put_status(&agent, &member, &[], r#"{"phase":"running"}"#)
         .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
     hub.get(&other_uri, Some(&admin)).await;

@@ -368,10 +368,9 @@ async fn a_slow_sse_consumer_blocks_neither_publishers_nor_other_subscribers() {
     let agent = list["agents"][0]["id"].as_str().unwrap().to_owned();
     for phase in ["stopped", "running", "stopped"] {
         let reply = hub
-            .call(
-                Method::PUT,
-                &format!("/api/v1/agents/{agent}/status"),
-                Some(&doc.owner_token),
+            .put_status(
+                &agent,
+                &doc.owner_token,
                 &[],
                 &format!("{{\"phase\":\"{phase}\"}}"),
             )
@@ -500,13 +499,7 @@ async fn a_request_that_takes_too_long_is_a_json_408_with_its_one_line() {
     let hub = TestHub::limited(3, small_limits());
     let served = Served::hub(&hub.hub).await;
     let addr = served.addr;
-    let agent = hub
-        .get(&hub.project_agents_uri(), Some(&hub.doc().owner_token))
-        .await
-        .json()["agents"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let agent = hub.first_agent_id().await;
     let lines_before = perf_values(&hub.log).len();
     // Ten bytes of a promised hundred.
     let mut stream = raw(
@@ -705,13 +698,7 @@ async fn a_stream_stops_when_its_token_is_revoked_or_its_role_removed() {
 async fn status_events_never_go_back_in_time_under_concurrent_writes() {
     let hub = TestHub::traced(3);
     let doc = hub.doc().clone();
-    let agent = hub
-        .get(&hub.project_agents_uri(), Some(&doc.owner_token))
-        .await
-        .json()["agents"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let agent = hub.first_agent_id().await;
     let mut events = hub.hub.bus().subscribe();
     let writers: Vec<_> = (0..8)
         .map(|w| {
@@ -767,13 +754,7 @@ async fn shutdown_ends_streams_closes_idle_heads_and_cuts_off_what_outlives_the_
     let served = Served::hub(&hub.hub).await;
     let addr = served.addr;
     let doc = hub.doc().clone();
-    let agent = hub
-        .get(&hub.project_agents_uri(), Some(&doc.owner_token))
-        .await
-        .json()["agents"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let agent = hub.first_agent_id().await;
     let subject = format!("projects.{}.agents.%3E", doc.project_id);
     let (mut stream, status, rest) = open_stream(addr, &subject, &doc.member_token).await;
     assert_eq!(status, 200);

@@ -356,10 +356,9 @@ async fn rights_of(hub: &TestHub, token: &str, agent: &str) -> Rights {
         "stopped"
     };
     let update = hub
-        .call(
-            Method::PUT,
-            &format!("/api/v1/agents/{agent}/status"),
-            Some(token),
+        .put_status(
+            &agent,
+            token,
             &[("content-type", "application/json")],
             &format!(r#"{{"phase":"{target}"}}"#),
         )

@@ -509,10 +509,9 @@ async fn sse_lines_connect_close_refused_and_malformed() {
         .json();
     let agent = agents["agents"][0]["id"].as_str().unwrap().to_owned();
     let put = hub
-        .call(
-            Method::PUT,
-            &format!("/api/v1/agents/{agent}/status"),
-            Some(&doc.owner_token),
+        .put_status(
+            &agent,
+            &doc.owner_token,
             &[("content-type", "application/json")],
             r#"{"phase":"running","activity":"working"}"#,
         )

@@ -114,16 +114,12 @@ async fn a_status_write_and_a_settings_write_are_read_back() {
     let Some(server) = pg_url() else { return };
     let hub = TestHub::over(Seeded::on_postgres(4, &server), traced());
     let doc = hub.doc().clone();
-    let list = hub
-        .get(&hub.project_agents_uri(), Some(&doc.owner_token))
-        .await;
-    let agent = list.json()["agents"][0]["id"].as_str().unwrap().to_owned();
+    let agent = hub.first_agent_id().await;
 
     let put = hub
-        .call(
-            Method::PUT,
-            &format!("/api/v1/agents/{agent}/status"),
-            Some(&doc.owner_token),
+        .put_status(
+            &agent,
+            &doc.owner_token,
             &[],
             r#"{"phase":"stopped","activity":"blocked"}"#,
         )
@@ -360,10 +356,7 @@ async fn a_row_locked_past_the_lock_timeout_is_a_503_with_the_line_and_pool_figu
     let database = PgDatabase::create(&server);
     let hub = hub_over_database(&database, 4, 2);
     let doc = hub.doc().clone();
-    let list = hub
-        .get(&hub.project_agents_uri(), Some(&doc.owner_token))
-        .await;
-    let agent = list.json()["agents"][0]["id"].as_str().unwrap().to_owned();
+    let agent = hub.first_agent_id().await;
 
     // Another client holds the agent's row in an open transaction.
     let url = hub.seeded.pg.as_ref().unwrap().url().to_owned();

@@ -299,6 +299,19 @@ impl TestHub {
         self.call(Method::GET, uri, token, &[], "").await
     }
 
+    /// `PUT /api/v1/agents/{agent}/status` with `token`, `headers` and `body`.
+    pub async fn put_status(
+        &self,
+        agent: &str,
+        token: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Reply {
+        let uri = format!("/api/v1/agents/{agent}/status");
+        self.call(Method::PUT, &uri, Some(token), headers, body)
+            .await
+    }
+
     /// Every log line, raw.
     pub fn lines(&self) -> Vec<String> {
         self.log.lines()
