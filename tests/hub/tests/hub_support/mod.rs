@@ -54,14 +54,7 @@ impl Seeded {
     /// suites' store.
     pub fn on_sqlite(agents: u32) -> Seeded {
         let dir = tempfile::tempdir().unwrap();
-        let doc = seed(&SeedOptions {
-            db_path: dir.path().join("hub.db"),
-            session_secret: SECRET.into(),
-            agents,
-            project_slug: format!("bench-{agents}"),
-            rand_seed: 42,
-        })
-        .unwrap();
+        let doc = seed_into(dir.path().join("hub.db"), agents);
         Seeded { doc, dir, pg: None }
     }
 
@@ -70,14 +63,7 @@ impl Seeded {
     pub fn on_postgres(agents: u32, server: &str) -> Seeded {
         let dir = tempfile::tempdir().unwrap();
         let schema = postgres::PgSchema::create(server);
-        let doc = seed(&SeedOptions {
-            db_path: schema.url().into(),
-            session_secret: SECRET.into(),
-            agents,
-            project_slug: format!("bench-{agents}"),
-            rand_seed: 42,
-        })
-        .unwrap();
+        let doc = seed_into(schema.url().into(), agents);
         Seeded {
             doc,
             dir,
@@ -97,6 +83,19 @@ impl Seeded {
         )
         .unwrap()
     }
+}
+
+/// `agents` agents (and the fixed users, groups and roles) seeded into the
+/// database at `db_path` (a file, or a PostgreSQL URL).
+fn seed_into(db_path: std::path::PathBuf, agents: u32) -> SeedDocument {
+    seed(&SeedOptions {
+        db_path,
+        session_secret: SECRET.into(),
+        agents,
+        project_slug: format!("bench-{agents}"),
+        rand_seed: 42,
+    })
+    .unwrap()
 }
 
 /// A Hub over a seeded database, with its log captured.
