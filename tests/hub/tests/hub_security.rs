@@ -357,7 +357,7 @@ async fn rights_of(hub: &TestHub, token: &str, agent: &str) -> Rights {
     };
     let update = hub
         .put_status(
-            &agent,
+            agent,
             token,
             &[("content-type", "application/json")],
             &format!(r#"{{"phase":"{target}"}}"#),

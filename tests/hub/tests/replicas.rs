@@ -121,8 +121,8 @@ fn an_event_written_on_one_replica_reaches_streams_on_the_other() {
 
     let agent = first_listed_agent(&addr_a, doc);
 
-    let mut on_b = EventStream::open(&addr_b, &doc);
-    put_status(&addr_a, &doc, &agent, "stopped");
+    let mut on_b = EventStream::open(&addr_b, doc);
+    put_status(&addr_a, doc, &agent, "stopped");
     assert!(
         on_b.wait_for("\"phase\":\"stopped\""),
         "the event written on A never reached B's stream: {}",
@@ -133,7 +133,7 @@ fn an_event_written_on_one_replica_reaches_streams_on_the_other() {
     // stream it serves stays open and gets the next event.
     fx.terminate(&listening);
     fx.wait_for_listeners(2, &listening);
-    put_status(&addr_a, &doc, &agent, "running");
+    put_status(&addr_a, doc, &agent, "running");
     assert!(
         on_b.wait_for("\"phase\":\"running\""),
         "after the reconnect the event never reached B's stream: {}",
@@ -150,8 +150,8 @@ fn an_event_written_on_one_replica_reaches_streams_on_the_other() {
         "",
     );
     assert!(list_on_b.starts_with("HTTP/1.1 200"), "{list_on_b}");
-    let mut moved = EventStream::open(&addr_b, &doc);
-    put_status(&addr_b, &doc, &agent, "error");
+    let mut moved = EventStream::open(&addr_b, doc);
+    put_status(&addr_b, doc, &agent, "error");
     assert!(moved.wait_for("\"phase\":\"error\""), "{}", moved.seen);
     assert!(on_b.wait_for("\"phase\":\"error\""), "{}", on_b.seen);
 }
@@ -164,31 +164,31 @@ fn a_stream_is_told_to_resync_once_its_replica_listens_again() {
     let b_listener = fx.wait_for_listeners(1, &[]);
     let (_a, addr_a) = fx.replica(&[]);
     fx.wait_for_listeners(1, &b_listener);
-    let agent = first_listed_agent(&addr_b, &doc);
+    let agent = first_listed_agent(&addr_b, doc);
     let before = phase_of(
-        &traced_get(&addr_b, &agent_path(&agent), &doc).json(),
+        &traced_get(&addr_b, &agent_path(&agent), doc).json(),
         &agent,
     );
     let phase = another_phase(before.as_deref().unwrap_or("stopped"));
-    let mut on_b = EventStream::open(&addr_b, &doc);
+    let mut on_b = EventStream::open(&addr_b, doc);
 
     // B's listening backend is terminated mid-stream and A writes: B may
     // never hear of it, so once B listens again its stream is told to
     // resync, and what a page then refetches from B holds the write.
     fx.terminate(&b_listener);
-    put_status(&addr_a, &doc, &agent, phase);
+    put_status(&addr_a, doc, &agent, phase);
     fx.wait_for_listeners(2, &b_listener);
     assert!(
         on_b.wait_for("event: resync\ndata: {\"reason\":\"relay_reconnected\"}\n"),
         "B's stream was not told to resync: {}",
         on_b.seen
     );
-    let refetched = traced_get(&addr_b, &agent_path(&agent), &doc).json();
+    let refetched = traced_get(&addr_b, &agent_path(&agent), doc).json();
     assert_eq!(phase_of(&refetched, &agent).as_deref(), Some(phase));
 
     // The stream stays open and gets the next event.
     let next = another_phase(phase);
-    put_status(&addr_a, &doc, &agent, next);
+    put_status(&addr_a, doc, &agent, next);
     assert!(
         on_b.wait_for(&format!("\"phase\":\"{next}\"")),
         "after the resync the event never reached B's stream: {}",
@@ -357,20 +357,20 @@ fn a_write_on_either_replica_invalidates_the_others_cache() {
     let doc = fx.doc();
     let [(_a, addr_a), (_b, addr_b)] = fx.pair(&CACHED);
     fx.wait_for_listeners(2, &[]);
-    let agent = first_listed_agent(&addr_a, &doc);
+    let agent = first_listed_agent(&addr_a, doc);
 
     // B caches the agent's read; its status is written through A.
     let read = format!("/api/v1/agents/{agent}");
-    let before = cache_on(&addr_b, &read, &doc, &agent);
+    let before = cache_on(&addr_b, &read, doc, &agent);
     let after = another_phase(&before);
-    put_status(&addr_a, &doc, &agent, after);
-    until_told(&addr_b, &read, &doc, &agent, after);
+    put_status(&addr_a, doc, &agent, after);
+    until_told(&addr_b, &read, doc, &agent, after);
 
     // A caches the project's list; the status is written through B.
     let list = format!("/api/v1/projects/{}/agents", doc.project_id);
-    assert_eq!(cache_on(&addr_a, &list, &doc, &agent), after);
-    put_status(&addr_b, &doc, &agent, &before);
-    until_told(&addr_a, &list, &doc, &agent, &before);
+    assert_eq!(cache_on(&addr_a, &list, doc, &agent), after);
+    put_status(&addr_b, doc, &agent, &before);
+    until_told(&addr_a, &list, doc, &agent, &before);
 }
 
 #[test]
@@ -379,9 +379,9 @@ fn a_replica_that_stopped_listening_serves_nothing_it_cached_before() {
     let doc = fx.doc();
     let [(_a, addr_a), (_b, addr_b)] = fx.pair(&CACHED);
     let listening = fx.wait_for_listeners(2, &[]);
-    let agent = first_listed_agent(&addr_a, &doc);
+    let agent = first_listed_agent(&addr_a, doc);
     let read = format!("/api/v1/agents/{agent}");
-    let before = cache_on(&addr_b, &read, &doc, &agent);
+    let before = cache_on(&addr_b, &read, doc, &agent);
     let after = another_phase(&before);
 
     // A write B is never told of, as one sent while its listener is away:
@@ -394,7 +394,7 @@ fn a_replica_that_stopped_listening_serves_nothing_it_cached_before() {
         )
         .unwrap();
     assert_eq!(changed, 1);
-    assert_eq!(cache_on(&addr_b, &read, &doc, &agent), before);
+    assert_eq!(cache_on(&addr_b, &read, doc, &agent), before);
 
     // The listening connections are lost and come back: B cannot know what
     // it missed, so nothing cached before is served. While B does not
@@ -404,7 +404,7 @@ fn a_replica_that_stopped_listening_serves_nothing_it_cached_before() {
     fx.wait_for_listeners(2, &listening);
     let start = Instant::now();
     loop {
-        let reply = traced_get(&addr_b, &read, &doc);
+        let reply = traced_get(&addr_b, &read, doc);
         assert_eq!(
             phase_of(&reply.json(), &agent).as_deref(),
             Some(after),
@@ -437,7 +437,7 @@ fn readiness_marks_set_through_one_replica_are_read_on_the_other() {
             &format!(r#"{{"readiness_marks":{on}}}"#),
         );
         assert!(put.starts_with("HTTP/1.1 200"), "{put}");
-        let got = traced_get(&addr_b, "/api/v1/profiling", &doc);
+        let got = traced_get(&addr_b, "/api/v1/profiling", doc);
         assert_eq!(got.json(), serde_json::json!({ "readiness_marks": on }));
     }
 }
