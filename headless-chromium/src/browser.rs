@@ -216,11 +216,15 @@ fn capabilities(chromium: &Path, profile: &Path) -> Capabilities {
     caps
 }
 
-/// A POST to a chromedriver extension endpoint of the current session.
+/// A POST to a chromedriver extension endpoint of the current session
+/// (`goog/cdp/execute` for a DevTools command, `se/log` to read a log),
+/// sent with [`Client::issue_cmd`].
 #[derive(Debug)]
-struct SessionPost {
-    path: &'static str,
-    body: Value,
+pub struct SessionPost {
+    /// The endpoint below `session/{id}/`.
+    pub path: &'static str,
+    /// The JSON body.
+    pub body: Value,
 }
 
 impl WebDriverCompatibleCommand for SessionPost {

@@ -12,5 +12,5 @@
 pub mod browser;
 pub mod driver;
 
-pub use browser::{Browser, BrowserPaths};
+pub use browser::{Browser, BrowserPaths, SessionPost};
 pub use driver::Chromedriver;

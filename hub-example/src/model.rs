@@ -321,8 +321,8 @@ impl FromStr for AgentActivity {
 }
 
 /// The longest agent name, in bytes. Paging cursors carry the name of the
-/// last agent of a page; [`crate::paging`] accepts cursors long enough for
-/// any name up to this length.
+/// last agent of a page, so their longest accepted length follows from
+/// this one.
 pub const MAX_AGENT_NAME_BYTES: usize = 256;
 
 /// An agent as the store returns it.

@@ -1,14 +1,10 @@
 //! The command line as a user meets it: help, one-line errors, seed and serve.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod support;
 
-fn hub_example() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hub-example"))
-}
+use std::path::Path;
+
+use support::{free_port, get, hub_example, serve, RunningHub};
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let out = hub_example().args(args).output().unwrap();
@@ -26,27 +22,34 @@ fn every_subcommand_has_help() {
         assert_eq!(code, 0, "{args:?}");
         assert!(stdout.contains("Usage"), "{args:?}: {stdout}");
     }
-    let (_, serve, _) = run(&["serve", "--help"]);
-    for flag in [
-        "--db",
-        "--session-secret",
-        "--port",
-        "--host",
-        "--config",
-        "--no-auto-migrate",
+    for (subcommand, flags) in [
+        (
+            "serve",
+            &[
+                "--db",
+                "--session-secret",
+                "--port",
+                "--host",
+                "--config",
+                "--no-auto-migrate",
+            ][..],
+        ),
+        (
+            "seed",
+            &[
+                "--db",
+                "--session-secret",
+                "--agents",
+                "--project-slug",
+                "--rand-seed",
+                "--out",
+            ],
+        ),
     ] {
-        assert!(serve.contains(flag), "{flag}");
-    }
-    let (_, seed, _) = run(&["seed", "--help"]);
-    for flag in [
-        "--db",
-        "--session-secret",
-        "--agents",
-        "--project-slug",
-        "--rand-seed",
-        "--out",
-    ] {
-        assert!(seed.contains(flag), "{flag}");
+        let (_, help, _) = run(&[subcommand, "--help"]);
+        for flag in flags {
+            assert!(help.contains(flag), "{flag}");
+        }
     }
 }
 
@@ -124,18 +127,6 @@ fn bad_flags_and_missing_files_are_one_line_errors() {
     assert!(!Path::new(missing).exists());
 }
 
-fn http_get(addr: &str, path: &str, token: &str) -> String {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-}
-
 #[test]
 fn seed_then_serve_with_tracing_from_the_environment() {
     let dir = tempfile::tempdir().unwrap();
@@ -157,40 +148,24 @@ fn seed_then_serve_with_tracing_from_the_environment() {
     assert_eq!(code, 0, "{stderr}");
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
 
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let mut child = hub_example()
+    let port = free_port();
+    let mut command = serve(&db);
+    command
         .args([
-            "serve",
-            "--db",
-            db.to_str().unwrap(),
             "--session-secret",
             "bench-secret-1",
             "--port",
             &port.to_string(),
             "--no-auto-migrate",
         ])
-        .env("SCION_SERVER_HUB_PERFTRACE", "true")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .env("SCION_SERVER_HUB_PERFTRACE", "true");
+    let mut hub = RunningHub::start(command, &[port]);
     let addr = format!("127.0.0.1:{port}");
-    let started = Instant::now();
-    while TcpStream::connect(&addr).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "hub did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let path = format!(
         "/api/v1/projects/{}/agents",
         doc["projectId"].as_str().unwrap()
     );
-    let response = http_get(&addr, &path, doc["memberToken"].as_str().unwrap());
+    let response = get(&addr, &path, doc["memberToken"].as_str().unwrap());
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     let request_id = response
         .lines()
@@ -203,19 +178,8 @@ fn seed_then_serve_with_tracing_from_the_environment() {
     // The line is rendered and written within a flush interval of the
     // request's end; a process killed outright loses what is younger.
     std::thread::sleep(hub_example::perf::LINE_FLUSH_INTERVAL * 10);
-    child.kill().unwrap();
-    let mut log = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut log)
-        .unwrap();
-    child.wait().unwrap();
-    let lines: Vec<serde_json::Value> = log
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    hub.kill();
+    let lines = hub.lines();
     assert_eq!(
         lines[0]["msg"],
         "Request performance tracing is on (server.hub.perf_trace); per-request perf_trace lines are logged"

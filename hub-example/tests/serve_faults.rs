@@ -6,47 +6,39 @@
 //! event streams, cuts off what outlives the shutdown deadline, logs both
 //! ends of the shutdown and exits.
 
-mod served_process;
+mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use hub_example::seed::{seed, SeedOptions};
-use served_process::{first_agent, free_port, KillOnDrop};
-
-const SECRET: &str = "bench-secret-1";
-
-fn hub_example() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hub-example"))
-}
+use support::{
+    exchange, first_agent, free_port, read_until_closed, secret_file, seed_in, serve,
+    wait_until_listening, RunningHub, SECRET,
+};
 
 fn seeded(dir: &Path, agents: u32) -> hub_example::seed::SeedDocument {
-    seed(&SeedOptions {
-        db_path: dir.join("hub.db"),
-        session_secret: SECRET.into(),
-        agents,
-        project_slug: "faults".into(),
-        rand_seed: 42,
-    })
-    .unwrap()
+    seed_in(dir, agents, "faults")
 }
 
-fn http_get(addr: &str, path: &str, token: Option<&str>) -> String {
-    let mut stream = TcpStream::connect(addr).unwrap();
+/// `serve` on the database `db`, tracing on.
+fn traced_serve(db: &Path) -> Command {
+    let mut command = serve(db);
+    command.env("SCION_SERVER_HUB_PERFTRACE", "true");
+    command
+}
+
+/// `GET path`, with `token` if any, asking for the perf headers.
+fn traced_get(addr: &str, path: &str, token: Option<&str>) -> String {
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}X-Scion-Perf-Trace: 1\r\nConnection: close\r\n\r\n"
+    exchange(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\n{auth}X-Scion-Perf-Trace: 1"),
     )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
 }
 
 #[test]
@@ -54,17 +46,8 @@ fn a_closed_standard_output_is_reported_once_and_the_hub_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
     let doc = seeded(dir.path(), 5);
     let port = free_port();
-    let mut child = hub_example()
-        .args([
-            "serve",
-            "--db",
-            dir.path().join("hub.db").to_str().unwrap(),
-            "--session-secret",
-            SECRET,
-            "--port",
-            &port.to_string(),
-        ])
-        .env("SCION_SERVER_HUB_PERFTRACE", "true")
+    let mut child = traced_serve(&dir.path().join("hub.db"))
+        .args(["--session-secret", SECRET, "--port", &port.to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -73,19 +56,12 @@ fn a_closed_standard_output_is_reported_once_and_the_hub_keeps_serving() {
     drop(child.stdout.take());
 
     let addr = format!("127.0.0.1:{port}");
-    let started = Instant::now();
-    while TcpStream::connect(&addr).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "hub did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until_listening(&addr);
     let list = format!("/api/v1/projects/{}/agents", doc.project_id);
     for _ in 0..10 {
-        let health = http_get(&addr, "/healthz", None);
+        let health = traced_get(&addr, "/healthz", None);
         assert!(health.starts_with("HTTP/1.1 200"), "{health}");
-        let agents = http_get(&addr, &list, Some(&doc.admin_token));
+        let agents = traced_get(&addr, &list, Some(&doc.admin_token));
         assert!(agents.starts_with("HTTP/1.1 200"), "{agents}");
         // Headers do not depend on the log: the admin still gets them.
         assert!(agents.contains("x-scion-perf-endpoint: agents.project.legacy"));
@@ -117,17 +93,13 @@ fn a_closed_standard_output_is_reported_once_and_the_hub_keeps_serving() {
 
 fn refused_at_start(db: &Path, expected: &str) {
     let (code, stdout, stderr) = {
-        let out = hub_example()
+        let out = traced_serve(db)
             .args([
-                "serve",
-                "--db",
-                db.to_str().unwrap(),
                 "--session-secret",
                 SECRET,
                 "--port",
                 &free_port().to_string(),
             ])
-            .env("SCION_SERVER_HUB_PERFTRACE", "true")
             .output()
             .unwrap();
         (
@@ -166,58 +138,19 @@ fn a_missing_read_only_or_foreign_database_file_stops_the_start() {
     refused_at_start(&foreign, "notes.db");
 }
 
-/// Reads a raw connection until the Hub closes it, for at most `limit` (a
-/// liveness bound); returns what came and whether it closed.
-fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> (String, bool) {
-    stream.set_read_timeout(Some(limit)).unwrap();
-    let mut bytes = Vec::new();
-    let closed = stream.read_to_end(&mut bytes).is_ok();
-    (String::from_utf8_lossy(&bytes).into_owned(), closed)
-}
-
 #[test]
 fn sigterm_ends_streams_cuts_off_slow_clients_at_the_deadline_and_exits() {
     let dir = tempfile::tempdir().unwrap();
     let doc = seeded(dir.path(), 5);
-    let secret_file = dir.path().join("secret");
-    std::fs::write(&secret_file, format!("{SECRET}\n")).unwrap();
     let port = free_port();
-    let mut child = KillOnDrop(
-        hub_example()
-            .args([
-                "serve",
-                "--db",
-                dir.path().join("hub.db").to_str().unwrap(),
-                "--session-secret-file",
-                secret_file.to_str().unwrap(),
-                "--port",
-                &port.to_string(),
-                "--shutdown-timeout",
-                "1s",
-                "--request-timeout",
-                "60s",
-            ])
-            .env("SCION_SERVER_HUB_PERFTRACE", "true")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let mut stdout = child.0.stdout.take().unwrap();
-    let log = std::thread::spawn(move || {
-        let mut text = String::new();
-        stdout.read_to_string(&mut text).unwrap();
-        text
-    });
+    let mut command = traced_serve(&dir.path().join("hub.db"));
+    command
+        .arg("--session-secret-file")
+        .arg(secret_file(dir.path()))
+        .args(["--port", &port.to_string()])
+        .args(["--shutdown-timeout", "1s", "--request-timeout", "60s"]);
+    let mut hub = RunningHub::start(command, &[port]);
     let addr = format!("127.0.0.1:{port}");
-    let started = Instant::now();
-    while TcpStream::connect(&addr).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "hub did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let agent = first_agent(&dir.path().join("hub.db"), &doc.project_id);
 
     // A body that will never be complete.
@@ -244,21 +177,8 @@ fn sigterm_ends_streams_cuts_off_slow_clients_at_the_deadline_and_exits() {
     write!(half_head, "GET /healthz HTTP/1.1\r\nHost: {addr}\r\n").unwrap();
     std::thread::sleep(Duration::from_millis(200));
 
-    let term = Command::new("kill")
-        .args(["-TERM", &child.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(term.success());
-    let sent = Instant::now();
-    let status = loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            break status;
-        }
-        if sent.elapsed() > Duration::from_secs(20) {
-            panic!("the Hub was still running 20 s after SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    hub.terminate();
+    let status = hub.wait_for_exit(Duration::from_secs(20));
     assert!(status.success(), "{status:?}");
 
     let (events, closed) = read_until_closed(&mut stream, Duration::from_secs(5));
@@ -275,11 +195,8 @@ fn sigterm_ends_streams_cuts_off_slow_clients_at_the_deadline_and_exits() {
         assert!(closed, "{name} still open");
     }
 
-    let log = log.join().unwrap();
-    let lines: Vec<serde_json::Value> = log
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let log = hub.text();
+    let lines = hub.lines();
     let find = |msg: &str| {
         lines
             .iter()

@@ -5,30 +5,23 @@
 //! `Host` only; and the web client's own routes behind the Hub's request
 //! guards, traced as their own endpoint classes.
 
-mod served_process;
+mod support;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hub_example::seed::{seed, SeedDocument, SeedOptions};
+use hub_example::seed::SeedDocument;
 use serde_json::Value;
-use served_process::{first_agent, free_port, KillOnDrop};
-
-const SECRET: &str = "bench-secret-1";
+use support::{
+    first_agent, free_port, read_until_closed, round_trip, seed_in, serve, RunningHub, SECRET,
+};
 
 fn seeded(dir: &Path) -> SeedDocument {
-    seed(&SeedOptions {
-        db_path: dir.join("hub.db"),
-        session_secret: SECRET.into(),
-        agents: 5,
-        project_slug: "listeners".into(),
-        rand_seed: 42,
-    })
-    .unwrap()
+    seed_in(dir, 5, "listeners")
 }
 
 /// `serve`'s arguments for the API on `api` and the web client on `web`,
@@ -51,122 +44,21 @@ fn web_args(api: u16, web: u16, more: &[&str]) -> Vec<String> {
 /// `hub-example serve` on the seeded database in `dir`, tracing on, with
 /// `args` added.
 fn serve_command<S: AsRef<std::ffi::OsStr>>(dir: &Path, args: &[S]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_hub-example"));
+    let mut command = serve(&dir.join("hub.db"));
     command
-        .args(["serve", "--db", dir.join("hub.db").to_str().unwrap()])
         .args(["--session-secret", SECRET])
         .args(args)
-        .env("SCION_SERVER_HUB_PERFTRACE", "true")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+        .env("SCION_SERVER_HUB_PERFTRACE", "true");
     command
-}
-
-/// A running Hub and the log lines it has written so far.
-struct RunningHub {
-    child: KillOnDrop,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl RunningHub {
-    fn start(mut command: Command, ports: &[u16]) -> RunningHub {
-        let mut child = command.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let lines = Arc::clone(&log);
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let mut reader = std::io::BufReader::new(stdout);
-            while std::io::BufRead::read_line(&mut reader, &mut text).unwrap_or(0) > 0 {
-                lines.lock().unwrap().push(std::mem::take(&mut text));
-            }
-        });
-        let hub = RunningHub {
-            child: KillOnDrop(child),
-            log,
-        };
-        for port in ports {
-            let started = Instant::now();
-            while TcpStream::connect(("127.0.0.1", *port)).is_err() {
-                assert!(
-                    started.elapsed() < Duration::from_secs(30),
-                    "nothing listens on {port}"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        hub
-    }
-
-    fn lines(&self) -> Vec<Value> {
-        let log = self.log.lock().unwrap();
-        log.iter()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-
-    /// Waits (a liveness bound only) until a line matches `wanted`.
-    fn wait_for_line(&self, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
-        let started = Instant::now();
-        loop {
-            if let Some(line) = self.lines().into_iter().find(&wanted) {
-                return line;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "no {what} line: {:?}",
-                self.log.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn process(&mut self) -> &mut Child {
-        &mut self.child.0
-    }
-
-    /// Sends SIGTERM.
-    fn terminate(&mut self) {
-        let term = Command::new("kill")
-            .args(["-TERM", &self.process().id().to_string()])
-            .status()
-            .unwrap();
-        assert!(term.success());
-    }
-
-    /// Waits for the exit (a liveness bound only); whether it succeeded.
-    fn wait_for_exit(&mut self) -> bool {
-        let sent = Instant::now();
-        loop {
-            if let Some(status) = self.process().try_wait().unwrap() {
-                return status.success();
-            }
-            assert!(
-                sent.elapsed() < Duration::from_secs(30),
-                "the Hub was still running 30 s after SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-/// Reads until the Hub closes the connection, for at most `limit` (a
-/// liveness bound); returns what came and whether it closed.
-fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> (String, bool) {
-    stream.set_read_timeout(Some(limit)).unwrap();
-    let mut bytes = Vec::new();
-    let closed = stream.read_to_end(&mut bytes).is_ok();
-    (String::from_utf8_lossy(&bytes).into_owned(), closed)
 }
 
 /// One request on a fresh connection to `port` (`head` without the empty
 /// line), closed after the answer; the whole answer as text.
 fn exchange(port: u16, head: &str) -> String {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(stream, "{head}\r\nConnection: close\r\n\r\n").unwrap();
-    let (answer, closed) = read_until_closed(&mut stream, Duration::from_secs(10));
-    assert!(closed, "no answer to {head}: {answer}");
-    answer
+    round_trip(
+        &format!("127.0.0.1:{port}"),
+        &format!("{head}\r\nConnection: close\r\n\r\n"),
+    )
 }
 
 /// The status code and JSON body of an answer.
@@ -242,7 +134,7 @@ fn sigterm_stops_every_listener_at_once_and_drains_the_audit_queue_after_every_w
     assert!(closed);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains(r#""phase":"stopped""#), "{answer}");
-    assert!(hub.wait_for_exit());
+    assert!(hub.wait_for_exit(Duration::from_secs(30)).success());
 
     // Its decision was recorded: the audit queue was drained after it.
     let audited: i64 = rusqlite::Connection::open(dir.path().join("hub.db"))

@@ -2,42 +2,11 @@
 //! `--web-port`, the API alone on `--port`, and the flags that only make
 //! sense with the web listener refused without it.
 
-mod served_process;
+mod support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
 
-use served_process::free_port;
-
-fn hub_example() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hub-example"))
-}
-
-/// One HTTP/1.1 exchange; the whole response as text.
-fn exchange(addr: &str, head: &str) -> String {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "{head}\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-}
-
-fn wait_for(addr: &str) {
-    let started = Instant::now();
-    while TcpStream::connect(addr).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "nothing listens on {addr}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use support::{exchange, free_port, hub_example, serve, RunningHub};
 
 #[test]
 fn web_flags_need_enable_web() {
@@ -74,26 +43,16 @@ fn the_web_port_serves_the_page_and_the_api_and_the_api_port_only_the_api() {
     assert!(status.success());
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&seed).unwrap()).unwrap();
     let (api_port, web_port) = (free_port(), free_port());
-    let mut child = hub_example()
-        .args([
-            "serve",
-            "--db",
-            db.to_str().unwrap(),
-            "--session-secret",
-            "s1",
-        ])
+    let mut command = serve(&db);
+    command
+        .args(["--session-secret", "s1"])
         .args(["--port", &api_port.to_string(), "--enable-web"])
-        .args(["--web-port", &web_port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .args(["--web-port", &web_port.to_string()]);
+    let hub = RunningHub::start(command, &[api_port, web_port]);
     let (api, web) = (
         format!("127.0.0.1:{api_port}"),
         format!("127.0.0.1:{web_port}"),
     );
-    wait_for(&api);
-    wait_for(&web);
 
     let page = exchange(
         &web,
@@ -124,7 +83,5 @@ fn the_web_port_serves_the_page_and_the_api_and_the_api_port_only_the_api() {
     let no_page = exchange(&api, "GET /assets/app.js HTTP/1.1");
     assert!(!no_page.starts_with("HTTP/1.1 200"), "{no_page}");
     assert!(no_page.contains("application/json"));
-
-    child.kill().unwrap();
-    child.wait().unwrap();
+    drop(hub);
 }

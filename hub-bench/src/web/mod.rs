@@ -16,5 +16,5 @@ pub mod page;
 pub mod report;
 
 pub use bench::{run, WebArgs};
-pub use headless_chromium::{browser, driver, Browser, BrowserPaths};
+pub use headless_chromium::{browser, driver, Browser, BrowserPaths, SessionPost};
 pub use report::BrowserReport;

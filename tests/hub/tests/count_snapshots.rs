@@ -26,10 +26,10 @@ mod hub_support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use axum::http::StatusCode;
 use axum::Router;
 use budget_requests::{
-    first_request, get_as, rereading_router, shapes, Caller, Shape, AGENTS, SMALL_AGENTS,
+    first_request, get_as, rereading_router, shapes, traced_shape, Caller, Shape, AGENTS,
+    SMALL_AGENTS,
 };
 use hub_example::perf::keys::HubSchema;
 use hub_example::seed::SeedDocument;
@@ -49,20 +49,7 @@ async fn counts_of(
 ) -> CountsView {
     let mut attempts = Vec::new();
     for _ in 0..2 {
-        let response = perf_traced_request::<HubSchema, _, _, _>(
-            router.clone(),
-            get_as(doc, caller, &shape.uri),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{caller} {}: {e}", shape.name));
-        assert_eq!(
-            response.status,
-            StatusCode::OK,
-            "{caller} {} ({}): {}",
-            shape.name,
-            shape.uri,
-            String::from_utf8_lossy(&response.body)
-        );
+        let response = traced_shape(router, doc, caller, shape).await;
         attempts.push(CountsView::from(&response));
     }
     assert_eq!(

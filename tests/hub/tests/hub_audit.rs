@@ -17,9 +17,9 @@ use hub_example::authz::audit::{AuditBackend, AuditEntry, AuditWriteError};
 use hub_example::log::CaptureBuffer;
 use hub_example::settings::AuditSettings;
 use hub_example::settings::Settings;
-use hub_example::{Hub, HubOptions};
+use hub_example::Hub;
 use hub_support::store::skip_on_postgres;
-use hub_support::{Seeded, TestHub, SECRET};
+use hub_support::{hub_options, Seeded, TestHub};
 use serde_json::Value;
 
 fn untraced() -> Settings {
@@ -215,11 +215,7 @@ async fn a_stalled_writer_fills_the_queue_and_requests_are_unaffected() {
     let log = CaptureBuffer::new();
     let hub = Hub::with_audit_backend(
         seeded.db(),
-        HubOptions {
-            session_secret: SECRET.into(),
-            settings: untraced(),
-            log: log.writer(),
-        },
+        hub_options(untraced(), &log),
         Box::new(StalledBackend { gate: gate.clone() }),
         8,
     );
@@ -349,19 +345,12 @@ async fn the_rows_an_uncached_list_writes_do_not_grow_with_its_agents() {
 #[tokio::test]
 async fn a_principal_past_its_uncached_list_quota_gets_429_with_retry_after() {
     let seeded = Seeded::new(5);
-    let hub = Hub::new(
-        seeded.db(),
-        HubOptions {
-            session_secret: SECRET.into(),
-            settings: untraced(),
-            log: CaptureBuffer::new().writer(),
-        },
-    )
-    .with_audit_settings(AuditSettings {
-        list_rate: 1,
-        list_burst: 2,
-        ..AuditSettings::default()
-    });
+    let hub = Hub::new(seeded.db(), hub_options(untraced(), &CaptureBuffer::new()))
+        .with_audit_settings(AuditSettings {
+            list_rate: 1,
+            list_burst: 2,
+            ..AuditSettings::default()
+        });
     let hub = TestHub {
         seeded,
         router: hub.router(),

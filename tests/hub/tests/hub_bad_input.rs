@@ -799,10 +799,9 @@ async fn requests_the_http_parser_refuses_are_json_errors_too() {
 async fn a_body_over_the_limit_is_a_json_413() {
     let hub = TestHub::traced(3);
     let reply = hub
-        .call(
-            reqwest::Method::PUT,
-            &format!("/api/v1/agents/{UNKNOWN}/status"),
-            Some(&hub.doc().member_token),
+        .put_status(
+            UNKNOWN,
+            &hub.doc().member_token,
             &[("content-type", "application/json")],
             &"x".repeat(3 * 1024 * 1024),
         )

@@ -6,15 +6,14 @@
 mod hub_support;
 
 use axum::http::{Method, StatusCode};
-use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
+use hub_example::auth::tokens::{TokenSigner, TokenSubject};
 use hub_example::log::CaptureBuffer;
 use hub_example::perf::keys::{CacheOutcome, CacheRoute};
 use hub_example::seed::TOKEN_EXPIRY_SECS;
 use hub_example::settings::CacheSettings;
 use hub_example::settings::Settings;
-use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
-use hub_example::{Hub, HubOptions};
-use hub_support::{Reply, Seeded, TestHub, SECRET};
+use hub_example::Hub;
+use hub_support::{hub_options, Reply, Seeded, TestHub, SECRET};
 use serde_json::Value;
 
 fn cached_hub(agents: u32) -> TestHub {
@@ -27,14 +26,13 @@ fn fresh_twin(seeded: &Seeded) -> TestHub {
     let log = CaptureBuffer::new();
     let hub = Hub::new(
         seeded.db(),
-        HubOptions {
-            session_secret: SECRET.into(),
-            settings: Settings {
+        hub_options(
+            Settings {
                 cache: CacheSettings::disabled(),
                 ..Settings::default()
             },
-            log: log.writer(),
-        },
+            &log,
+        ),
     );
     let router = hub.router();
     TestHub {
@@ -47,26 +45,6 @@ fn fresh_twin(seeded: &Seeded) -> TestHub {
         router,
         log,
     }
-}
-
-fn access_token(hub: &TestHub, id: &str, user: &str, project: &str, seed: u8) -> String {
-    let token = access_token_from_bytes([seed; 32]);
-    hub.with_db(|db| {
-        insert_user_access_token(
-            db,
-            &NewAccessToken {
-                id,
-                user_id: user,
-                project_id: project,
-                name: "cache",
-                token: &token,
-                expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
-            },
-            0,
-        )
-    })
-    .unwrap();
-    token
 }
 
 fn agent_ids(reply: &Reply) -> Vec<String> {
@@ -110,34 +88,34 @@ async fn every_caller_gets_from_the_cache_what_it_would_get_fresh() {
         ("admin, session", admin.clone()),
         (
             "admin, token limited to the main project",
-            access_token(
-                &hub,
+            hub.access_token(
                 "cccccccc-0000-4000-8000-000000000001",
                 &doc.admin_user_id,
                 &doc.project_id,
                 21,
+                "cache",
             ),
         ),
         ("owner", doc.owner_token.clone()),
         ("member", doc.member_token.clone()),
         (
             "member, token limited to the main project",
-            access_token(
-                &hub,
+            hub.access_token(
                 "cccccccc-0000-4000-8000-000000000002",
                 &doc.member_user_id,
                 &doc.project_id,
                 22,
+                "cache",
             ),
         ),
         (
             "member, token limited to the other project",
-            access_token(
-                &hub,
+            hub.access_token(
                 "cccccccc-0000-4000-8000-000000000003",
                 &doc.member_user_id,
                 &doc.other_project_id,
                 23,
+                "cache",
             ),
         ),
         ("agent of the main project", agent_token(&main_agents[0])),
@@ -278,10 +256,9 @@ async fn a_status_write_invalidates_and_events_still_flow() {
     };
     let mut events = hub.hub.bus().subscribe();
     let put = hub
-        .call(
-            Method::PUT,
-            &format!("/api/v1/agents/{agent}/status"),
-            Some(&owner),
+        .put_status(
+            &agent,
+            &owner,
             &[("content-type", "application/json")],
             &format!(r#"{{"phase":"{new_phase}"}}"#),
         )
@@ -326,13 +303,7 @@ async fn a_status_write_invalidates_and_events_still_flow() {
     hub.get(&other_uri, Some(&admin)).await;
     let other_misses = counts(&hub, CacheRoute::AgentsProject).1;
     let refused = hub
-        .call(
-            Method::PUT,
-            &format!("/api/v1/agents/{agent}/status"),
-            Some(&member),
-            &[],
-            r#"{"phase":"running"}"#,
-        )
+        .put_status(&agent, &member, &[], r#"{"phase":"running"}"#)
         .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
     hub.get(&other_uri, Some(&admin)).await;

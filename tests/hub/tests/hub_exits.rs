@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
 use collector::Collector;
-use hub_example::app::{Hub, HubOptions};
+use hub_example::app::Hub;
 use hub_example::log::CaptureBuffer;
 use hub_example::perf::exits::{HubExits, OPENMETRICS_CONTENT_TYPE};
 use hub_example::settings::ExitSettings;
 use hub_example::settings::Settings;
-use hub_support::{Seeded, TestHub, SECRET};
+use hub_support::{hub_options, Seeded, TestHub};
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use perf_trace_otel::{OtlpConfig, OtlpSink};
 
@@ -28,25 +28,29 @@ fn traced_with(exits: HubExits) -> TestHub {
     let log = CaptureBuffer::new();
     let hub = Hub::with_exits(
         seeded.db(),
-        HubOptions {
-            session_secret: SECRET.into(),
-            settings: Settings {
+        hub_options(
+            Settings {
                 perf_trace: true,
                 gcp_logs: false,
                 // Every request is served afresh, so every one reaches the exits with its figures.
                 cache: hub_example::settings::CacheSettings::disabled(),
             },
-            log: log.writer(),
-        },
+            &log,
+        ),
         exits,
     );
-    let router = hub.router();
-    TestHub {
-        seeded,
-        hub,
-        router,
-        log,
-    }
+    TestHub::assemble(seeded, hub, log)
+}
+
+/// A traced Hub whose spans go to `collector`, and its OTLP exit.
+fn traced_to(collector: &Collector) -> (TestHub, Arc<OtlpSink>) {
+    let otlp =
+        Arc::new(OtlpSink::start(OtlpConfig::new(collector.endpoint(), "scion-hub")).unwrap());
+    let exits = HubExits {
+        otlp: Some(Arc::clone(&otlp)),
+        ..HubExits::default()
+    };
+    (traced_with(exits), otlp)
 }
 
 fn metrics_on() -> HubExits {
@@ -191,13 +195,7 @@ fn string_attribute(
 #[tokio::test]
 async fn otlp_spans_reach_the_collector_parented_and_named_by_class() {
     let collector = Collector::start(200);
-    let otlp =
-        Arc::new(OtlpSink::start(OtlpConfig::new(collector.endpoint(), "scion-hub")).unwrap());
-    let exits = HubExits {
-        otlp: Some(Arc::clone(&otlp)),
-        ..HubExits::default()
-    };
-    let hub = traced_with(exits);
+    let (hub, otlp) = traced_to(&collector);
     let doc = hub.doc().clone();
     let uri = hub.project_agents_uri();
     let reply = hub
@@ -244,13 +242,7 @@ async fn otlp_spans_reach_the_collector_parented_and_named_by_class() {
 #[tokio::test]
 async fn a_failing_collector_costs_requests_nothing_and_is_counted() {
     let collector = Collector::start(503);
-    let otlp =
-        Arc::new(OtlpSink::start(OtlpConfig::new(collector.endpoint(), "scion-hub")).unwrap());
-    let exits = HubExits {
-        otlp: Some(Arc::clone(&otlp)),
-        ..HubExits::default()
-    };
-    let hub = traced_with(exits);
+    let (hub, otlp) = traced_to(&collector);
     let token = hub.doc().member_token.clone();
     for _ in 0..5 {
         let reply = hub.get(&hub.project_agents_uri(), Some(&token)).await;
@@ -306,11 +298,7 @@ fn exits_without_tracing_are_ignored_with_a_warning() {
     let log = CaptureBuffer::new();
     let hub = Hub::with_exits(
         seeded.db(),
-        HubOptions {
-            session_secret: SECRET.into(),
-            settings: Settings::default(),
-            log: log.writer(),
-        },
+        hub_options(Settings::default(), &log),
         metrics_on(),
     );
     assert!(hub.exits().metrics.is_none());

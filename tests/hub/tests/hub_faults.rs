@@ -23,10 +23,11 @@ use hub_example::settings::ServerLimits;
 use hub_example::settings::Settings;
 use hub_example::{Hub, HubOptions};
 use hub_support::store::skip_on_postgres;
-use hub_support::{Seeded, TestHub, SECRET};
+use hub_support::{hub_options, Seeded, TestHub, SECRET};
 use serde_json::Value;
 use served::{
-    head_header, perf_values, read_head, read_to_close, send_get, wait_for_lines, Served,
+    head_header, perf_values, read_head, read_to_close, send_get, wait_for_lines, wait_for_stage,
+    Served,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -38,11 +39,7 @@ const TRACED: Settings = Settings {
 };
 
 fn options(log: &CaptureBuffer) -> HubOptions {
-    HubOptions {
-        session_secret: SECRET.into(),
-        settings: TRACED,
-        log: log.writer(),
-    }
+    hub_options(TRACED, log)
 }
 
 /// Lines per request id; every id must appear once.
@@ -290,12 +287,7 @@ async fn an_sse_client_that_goes_away_gets_one_close_line() {
     let (head, _) = read_head(&mut stream).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     let id = head_header(&head, "x-request-id").unwrap();
-    wait_for_lines(&hub.log, 1000, |lines| {
-        lines
-            .iter()
-            .any(|l| l["request_id"] == id.as_str() && l["sse_stage"] == "connect")
-    })
-    .await;
+    wait_for_stage(&hub.log, &id, "connect").await;
     drop(stream);
 
     // A write to the closed connection ends the stream if the server has not
@@ -376,10 +368,9 @@ async fn a_slow_sse_consumer_blocks_neither_publishers_nor_other_subscribers() {
     let agent = list["agents"][0]["id"].as_str().unwrap().to_owned();
     for phase in ["stopped", "running", "stopped"] {
         let reply = hub
-            .call(
-                Method::PUT,
-                &format!("/api/v1/agents/{agent}/status"),
-                Some(&doc.owner_token),
+            .put_status(
+                &agent,
+                &doc.owner_token,
                 &[],
                 &format!("{{\"phase\":\"{phase}\"}}"),
             )
@@ -508,13 +499,7 @@ async fn a_request_that_takes_too_long_is_a_json_408_with_its_one_line() {
     let hub = TestHub::limited(3, small_limits());
     let served = Served::hub(&hub.hub).await;
     let addr = served.addr;
-    let agent = hub
-        .get(&hub.project_agents_uri(), Some(&hub.doc().owner_token))
-        .await
-        .json()["agents"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let agent = hub.first_agent_id().await;
     let lines_before = perf_values(&hub.log).len();
     // Ten bytes of a promised hundred.
     let mut stream = raw(
@@ -713,13 +698,7 @@ async fn a_stream_stops_when_its_token_is_revoked_or_its_role_removed() {
 async fn status_events_never_go_back_in_time_under_concurrent_writes() {
     let hub = TestHub::traced(3);
     let doc = hub.doc().clone();
-    let agent = hub
-        .get(&hub.project_agents_uri(), Some(&doc.owner_token))
-        .await
-        .json()["agents"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let agent = hub.first_agent_id().await;
     let mut events = hub.hub.bus().subscribe();
     let writers: Vec<_> = (0..8)
         .map(|w| {
@@ -775,13 +754,7 @@ async fn shutdown_ends_streams_closes_idle_heads_and_cuts_off_what_outlives_the_
     let served = Served::hub(&hub.hub).await;
     let addr = served.addr;
     let doc = hub.doc().clone();
-    let agent = hub
-        .get(&hub.project_agents_uri(), Some(&doc.owner_token))
-        .await
-        .json()["agents"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let agent = hub.first_agent_id().await;
     let subject = format!("projects.{}.agents.%3E", doc.project_id);
     let (mut stream, status, rest) = open_stream(addr, &subject, &doc.member_token).await;
     assert_eq!(status, 200);
@@ -865,12 +838,7 @@ async fn a_stream_s_re_checks_add_nothing_to_its_line() {
     let (head, rest) = read_head(&mut stream).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     let id = head_header(&head, "x-request-id").unwrap();
-    wait_for_lines(&hub.log, 1000, |lines| {
-        lines
-            .iter()
-            .any(|l| l["request_id"] == id.as_str() && l["sse_stage"] == "connect")
-    })
-    .await;
+    wait_for_stage(&hub.log, &id, "connect").await;
     // Each re-check makes a decision: wait for two of them.
     let before = hub.hub.audit_log().sent();
     for _ in 0..1000 {

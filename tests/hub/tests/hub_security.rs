@@ -9,9 +9,8 @@ mod hub_support;
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use hub_example::auth::tokens::{access_token_from_bytes, token_hash, TokenSigner, TokenSubject};
+use hub_example::auth::tokens::{token_hash, TokenSigner, TokenSubject};
 use hub_example::seed::TOKEN_EXPIRY_SECS;
-use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
 use hub_support::sql::{stored_bytes, Cell};
 use hub_support::{TestHub, SECRET};
 use tower::ServiceExt;
@@ -24,28 +23,11 @@ struct Principal {
 }
 
 fn access_token(hub: &TestHub, id: &str, user: &str, seed: u8) -> String {
-    let project = hub.doc().project_id.clone();
-    access_token_in(hub, id, user, &project, seed)
+    access_token_in(hub, id, user, &hub.doc().project_id, seed)
 }
 
 fn access_token_in(hub: &TestHub, id: &str, user: &str, project: &str, seed: u8) -> String {
-    let token = access_token_from_bytes([seed; 32]);
-    hub.with_db(|db| {
-        insert_user_access_token(
-            db,
-            &NewAccessToken {
-                id,
-                user_id: user,
-                project_id: project,
-                name: "security",
-                token: &token,
-                expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
-            },
-            0,
-        )
-    })
-    .unwrap();
-    token
+    hub.access_token(id, user, project, seed, "security")
 }
 
 fn principals(hub: &TestHub, agent_id: &str) -> Vec<Principal> {
@@ -374,10 +356,9 @@ async fn rights_of(hub: &TestHub, token: &str, agent: &str) -> Rights {
         "stopped"
     };
     let update = hub
-        .call(
-            Method::PUT,
-            &format!("/api/v1/agents/{agent}/status"),
-            Some(token),
+        .put_status(
+            agent,
+            token,
             &[("content-type", "application/json")],
             &format!(r#"{{"phase":"{target}"}}"#),
         )

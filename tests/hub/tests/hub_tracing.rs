@@ -5,7 +5,9 @@ mod hub_support;
 
 use axum::http::{Method, StatusCode};
 use hub_example::settings::Settings;
+use hub_example::store::AuthzStoreMethod;
 use hub_support::{counts, keys_in_order, store_counts, TestHub};
+use perf_trace_core::KeySet;
 
 const PHASES_IN_ORDER: [&str; 8] = [
     "capabilities",
@@ -16,28 +18,6 @@ const PHASES_IN_ORDER: [&str; 8] = [
     "messageability",
     "scope_capabilities",
     "serialize",
-];
-
-const STORE_METHODS: [&str; 19] = [
-    "GetEffectiveGroups",
-    "GetEffectiveGroupsForAgent",
-    "GetParentGroups",
-    "GetUserGroups",
-    "GetGroupMembership",
-    "GetGroupBySlug",
-    "ListRoleBindingsForPrincipals",
-    "ListRoleBindingsForPrincipal",
-    "GetRoleDefinition",
-    "GetRoleDefinitionsByIDs",
-    "GetRoleDefinitionByName",
-    "ListAccessConstraints",
-    "GetDelegationEdgesForDelegate",
-    "GetUser",
-    "GetUserAccessToken",
-    "GetAgent",
-    "GetProject",
-    "GetProjectMembership",
-    "GetHubSetting",
 ];
 
 fn request_id(reply: &hub_support::Reply) -> String {
@@ -78,7 +58,7 @@ async fn the_members_project_list_line_holds_the_spec_keys_in_order() {
         .collect();
     assert!(!stores.is_empty());
     assert!(
-        stores.iter().all(|s| STORE_METHODS.contains(s)),
+        stores.iter().all(|s| AuthzStoreMethod::NAMES.contains(s)),
         "{stores:?}"
     );
     let listed = stores.clone();
@@ -529,10 +509,9 @@ async fn sse_lines_connect_close_refused_and_malformed() {
         .json();
     let agent = agents["agents"][0]["id"].as_str().unwrap().to_owned();
     let put = hub
-        .call(
-            Method::PUT,
-            &format!("/api/v1/agents/{agent}/status"),
-            Some(&doc.owner_token),
+        .put_status(
+            &agent,
+            &doc.owner_token,
             &[("content-type", "application/json")],
             r#"{"phase":"running","activity":"working"}"#,
         )

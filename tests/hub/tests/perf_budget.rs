@@ -27,16 +27,14 @@ mod budget_requests;
 mod hub_support;
 mod web_schema;
 
-use axum::http::StatusCode;
 use axum::Router;
 use budget_requests::{
-    first_request, get_as, rereading_router, shapes, Caller, Shape, AGENTS, SMALL_AGENTS,
+    first_request, rereading_router, shapes, traced_shape, Caller, Shape, AGENTS, SMALL_AGENTS,
 };
-use hub_example::perf::keys::{HubSchema, Phase};
+use hub_example::perf::keys::Phase;
 use hub_example::seed::{SeedDocument, OTHER_PROJECT_AGENTS};
 use hub_support::{Seeded, TestHub};
 use perf_trace_core::budget::BudgetCheck;
-use perf_trace_core::testing::perf_traced_request;
 use perf_trace_core::Snapshot;
 
 /// Where the baselines below were measured.
@@ -176,20 +174,7 @@ impl Counts {
 
 /// Serves one request in-process with a fresh recorder; checks it is a 200.
 async fn traced(router: &Router, doc: &SeedDocument, shape: &Shape) -> Counts {
-    let response = perf_traced_request::<HubSchema, _, _, _>(
-        router.clone(),
-        get_as(doc, Caller::Member, &shape.uri),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{}: {e}", shape.name));
-    assert_eq!(
-        response.status,
-        StatusCode::OK,
-        "{} ({}): {}",
-        shape.name,
-        shape.uri,
-        String::from_utf8_lossy(&response.body)
-    );
+    let response = traced_shape(router, doc, Caller::Member, shape).await;
     Counts::of(&response.snapshot, response.body.len())
 }
 

@@ -18,7 +18,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
-use http_body_util::BodyExt;
 use hub_example::authz::audit::{AuditBackend, WRITER_BUSY_TIMEOUT};
 use hub_example::authz::{
     Action, AuditEmitter, AuditEntry, AuditOutcome, AuditRecord, ChannelAuditSink,
@@ -29,12 +28,12 @@ use hub_example::model::PrincipalRef;
 use hub_example::settings::Settings;
 use hub_example::store;
 use hub_example::web::{self, WebOptions};
-use hub_example::{Hub, HubOptions};
+use hub_example::Hub;
 use hub_support::postgres::{pg_url, PgDatabase};
 use hub_support::sql::off_runtime;
-use hub_support::{counts, Seeded, TestHub, SECRET};
+use hub_support::web::{cookie_pair, send, sign_in_with, web_request, Answer};
+use hub_support::{counts, hub_options, Seeded, TestHub};
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
 fn traced() -> Settings {
     Settings {
@@ -337,51 +336,9 @@ fn an_unavailable_server_fails_the_audit_flushes_which_are_retried_and_lose_noth
     assert_eq!(rows.iter().map(|r| r.1).collect::<Vec<_>>(), emitted);
 }
 
-struct Answer {
-    status: StatusCode,
-    cookie: Option<String>,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
-    }
-}
-
-async fn send(router: &Router, request: Request<Body>) -> Answer {
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let cookie = response
-        .headers()
-        .get(header::SET_COOKIE)
-        .map(|v| v.to_str().unwrap().to_owned());
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .unwrap()
-        .to_bytes()
-        .to_vec();
-    Answer {
-        status,
-        cookie,
-        body,
-    }
-}
-
-fn web_request(method: &str, uri: &str) -> axum::http::request::Builder {
-    Request::builder()
-        .method(method)
-        .uri(uri)
-        .header(header::HOST, "127.0.0.1:18080")
-        .header("x-scion-client", "web")
-}
-
-/// The `name=value` part of a `Set-Cookie`.
+/// The `name=value` part of an answer's `Set-Cookie`.
 fn cookie_of(answer: &Answer) -> String {
-    let cookie = answer.cookie.as_deref().expect("a session cookie");
-    cookie.split(';').next().unwrap().to_owned()
+    cookie_pair(answer.cookie.as_deref().expect("a session cookie"))
 }
 
 #[tokio::test]
@@ -393,11 +350,8 @@ async fn a_web_session_is_created_used_and_ended_on_postgres() {
 
     let signed_in = send(
         &web,
-        web_request("POST", "/api/v1/auth/session")
-            .header(
-                header::AUTHORIZATION,
-                format!("Bearer {}", doc.member_token),
-            )
+        sign_in_with(&doc.member_token)
+            .header("x-scion-client", "web")
             .body(Body::empty())
             .unwrap(),
     )
@@ -426,7 +380,7 @@ async fn a_web_session_is_created_used_and_ended_on_postgres() {
     )
     .await;
     assert_eq!(shell.status, StatusCode::OK);
-    assert!(String::from_utf8_lossy(&shell.body).contains(r#""signedIn":true"#));
+    assert!(shell.text.contains(r#""signedIn":true"#));
 
     // Stored only as its hash.
     let id = cookie.split_once('=').unwrap().1.to_owned();
@@ -508,11 +462,7 @@ async fn readiness_marks_changed_through_one_hub_are_read_by_another() {
         .map(|_| {
             Hub::new(
                 seeded.db(),
-                HubOptions {
-                    session_secret: SECRET.into(),
-                    settings: Settings::default(),
-                    log: CaptureBuffer::new().writer(),
-                },
+                hub_options(Settings::default(), &CaptureBuffer::new()),
             )
             .router()
         })

@@ -26,9 +26,9 @@ use hub_example::perf::keys::HubSchema;
 use hub_example::seed::{seed, SeedError, SeedOptions};
 use hub_example::serve::open_for_serving;
 use hub_example::settings::Settings;
-use hub_example::{Hub, HubOptions};
+use hub_example::Hub;
 use hub_support::postgres::{pg_url, PgDatabase, PgSchema};
-use hub_support::{Seeded, TestHub, SECRET};
+use hub_support::{hub_options, Seeded, TestHub, SECRET};
 use perf_trace_core::counts::CountsView;
 use perf_trace_core::testing::perf_traced_request;
 
@@ -114,16 +114,12 @@ async fn a_status_write_and_a_settings_write_are_read_back() {
     let Some(server) = pg_url() else { return };
     let hub = TestHub::over(Seeded::on_postgres(4, &server), traced());
     let doc = hub.doc().clone();
-    let list = hub
-        .get(&hub.project_agents_uri(), Some(&doc.owner_token))
-        .await;
-    let agent = list.json()["agents"][0]["id"].as_str().unwrap().to_owned();
+    let agent = hub.first_agent_id().await;
 
     let put = hub
-        .call(
-            Method::PUT,
-            &format!("/api/v1/agents/{agent}/status"),
-            Some(&doc.owner_token),
+        .put_status(
+            &agent,
+            &doc.owner_token,
             &[],
             r#"{"phase":"stopped","activity":"blocked"}"#,
         )
@@ -360,10 +356,7 @@ async fn a_row_locked_past_the_lock_timeout_is_a_503_with_the_line_and_pool_figu
     let database = PgDatabase::create(&server);
     let hub = hub_over_database(&database, 4, 2);
     let doc = hub.doc().clone();
-    let list = hub
-        .get(&hub.project_agents_uri(), Some(&doc.owner_token))
-        .await;
-    let agent = list.json()["agents"][0]["id"].as_str().unwrap().to_owned();
+    let agent = hub.first_agent_id().await;
 
     // Another client holds the agent's row in an open transaction.
     let url = hub.seeded.pg.as_ref().unwrap().url().to_owned();
@@ -416,14 +409,7 @@ async fn load_over_two_replicas_reports_each_and_every_request_reaches_the_one_i
     let hubs: Vec<(Hub, CaptureBuffer)> = (0..2)
         .map(|_| {
             let log = CaptureBuffer::new();
-            let hub = Hub::new(
-                seeded.db(),
-                HubOptions {
-                    session_secret: SECRET.into(),
-                    settings: traced(),
-                    log: log.writer(),
-                },
-            );
+            let hub = Hub::new(seeded.db(), hub_options(traced(), &log));
             (hub, log)
         })
         .collect();

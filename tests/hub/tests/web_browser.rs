@@ -23,17 +23,17 @@ mod hub_support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use fantoccini::wd::WebDriverCompatibleCommand;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hub_bench::web::browser::{CHROMIUM_FLAGS, WINDOW_SIZE};
 use hub_bench::web::driver::Chromedriver;
+use hub_bench::web::SessionPost;
 use hub_example::api::profiling::{readiness_marks, set_readiness_marks};
 use hub_example::auth::tokens::access_token_from_bytes;
 use hub_example::settings::Settings;
 use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
 use hub_example::web::{self, WebOptions};
-use hub_example::{Hub, HubOptions};
-use hub_support::{Seeded, SECRET};
+use hub_example::Hub;
+use hub_support::{hub_options, Seeded};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
@@ -70,11 +70,7 @@ async fn web_hub(agents: u32) -> WebHub {
     let seeded = Seeded::new(agents);
     let hub = Hub::new(
         seeded.db(),
-        HubOptions {
-            session_secret: SECRET.into(),
-            settings: Settings::default(),
-            log: hub_example::log::CaptureBuffer::new().writer(),
-        },
+        hub_options(Settings::default(), &hub_example::log::CaptureBuffer::new()),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -88,31 +84,6 @@ async fn web_hub(agents: u32) -> WebHub {
         hub,
         url,
         _stop: stop,
-    }
-}
-
-/// A Chrome DevTools command sent through chromedriver's own endpoint.
-#[derive(Debug)]
-struct DevTools {
-    cmd: &'static str,
-    params: Value,
-}
-
-impl WebDriverCompatibleCommand for DevTools {
-    fn endpoint(
-        &self,
-        base_url: &url::Url,
-        session_id: Option<&str>,
-    ) -> Result<url::Url, url::ParseError> {
-        base_url.join(&format!(
-            "session/{}/goog/cdp/execute",
-            session_id.unwrap_or_default()
-        ))
-    }
-
-    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
-        let body = json!({ "cmd": self.cmd, "params": self.params });
-        (http::Method::POST, Some(body.to_string()))
     }
 }
 
@@ -193,9 +164,12 @@ impl Browser {
     /// Wraps `performance.mark` in every document loaded from now on.
     async fn spy_on_marks(&self) {
         self.client
-            .issue_cmd(DevTools {
-                cmd: "Page.addScriptToEvaluateOnNewDocument",
-                params: json!({ "source": MARK_SPY }),
+            .issue_cmd(SessionPost {
+                path: "goog/cdp/execute",
+                body: json!({
+                    "cmd": "Page.addScriptToEvaluateOnNewDocument",
+                    "params": { "source": MARK_SPY },
+                }),
             })
             .await
             .expect("the mark spy is installed");
@@ -235,6 +209,42 @@ impl Browser {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Waits until the page shows at least one element matching `css`.
+    async fn until_some(&self, what: &str, css: &str) {
+        self.until(
+            what,
+            &format!("return document.querySelectorAll('{css}').length"),
+        )
+        .await;
+    }
+
+    /// Waits until the page shows exactly `n` elements matching `css`.
+    async fn until_exactly(&self, what: &str, css: &str, n: usize) {
+        self.until(
+            what,
+            &format!("return document.querySelectorAll('{css}').length === {n}"),
+        )
+        .await;
+    }
+
+    /// Waits until the performance timeline holds the mark `name`.
+    async fn until_mark(&self, what: &str, name: &str) {
+        self.until(
+            what,
+            &format!("return performance.getEntriesByName('{name}').length"),
+        )
+        .await;
+    }
+
+    /// Chooses `value` in the select element `id`, as a user's change does.
+    async fn select(&self, id: &str, value: &str) {
+        self.js(&format!(
+            "const s = document.getElementById('{id}'); s.value = '{value}';
+             s.dispatchEvent(new Event('change')); return true;"
+        ))
+        .await;
     }
 
     /// Two animation frames: whatever a view defers to its next frame has run.
@@ -627,10 +637,7 @@ async fn readiness_marks_on_and_off() {
     set_readiness_marks(hub.hub.db(), true, 1).unwrap();
     browser.goto(&project).await;
     browser
-        .until(
-            "the grid's marks",
-            "return performance.getEntriesByName('scion:ready:rows-grid').length",
-        )
+        .until_mark("the grid's marks", "scion:ready:rows-grid")
         .await;
     let grid = browser.marks().await;
     assert_eq!(
@@ -648,10 +655,7 @@ async fn readiness_marks_on_and_off() {
     // are added, nothing is written twice.
     browser.click("[data-view=list]").await;
     browser
-        .until(
-            "the list's mark",
-            "return performance.getEntriesByName('scion:ready:rows-list').length",
-        )
+        .until_mark("the list's mark", "scion:ready:rows-list")
         .await;
     browser.click("#next-page").await;
     browser
@@ -662,18 +666,10 @@ async fn readiness_marks_on_and_off() {
         .await;
     browser.click("[data-view=graph]").await;
     browser
-        .until(
-            "the graph's mark",
-            "return performance.getEntriesByName('scion:ready:graph').length",
-        )
+        .until_mark("the graph's mark", "scion:ready:graph")
         .await;
     browser.click("[data-view=grid]").await;
-    browser
-        .until(
-            "the grid again",
-            "return document.querySelectorAll('.agent-card').length",
-        )
-        .await;
+    browser.until_some("the grid again", ".agent-card").await;
     browser.frames().await;
     let one_load = browser.marks().await;
     assert_eq!(
@@ -711,12 +707,7 @@ async fn readiness_marks_on_and_off() {
     );
 
     // A project filter change ends the load too.
-    browser
-        .js(
-            "const s = document.getElementById('project-filter'); s.value = '';
-             s.dispatchEvent(new Event('change')); return true;",
-        )
-        .await;
+    browser.select("project-filter", "").await;
     browser
         .until(
             "the new load's marks",
@@ -733,10 +724,7 @@ async fn readiness_marks_on_and_off() {
     // A full load of the list view: its own two marks, with view list.
     browser.goto(&format!("{project}?view=list")).await;
     browser
-        .until(
-            "the list's marks",
-            "return performance.getEntriesByName('scion:ready:rows-list').length",
-        )
+        .until_mark("the list's marks", "scion:ready:rows-list")
         .await;
     browser.frames().await;
     assert_eq!(
@@ -764,12 +752,7 @@ async fn readiness_marks_on_and_off() {
     // Off again: the next load calls nothing.
     set_readiness_marks(hub.hub.db(), false, 2).unwrap();
     browser.goto(&project).await;
-    browser
-        .until(
-            "the grid",
-            "return document.querySelectorAll('.agent-card').length",
-        )
-        .await;
+    browser.until_some("the grid", ".agent-card").await;
     browser.frames().await;
     assert_eq!(browser.mark_calls().await, Vec::<Value>::new());
 }
@@ -784,12 +767,7 @@ async fn paging_and_a_live_update() {
     browser.sign_in(&hub, &doc.member_token).await;
     let project = format!("{}/projects/{}", hub.url, doc.project_id);
     browser.goto(&project).await;
-    browser
-        .until(
-            "the grid",
-            "return document.querySelectorAll('.agent-card').length",
-        )
-        .await;
+    browser.until_some("the grid", ".agent-card").await;
     browser.screenshot("project-grid.png").await;
 
     // The page size is the pager's; Next fetches the following page.
@@ -831,18 +809,8 @@ async fn paging_and_a_live_update() {
         seen.push(name);
     }
     // A larger page size from the pager: one page holds 50.
-    browser
-        .js(
-            "const s = document.getElementById('page-size'); s.value = '50';
-             s.dispatchEvent(new Event('change')); return true;",
-        )
-        .await;
-    browser
-        .until(
-            "50 cards",
-            "return document.querySelectorAll('.agent-card').length === 50",
-        )
-        .await;
+    browser.select("page-size", "50").await;
+    browser.until_exactly("50 cards", ".agent-card", 50).await;
     assert_eq!(browser.js(pager).await["size"], json!(50));
 
     // A status change arrives over /events and updates the same card in place.
@@ -888,20 +856,10 @@ async fn paging_and_a_live_update() {
 
     // The other views, for the README.
     browser.goto(&format!("{project}?view=list")).await;
-    browser
-        .until(
-            "the list",
-            "return document.querySelectorAll('.agent-row').length",
-        )
-        .await;
+    browser.until_some("the list", ".agent-row").await;
     browser.screenshot("project-list.png").await;
     browser.goto(&format!("{project}?view=graph")).await;
-    browser
-        .until(
-            "the graph",
-            "return document.querySelectorAll('g.node-agent').length === 60",
-        )
-        .await;
+    browser.until_exactly("the graph", "g.node-agent", 60).await;
     // A creator link per agent, and the seeded delegation (the owner lends
     // actions to the member) between their two users.
     let links = browser
@@ -918,10 +876,7 @@ async fn paging_and_a_live_update() {
         .goto(&format!("{}/graph?project={}", hub.url, doc.project_id))
         .await;
     browser
-        .until(
-            "the standalone graph",
-            "return document.querySelectorAll('g.node-agent').length === 60",
-        )
+        .until_exactly("the standalone graph", "g.node-agent", 60)
         .await;
     browser.screenshot("standalone-graph.png").await;
 }

@@ -13,46 +13,17 @@ use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubje
 use hub_example::settings::Settings;
 use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
 use hub_example::web::{self, WebOptions};
+use hub_support::web::{cookie_pair, request, send, sign_in_with, Answer};
 use hub_support::{TestHub, SECRET};
 use serde_json::{json, Value};
 use tower::ServiceExt;
-
-struct Answer {
-    status: StatusCode,
-    cookie: Option<String>,
-    body: Value,
-}
-
-async fn send(router: &Router, request: Request<Body>) -> Answer {
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let cookie = response
-        .headers()
-        .get(header::SET_COOKIE)
-        .map(|v| v.to_str().unwrap().to_owned());
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    Answer {
-        status,
-        cookie,
-        body,
-    }
-}
-
-fn request(method: &str, uri: &str) -> axum::http::request::Builder {
-    Request::builder()
-        .method(method)
-        .uri(uri)
-        .header(header::HOST, "127.0.0.1:18080")
-}
 
 /// Signs in with `token` and returns the `name=value` part of the cookie.
 async fn sign_in(router: &Router, token: &str) -> String {
     let answer = send(
         router,
-        request("POST", "/api/v1/auth/session")
+        sign_in_with(token)
             .header("x-scion-client", "web")
-            .header(header::AUTHORIZATION, format!("Bearer {token}"))
             .body(Body::empty())
             .unwrap(),
     )
@@ -63,7 +34,7 @@ async fn sign_in(router: &Router, token: &str) -> String {
         cookie.contains("; HttpOnly; SameSite=Strict") && !cookie.contains("Secure"),
         "{cookie}"
     );
-    cookie.split(';').next().unwrap().to_owned()
+    cookie_pair(&cookie)
 }
 
 /// Signs the session of `cookie` out.
@@ -169,9 +140,8 @@ async fn only_a_users_session_token_starts_a_session() {
     ] {
         let answer = send(
             &web,
-            request("POST", "/api/v1/auth/session")
+            sign_in_with(token)
                 .header("x-scion-client", "web")
-                .header(header::AUTHORIZATION, format!("Bearer {token}"))
                 .body(Body::empty())
                 .unwrap(),
         )
@@ -191,26 +161,16 @@ async fn only_a_users_session_token_starts_a_session() {
     // Without the client header, sign-in is refused as cross-site.
     let forged = send(
         &web,
-        request("POST", "/api/v1/auth/session")
-            .header(
-                header::AUTHORIZATION,
-                format!("Bearer {}", doc.member_token),
-            )
-            .body(Body::empty())
-            .unwrap(),
+        sign_in_with(&doc.member_token).body(Body::empty()).unwrap(),
     )
     .await;
     assert_eq!(forged.status, StatusCode::FORBIDDEN);
     // Behind a TLS proxy the cookie is Secure.
     let secure = send(
         &web,
-        request("POST", "/api/v1/auth/session")
+        sign_in_with(&doc.member_token)
             .header("x-scion-client", "web")
             .header("x-forwarded-proto", "https")
-            .header(
-                header::AUTHORIZATION,
-                format!("Bearer {}", doc.member_token),
-            )
             .body(Body::empty())
             .unwrap(),
     )

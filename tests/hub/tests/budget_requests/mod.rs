@@ -27,7 +27,7 @@ use hub_example::seed::SeedDocument;
 use hub_example::store::agents::{read_agents, RowQuery, RowScope};
 use hub_example::store::{AuthzStore, CountedAuthzStore, PostgresStore, SqliteStore, StoreResult};
 use hub_example::{build_router, AppState};
-use perf_trace_core::testing::perf_traced_request;
+use perf_trace_core::testing::{perf_traced_request, TracedResponse};
 
 use crate::hub_support::{Seeded, SECRET};
 
@@ -116,6 +116,29 @@ pub fn get_as(doc: &SeedDocument, caller: Caller, uri: &str) -> Request<Body> {
         .header("authorization", format!("Bearer {}", caller.token(doc)))
         .body(Body::empty())
         .unwrap()
+}
+
+/// Serves `shape`'s request as `caller` in-process with a fresh recorder,
+/// checked to be a 200.
+pub async fn traced_shape(
+    router: &Router,
+    doc: &SeedDocument,
+    caller: Caller,
+    shape: &Shape,
+) -> TracedResponse {
+    let response =
+        perf_traced_request::<HubSchema, _, _, _>(router.clone(), get_as(doc, caller, &shape.uri))
+            .await
+            .unwrap_or_else(|e| panic!("{caller} {}: {e}", shape.name));
+    assert_eq!(
+        response.status,
+        StatusCode::OK,
+        "{caller} {} ({}): {}",
+        shape.name,
+        shape.uri,
+        String::from_utf8_lossy(&response.body)
+    );
+    response
 }
 
 /// The first request to a fresh Hub (the one the counts may differ on): the

@@ -9,17 +9,21 @@
 #![allow(dead_code)]
 
 pub mod postgres;
+pub mod process;
 pub mod sql;
 pub mod store;
+pub mod web;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
+use hub_example::auth::tokens::access_token_from_bytes;
 use hub_example::db::{Db, OpenMode, PoolOptions};
 use hub_example::log::CaptureBuffer;
-use hub_example::seed::{seed, SeedDocument, SeedOptions};
+use hub_example::seed::{seed, SeedDocument, SeedOptions, TOKEN_EXPIRY_SECS};
 use hub_example::settings::Settings;
+use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
 use hub_example::{Hub, HubOptions};
 use serde_json::Value;
 use tower::ServiceExt;
@@ -50,14 +54,7 @@ impl Seeded {
     /// suites' store.
     pub fn on_sqlite(agents: u32) -> Seeded {
         let dir = tempfile::tempdir().unwrap();
-        let doc = seed(&SeedOptions {
-            db_path: dir.path().join("hub.db"),
-            session_secret: SECRET.into(),
-            agents,
-            project_slug: format!("bench-{agents}"),
-            rand_seed: 42,
-        })
-        .unwrap();
+        let doc = seed_into(dir.path().join("hub.db"), agents);
         Seeded { doc, dir, pg: None }
     }
 
@@ -66,14 +63,7 @@ impl Seeded {
     pub fn on_postgres(agents: u32, server: &str) -> Seeded {
         let dir = tempfile::tempdir().unwrap();
         let schema = postgres::PgSchema::create(server);
-        let doc = seed(&SeedOptions {
-            db_path: schema.url().into(),
-            session_secret: SECRET.into(),
-            agents,
-            project_slug: format!("bench-{agents}"),
-            rand_seed: 42,
-        })
-        .unwrap();
+        let doc = seed_into(schema.url().into(), agents);
         Seeded {
             doc,
             dir,
@@ -93,6 +83,19 @@ impl Seeded {
         )
         .unwrap()
     }
+}
+
+/// `agents` agents (and the fixed users, groups and roles) seeded into the
+/// database at `db_path` (a file, or a PostgreSQL URL).
+fn seed_into(db_path: std::path::PathBuf, agents: u32) -> SeedDocument {
+    seed(&SeedOptions {
+        db_path,
+        session_secret: SECRET.into(),
+        agents,
+        project_slug: format!("bench-{agents}"),
+        rand_seed: 42,
+    })
+    .unwrap()
 }
 
 /// A Hub over a seeded database, with its log captured.
@@ -184,14 +187,12 @@ impl TestHub {
 
     fn over_db(seeded: Seeded, db: Db, settings: Settings) -> TestHub {
         let log = CaptureBuffer::new();
-        let hub = Hub::new(
-            db,
-            HubOptions {
-                session_secret: SECRET.into(),
-                settings,
-                log: log.writer(),
-            },
-        );
+        let hub = Hub::new(db, hub_options(settings, &log));
+        Self::assemble(seeded, hub, log)
+    }
+
+    /// A fixture of a Hub built elsewhere, its router taken from it.
+    pub fn assemble(seeded: Seeded, hub: Hub, log: CaptureBuffer) -> TestHub {
         let router = hub.router();
         TestHub {
             seeded,
@@ -206,14 +207,36 @@ impl TestHub {
         let TestHub {
             seeded, hub, log, ..
         } = Self::traced(agents);
-        let hub = hub.with_limits(limits);
-        let router = hub.router();
-        TestHub {
-            seeded,
-            hub,
-            router,
-            log,
-        }
+        Self::assemble(seeded, hub.with_limits(limits), log)
+    }
+
+    /// A new access token of `user` in `project` (`id`, named `name`, its
+    /// bytes all `seed`), stored in the Hub's database; the token.
+    pub fn access_token(
+        &self,
+        id: &str,
+        user: &str,
+        project: &str,
+        seed: u8,
+        name: &str,
+    ) -> String {
+        let token = access_token_from_bytes([seed; 32]);
+        self.with_db(|db| {
+            insert_user_access_token(
+                db,
+                &NewAccessToken {
+                    id,
+                    user_id: user,
+                    project_id: project,
+                    name,
+                    token: &token,
+                    expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
+                },
+                0,
+            )
+        })
+        .unwrap();
+        token
     }
 
     pub fn doc(&self) -> &SeedDocument {
@@ -268,25 +291,24 @@ impl TestHub {
             builder = builder.header(*k, *v);
         }
         let request = builder.body(Body::from(body.to_owned())).unwrap();
-        let response = self.router.clone().oneshot(request).await.unwrap();
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes()
-            .to_vec();
-        Reply {
-            status,
-            headers,
-            body,
-        }
+        send(&self.router, request).await
     }
 
     pub async fn get(&self, uri: &str, token: Option<&str>) -> Reply {
         self.call(Method::GET, uri, token, &[], "").await
+    }
+
+    /// `PUT /api/v1/agents/{agent}/status` with `token`, `headers` and `body`.
+    pub async fn put_status(
+        &self,
+        agent: &str,
+        token: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Reply {
+        let uri = format!("/api/v1/agents/{agent}/status");
+        self.call(Method::PUT, &uri, Some(token), headers, body)
+            .await
     }
 
     /// Every log line, raw.
@@ -333,6 +355,35 @@ impl TestHub {
             .as_str()
             .unwrap()
             .to_owned()
+    }
+}
+
+/// The options of a Hub of the tests: [`SECRET`], `settings`, and its log
+/// written to `log`.
+pub fn hub_options(settings: Settings, log: &CaptureBuffer) -> HubOptions {
+    HubOptions {
+        session_secret: SECRET.into(),
+        settings,
+        log: log.writer(),
+    }
+}
+
+/// Sends `request` to `router` and reads the response to its end.
+pub async fn send(router: &Router, request: Request<Body>) -> Reply {
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    Reply {
+        status,
+        headers,
+        body,
     }
 }
 

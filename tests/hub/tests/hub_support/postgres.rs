@@ -41,16 +41,37 @@ pub fn pg_url() -> Option<String> {
 /// Runs `sql` on the server at `url`, on a thread of its own (the
 /// synchronous client may not run on the test's async runtime).
 pub fn admin_sql(url: &str, sql: &str) {
-    let (url, sql) = (url.to_owned(), sql.to_owned());
+    let sql = sql.to_owned();
+    with_admin_client(url, move |client| {
+        client
+            .batch_execute(&sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    })
+}
+
+/// The rows of the query `sql` on the server at `url` (see [`admin_sql`]).
+pub fn admin_rows(url: &str, sql: &str) -> Vec<postgres::Row> {
+    let sql = sql.to_owned();
+    with_admin_client(url, move |client| {
+        client
+            .query(&sql, &[])
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    })
+}
+
+/// Runs `f` with a new client of the server at `url`, on a thread of its own.
+fn with_admin_client<T: Send + 'static>(
+    url: &str,
+    f: impl FnOnce(&mut postgres::Client) -> T + Send + 'static,
+) -> T {
+    let url = url.to_owned();
     std::thread::spawn(move || {
         let mut client = postgres::Client::connect(&url, postgres::NoTls)
             .unwrap_or_else(|e| panic!("cannot connect to {PG_URL_VAR}: {e}"));
-        client
-            .batch_execute(&sql)
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        f(&mut client)
     })
     .join()
-    .unwrap();
+    .unwrap()
 }
 
 /// A name no other fixture of any test process uses.
@@ -96,6 +117,11 @@ impl PgSchema {
     /// The URL the Hub and the seeder are given.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The schema's name.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 }
 

@@ -143,3 +143,14 @@ pub async fn wait_for_lines(
     }
     panic!("the expected lines never came: {:?}", perf_values(log));
 }
+
+/// Waits (see [`wait_for_lines`]) for the line of the event stream
+/// `request_id` at `stage` (`connect`, `close`).
+pub async fn wait_for_stage(log: &CaptureBuffer, request_id: &str, stage: &str) -> Vec<Value> {
+    wait_for_lines(log, 1000, |lines| {
+        lines
+            .iter()
+            .any(|l| l["request_id"] == request_id && l["sse_stage"] == stage)
+    })
+    .await
+}

@@ -1,0 +1,64 @@
+//! The web client's routes called in-process as the page calls them: a
+//! request with the web listener's `Host`, a sign-in with a token, and the
+//! answer with the session cookie it sets.
+
+use axum::body::Body;
+use axum::http::request::Builder;
+use axum::http::{header, Request, StatusCode};
+use axum::Router;
+use serde_json::Value;
+
+/// An answer of the web routes, read to its end.
+pub struct Answer {
+    pub status: StatusCode,
+    /// The whole `Set-Cookie`, if any.
+    pub cookie: Option<String>,
+    /// The body as JSON (`Null` when it is not JSON).
+    pub body: Value,
+    /// The body as text.
+    pub text: String,
+}
+
+impl Answer {
+    /// The body as JSON (`Null` when it is not JSON).
+    pub fn json(&self) -> Value {
+        self.body.clone()
+    }
+}
+
+/// Sends `request` to `router`.
+pub async fn send(router: &Router, request: Request<Body>) -> Answer {
+    let reply = super::send(router, request).await;
+    Answer {
+        status: reply.status,
+        cookie: reply
+            .headers
+            .get(header::SET_COOKIE)
+            .map(|v| v.to_str().unwrap().to_owned()),
+        body: serde_json::from_slice(&reply.body).unwrap_or(Value::Null),
+        text: String::from_utf8_lossy(&reply.body).into_owned(),
+    }
+}
+
+/// A request to the web listener, without the web client's header.
+pub fn request(method: &str, uri: &str) -> Builder {
+    Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(header::HOST, "127.0.0.1:18080")
+}
+
+/// A request to the web listener as the page sends it.
+pub fn web_request(method: &str, uri: &str) -> Builder {
+    request(method, uri).header("x-scion-client", "web")
+}
+
+/// A sign-in with `token` (add the web client's header, or not).
+pub fn sign_in_with(token: &str) -> Builder {
+    request("POST", "/api/v1/auth/session").header(header::AUTHORIZATION, format!("Bearer {token}"))
+}
+
+/// The `name=value` part of a `Set-Cookie`.
+pub fn cookie_pair(set_cookie: &str) -> String {
+    set_cookie.split(';').next().unwrap().to_owned()
+}
