@@ -168,9 +168,11 @@ impl<'a> LineWriter<'a> {
         self.int(value);
     }
 
-    /// Two fields, as two [`field`](Self::field)s in one call: a timed
-    /// key's count and time, which always come together.
-    #[inline(never)]
+    /// Two fields, as two [`field`](Self::field)s: a timed key's count
+    /// and time, which always come together. Inlined at its three callers
+    /// (the phases', the store methods' and the timers' loops), where a
+    /// call per key cost a fifth of what the key's two fields cost.
+    #[inline(always)]
     pub(crate) fn two_fields(&mut self, (first, second): (&str, &str), values: [u64; 2]) {
         self.str_inline(first);
         self.int(values[0]);
