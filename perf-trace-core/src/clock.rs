@@ -38,6 +38,15 @@ pub(crate) fn ticks_to_duration(ticks: u64) -> Duration {
     Duration::from_nanos(ticks_to_nanos(ticks))
 }
 
+/// Converts a span (or a sum of spans) of raw ticks to whole microseconds,
+/// truncated: the same as [`ticks_to_duration`]'s microseconds (a
+/// `Duration`'s whole microseconds are its nanoseconds over 1,000), with
+/// no `Duration` built and taken apart again, once per field of a line.
+#[inline]
+pub(crate) fn ticks_to_micros(ticks: u64) -> u64 {
+    ticks_to_nanos(ticks) / 1_000
+}
+
 /// Ticks between two readings; zero when the counter went backwards (readings
 /// taken on two cores whose counters disagree).
 #[inline(always)]
@@ -103,6 +112,21 @@ mod tests {
     /// The system time at request-clock reading `ticks`.
     fn wall_time_at(ticks: u64) -> SystemTime {
         std::time::UNIX_EPOCH + Duration::from_nanos(epoch_nanos_at(ticks))
+    }
+
+    #[test]
+    fn microseconds_of_ticks_are_those_of_their_duration() {
+        let spans = (0..64)
+            .map(|bit| 1u64 << bit)
+            .chain([3, 999, 1_001, 123_456_789]);
+        for ticks in spans.chain((0..1_000).map(|_| now() % 10_000_000_000)) {
+            let duration = ticks_to_duration(ticks);
+            assert_eq!(
+                ticks_to_micros(ticks),
+                crate::line::micros(duration),
+                "{ticks}"
+            );
+        }
     }
 
     #[test]

@@ -232,37 +232,31 @@ impl LineFormat {
         } else {
             push_json_string(out, endpoint);
         }
-        out.field(",\"elapsed_us\":", micros(line.elapsed()));
-        line.phases(|name, count, duration| match name {
-            FieldName::Keys(us, n) => {
-                out.field(us, micros(duration));
-                out.field(n, count);
-            }
+        out.field(",\"elapsed_us\":", line.elapsed_us());
+        line.phases(|name, count, us| match name {
+            FieldName::Keys(keys) => out.two_fields(keys, [us, count]),
             // Key-set names are checked at compile time to need no escaping.
-            FieldName::Name(name) => named_phase(out, name, micros(duration), count),
+            FieldName::Name(name) => named_phase(out, name, us, count),
         });
-        line.store_calls(|name, count, duration| match name {
-            FieldName::Keys(n, us) => {
-                out.field(n, count);
-                out.field(us, micros(duration));
-            }
-            FieldName::Name(name) => named_store(out, name, count, micros(duration)),
+        line.store_calls(|name, count, us| match name {
+            FieldName::Keys(keys) => out.two_fields(keys, [count, us]),
+            FieldName::Name(name) => named_store(out, name, count, us),
         });
         let groups = line.groups();
         if groups.store_total {
-            let (calls, time) = line.store_total();
+            let (calls, us) = line.store_total();
             let [zero, calls_key, us_key] = if self.scion {
                 SCION_STORE_TOTAL
             } else {
                 PLAIN_STORE_TOTAL
             };
-            if calls == 0 && time.is_zero() {
+            if calls == 0 && us == 0 {
                 // A request with no store call (a cache hit) is common: its
                 // fields, all zero, are one copy.
                 out.str(zero);
             } else {
                 out.field(calls_key, calls);
-                out.field(us_key, micros(time));
+                out.field(us_key, us);
             }
         }
         if groups.decisions {
@@ -303,12 +297,9 @@ impl LineFormat {
             CounterName::Key(key) => out.field(key, value),
             CounterName::Name { set, by, name } => named_counter(out, set.prefix, by, name, value),
         });
-        line.timers(|set, name, count, duration| match name {
-            FieldName::Keys(us, n) => {
-                out.field(us, micros(duration));
-                out.field(n, count);
-            }
-            FieldName::Name(name) => named_timer(out, set.prefix, name, micros(duration), count),
+        line.timers(|set, name, count, us| match name {
+            FieldName::Keys(keys) => out.two_fields(keys, [us, count]),
+            FieldName::Name(name) => named_timer(out, set.prefix, name, us, count),
         });
         if let Some(stage) = line.sse_stage().filter(|_| groups.sse) {
             out.str(",\"sse_stage\":\"");
@@ -410,7 +401,7 @@ pub(crate) enum FieldName {
     Name(&'static str),
     /// The field's two JSON keys in line order, separators included,
     /// rendered once for the schema.
-    Keys(&'static str, &'static str),
+    Keys((&'static str, &'static str)),
 }
 
 /// A counter's name as a [`LineSource`] gives it.
@@ -435,15 +426,17 @@ pub(crate) trait LineSource {
     /// Whether the endpoint is a key set's name (checked at compile time to
     /// need no escaping).
     fn endpoint_is_plain(&self) -> bool;
-    fn elapsed(&self) -> Duration;
+    /// The request's time, in whole microseconds (as every time below:
+    /// the line's unit, taken straight from a recorder's ticks).
+    fn elapsed_us(&self) -> u64;
     /// Each phase entered at least once, by name: its name or keys, count,
     /// time.
-    fn phases(&self, each: impl FnMut(FieldName, u64, Duration));
+    fn phases(&self, each: impl FnMut(FieldName, u64, u64));
     /// Each store method called at least once, by name: its name or keys,
     /// count, time.
-    fn store_calls(&self, each: impl FnMut(FieldName, u64, Duration));
+    fn store_calls(&self, each: impl FnMut(FieldName, u64, u64));
     /// Store calls and time over all methods.
-    fn store_total(&self) -> (u64, Duration);
+    fn store_total(&self) -> (u64, u64);
     fn decisions(&self) -> Decisions;
     fn sse_events(&self) -> u64;
     fn db(&self) -> Option<DbFigures>;
@@ -452,7 +445,7 @@ pub(crate) trait LineSource {
     fn counters(&self, each: impl FnMut(CounterName, u64));
     /// Each timer entered at least once, the sets in the schema's order,
     /// each by name: set, its name or keys, count, time.
-    fn timers(&self, each: impl FnMut(&'static KeySetInfo, FieldName, u64, Duration));
+    fn timers(&self, each: impl FnMut(&'static KeySetInfo, FieldName, u64, u64));
     fn sse_stage(&self) -> Option<SseStage>;
     fn method(&self) -> &str;
     /// Whether the method is known to need no escaping (one the layer named).
@@ -475,24 +468,32 @@ impl LineSource for Snapshot {
         false
     }
 
-    fn elapsed(&self) -> Duration {
-        self.elapsed
+    fn elapsed_us(&self) -> u64 {
+        micros(self.elapsed)
     }
 
-    fn phases(&self, mut each: impl FnMut(FieldName, u64, Duration)) {
+    fn phases(&self, mut each: impl FnMut(FieldName, u64, u64)) {
         for phase in &self.phases {
-            each(FieldName::Name(phase.name), phase.count, phase.duration);
+            each(
+                FieldName::Name(phase.name),
+                phase.count,
+                micros(phase.duration),
+            );
         }
     }
 
-    fn store_calls(&self, mut each: impl FnMut(FieldName, u64, Duration)) {
+    fn store_calls(&self, mut each: impl FnMut(FieldName, u64, u64)) {
         for store in &self.store_calls {
-            each(FieldName::Name(store.name), store.count, store.duration);
+            each(
+                FieldName::Name(store.name),
+                store.count,
+                micros(store.duration),
+            );
         }
     }
 
-    fn store_total(&self) -> (u64, Duration) {
-        (self.authz_store_calls, self.authz_store_time)
+    fn store_total(&self) -> (u64, u64) {
+        (self.authz_store_calls, micros(self.authz_store_time))
     }
 
     fn decisions(&self) -> Decisions {
@@ -520,14 +521,14 @@ impl LineSource for Snapshot {
         }
     }
 
-    fn timers(&self, mut each: impl FnMut(&'static KeySetInfo, FieldName, u64, Duration)) {
+    fn timers(&self, mut each: impl FnMut(&'static KeySetInfo, FieldName, u64, u64)) {
         for set in &self.timers {
             for timer in &set.stats {
                 each(
                     set.set,
                     FieldName::Name(timer.name),
                     timer.count,
-                    timer.duration,
+                    micros(timer.duration),
                 );
             }
         }

@@ -118,9 +118,40 @@ impl<'a> LineWriter<'a> {
         }
     }
 
+    /// A number of three digits or more: up to eight (every time and
+    /// count a line holds short of hours) as groups of four digits, each
+    /// two digit pairs stored as one word, the leading zeros of the first
+    /// group shifted out; longer through `itoa`.
     #[inline(never)]
     fn long_int(&mut self, value: u64) {
-        self.str_inline(itoa::Buffer::new().format(value));
+        if value < 10_000 {
+            self.leading_group(value as u32);
+        } else if value < 100_000_000 {
+            let value = value as u32;
+            self.leading_group(value / 10_000);
+            let at = self.room(4);
+            // SAFETY: `room` made space for four bytes.
+            unsafe {
+                at.cast::<[u8; 4]>()
+                    .write_unaligned(four_digits(value % 10_000))
+            };
+            self.len += 4;
+        } else {
+            self.str_inline(itoa::Buffer::new().format(value));
+        }
+    }
+
+    /// `value` (1 to 9,999) with no leading zero: its four digits moved as
+    /// one word, shifted past the zeros.
+    #[inline(always)]
+    fn leading_group(&mut self, value: u32) {
+        let zeros = usize::from(value < 1_000) + usize::from(value < 100) + usize::from(value < 10);
+        let digits = u32::from_le_bytes(four_digits(value)) >> (8 * zeros);
+        let at = self.room(4);
+        // SAFETY: `room` made space for four bytes, of which the digits
+        // are kept.
+        unsafe { at.cast::<[u8; 4]>().write_unaligned(digits.to_le_bytes()) };
+        self.len += 4 - zeros;
     }
 
     /// Appends `key`, a field's JSON key (separator, quotes and colon
@@ -136,6 +167,26 @@ impl<'a> LineWriter<'a> {
         self.str_inline(key);
         self.int(value);
     }
+
+    /// Two fields, as two [`field`](Self::field)s: a timed key's count
+    /// and time, which always come together. Inlined at its three callers
+    /// (the phases', the store methods' and the timers' loops), where a
+    /// call per key cost a fifth of what the key's two fields cost.
+    #[inline(always)]
+    pub(crate) fn two_fields(&mut self, (first, second): (&str, &str), values: [u64; 2]) {
+        self.str_inline(first);
+        self.int(values[0]);
+        self.str_inline(second);
+        self.int(values[1]);
+    }
+}
+
+/// `value` (below 10,000) as four ASCII digits, leading zeros included.
+#[inline(always)]
+fn four_digits(value: u32) -> [u8; 4] {
+    let [a, b] = DIGIT_PAIRS[(value / 100) as usize];
+    let [c, d] = DIGIT_PAIRS[(value % 100) as usize];
+    [a, b, c, d]
 }
 
 impl Drop for LineWriter<'_> {
@@ -147,8 +198,10 @@ impl Drop for LineWriter<'_> {
     }
 }
 
-/// Copies `n` bytes from `src` to `dst`: up to 32 as two moves that may
-/// overlap (of 16, 8, 4 or 1 bytes by size), longer ones through `memcpy`.
+/// Copies `n` bytes from `src` to `dst`: up to 64 as two moves that may
+/// overlap (of 32, 16, 8, 4 or 1 bytes by size), longer ones through
+/// `memcpy` (a store method's keys run to some 45 bytes: a call each into
+/// `memcpy` cost more than the rest of the field).
 ///
 /// # Safety
 /// `src` is readable and `dst` writable for `n` bytes, and they do not
@@ -156,8 +209,10 @@ impl Drop for LineWriter<'_> {
 #[inline(always)]
 unsafe fn copy_short(src: *const u8, dst: *mut u8, n: usize) {
     unsafe {
-        if n > 32 {
+        if n > 64 {
             ptr::copy_nonoverlapping(src, dst, n);
+        } else if n > 32 {
+            copy_two::<[u128; 2]>(src, dst, n);
         } else if n >= 16 {
             copy_two::<u128>(src, dst, n);
         } else if n >= 8 {
@@ -232,6 +287,35 @@ mod tests {
             out,
             ",\"k\":0,\"k\":7,\"k\":10,\"k\":42,\"k\":99,\"k\":100,\"k\":12345,\"k\":18446744073709551615"
         );
+    }
+
+    #[test]
+    fn every_length_of_number_reads_as_decimal() {
+        let mut values = vec![0, u64::MAX, u64::MAX - 1];
+        for digits in 1..=20u32 {
+            let low = 10u64.pow(digits - 1);
+            values.extend([
+                low,
+                low + 1,
+                low.saturating_mul(10) - 1,
+                low.saturating_mul(3).saturating_add(7),
+            ]);
+        }
+        for value in values {
+            let mut out = String::from("x");
+            {
+                let mut writer = LineWriter::new(&mut out, 0);
+                writer.int(value);
+                writer.byte(b'|');
+            }
+            assert_eq!(out, format!("x{value}|"));
+        }
+        let mut out = String::new();
+        {
+            let mut writer = LineWriter::new(&mut out, 0);
+            writer.two_fields((",\"a_n\":", ",\"a_us\":"), [3, 12_345_678]);
+        }
+        assert_eq!(out, ",\"a_n\":3,\"a_us\":12345678");
     }
 
     #[test]

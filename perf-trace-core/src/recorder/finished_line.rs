@@ -4,7 +4,6 @@
 //! request that has no exit is rendered this way.
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
 
 use super::line_keys::{CounterKey, CounterKeys, TimedTable};
 use super::{Inner, Recorder, RequestEnd, Stat, Table, ALL};
@@ -36,7 +35,7 @@ impl Recorder {
 impl FinishedLine<'_> {
     /// Each key of the phase or store table added to at least once, in
     /// name order, with its field's keys.
-    fn each_touched(&self, table: Table, each: impl FnMut(FieldName, u64, Duration)) {
+    fn each_touched(&self, table: Table, each: impl FnMut(FieldName, u64, u64)) {
         let inner = self.inner;
         let keys = match table {
             Table::Phases => &inner.line_keys.phases,
@@ -55,21 +54,21 @@ impl LineSource for FinishedLine<'_> {
         true
     }
 
-    fn elapsed(&self) -> Duration {
-        clock::ticks_to_duration(clock::span(self.inner.start_ticks, self.end.ticks))
+    fn elapsed_us(&self) -> u64 {
+        clock::ticks_to_micros(clock::span(self.inner.start_ticks, self.end.ticks))
     }
 
-    fn phases(&self, each: impl FnMut(FieldName, u64, Duration)) {
+    fn phases(&self, each: impl FnMut(FieldName, u64, u64)) {
         self.each_touched(Table::Phases, each);
     }
 
-    fn store_calls(&self, each: impl FnMut(FieldName, u64, Duration)) {
+    fn store_calls(&self, each: impl FnMut(FieldName, u64, u64)) {
         self.each_touched(Table::Stores, each);
     }
 
-    fn store_total(&self) -> (u64, Duration) {
+    fn store_total(&self) -> (u64, u64) {
         let (calls, ticks) = self.inner.store_total();
-        (calls, clock::ticks_to_duration(ticks))
+        (calls, clock::ticks_to_micros(ticks))
     }
 
     fn decisions(&self) -> Decisions {
@@ -118,7 +117,7 @@ impl LineSource for FinishedLine<'_> {
         }
     }
 
-    fn timers(&self, mut each: impl FnMut(&'static KeySetInfo, FieldName, u64, Duration)) {
+    fn timers(&self, mut each: impl FnMut(&'static KeySetInfo, FieldName, u64, u64)) {
         let inner = self.inner;
         let keys: &'static [TimedTable] = &inner.line_keys.timers;
         let sets = inner
@@ -227,17 +226,14 @@ fn unlisted_counters(inner: &Inner, each: &mut impl FnMut(CounterName, u64)) {
 /// The timers of the sets the schema does not list, after the listed ones.
 #[cold]
 #[inline(never)]
-fn unlisted_timers(
-    inner: &Inner,
-    each: &mut impl FnMut(&'static KeySetInfo, FieldName, u64, Duration),
-) {
+fn unlisted_timers(inner: &Inner, each: &mut impl FnMut(&'static KeySetInfo, FieldName, u64, u64)) {
     for set in inner.extra.collect().1 {
         for stat in set.stats {
             each(
                 set.set,
                 FieldName::Name(stat.name),
                 stat.count,
-                stat.duration,
+                crate::line::micros(stat.duration),
             );
         }
     }
@@ -250,7 +246,7 @@ fn each_keyed(
     table: &[Stat],
     touched: u64,
     keys: &'static TimedTable,
-    mut each: impl FnMut(FieldName, u64, Duration),
+    mut each: impl FnMut(FieldName, u64, u64),
 ) {
     // A bit per touched key at its place in the line, read back in order:
     // a request touches a few of a set's keys, and the line visits those
@@ -266,11 +262,10 @@ fn each_keyed(
         in_order &= in_order - 1;
         let (count, ticks) = table[usize::from(key.index)].read();
         if count > 0 {
-            let (first, second) = key.keys();
             each(
-                FieldName::Keys(first, second),
+                FieldName::Keys(key.keys()),
                 count,
-                clock::ticks_to_duration(ticks),
+                clock::ticks_to_micros(ticks),
             );
         }
     }
