@@ -145,7 +145,7 @@ fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
     #[cfg(feature = "peers")]
     let peer_writer = match side.peer() {
         Some(peer) => Some(
-            hub_example::perf::peers::install(peer, std::fs::File::create(&log)?)
+            hub_example::perf::peers::install(peer, std::fs::File::create(peer_log(&log))?)
                 .map_err(|e| anyhow::anyhow!("the peer's subscriber: {e}"))?,
         ),
         None => None,
@@ -198,7 +198,15 @@ fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
         anyhow::Ok(())
     });
     let _ = std::fs::remove_file(&log);
+    #[cfg(feature = "peers")]
+    let _ = std::fs::remove_file(peer_log(&log));
     result
+}
+
+/// Where a peer's subscriber writes: beside the Hub's own log.
+#[cfg(feature = "peers")]
+fn peer_log(log: &Path) -> PathBuf {
+    log.with_extension("peers.log")
 }
 
 /// What one side sends: one of the demo's lists, or one entry of the load's mix.
