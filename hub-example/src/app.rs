@@ -327,6 +327,10 @@ impl Hub {
                     parts,
                     Some(layer),
                 ),
+                #[cfg(feature = "peer-tracing")]
+                None if crate::perf::peers::spans_at_store_calls() => {
+                    assemble(CountedAuthzStore::new(store), sink, parts, None)
+                }
                 None => assemble(store, sink, parts, None),
             }
         }

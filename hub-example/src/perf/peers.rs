@@ -9,8 +9,9 @@
 //!   per request.
 //! - [`Peer::Spans`]: the same, and a `tracing` span at every phase and
 //!   store call (perf-trace-core's `tracing-spans`: the attributes the Hub
-//!   already carries open them, so no handler changes), each written as a
-//!   JSON line with its own durations when it closes: a naive port of the
+//!   already carries open them, so no handler changes; the store is put
+//!   behind its counted decorator as when traced), each written as a JSON
+//!   line with its own durations when it closes: a naive port of the
 //!   phases and store calls to `tracing`.
 //!
 //! The lines go through tracing-appender's background writer, as
@@ -119,6 +120,13 @@ fn request_span(request: &http::Request<axum::body::Body>) -> Span {
 /// writes out what is left when dropped.
 pub fn background_writer<T: Write + Send + 'static>(out: T) -> (NonBlocking, WorkerGuard) {
     NonBlockingBuilder::default().lossy(false).finish(out)
+}
+
+/// Whether a Hub built now puts its store behind the counted decorator
+/// although perf-trace is off: with [`PEER_ENV`] `spans`, so that its store
+/// calls open their spans as its phases do.
+pub fn spans_at_store_calls() -> bool {
+    std::env::var(PEER_ENV).is_ok_and(|name| name == Peer::Spans.name())
 }
 
 /// For `serve`: when [`PEER_ENV`] names a peer, installs its subscriber as
