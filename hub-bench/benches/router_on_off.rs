@@ -1,21 +1,28 @@
 //! Tracing's cost on the Hub's own router, with no network: the demo's three
-//! agent-list requests at 25, 100 and 500 agents, against a traced and an
-//! untraced Hub over the same seeded database, interleaved.
+//! agent-list requests at 25, 100 and 500 agents, against Hubs over the same
+//! seeded database, interleaved: untraced (`off`), traced by perf-trace
+//! (`on`), perf-trace tail-sampled keeping 1 in 100 (`sampled`) and, with
+//! the feature `peers`, the peers: tower-http's `TraceLayer` with
+//! tracing-subscriber's JSON lines (`tower-http`), and that with a
+//! `tracing` span at every phase and store call (`spans`).
 //!
 //! ```text
 //! cargo bench -p hub-bench --bench router_on_off
+//! cargo bench -p hub-bench --features peers --bench router_on_off
 //! ```
 //!
-//! Each criterion benchmark times one side, and sends the other side's
-//! request between its own (alternating which goes first), so both sides
-//! see the same machine at the same moments. Every pair is also kept, and
-//! the run ends with one table: per scenario and size, the median traced
-//! and untraced request and their ratio (the figure the README quotes).
-//! `ROUTER_BENCH_SIZES=25,100` limits the sizes. `ROUTER_BENCH_CACHED=1`
-//! serves both Hubs with the response cache on (its default settings):
-//! after criterion's warm-up every timed request is a cache hit, where the
-//! fixed cost of a traced request shows whole, in time where
-//! `on_off_instructions --cached` counts it in instructions.
+//! Each criterion benchmark times one side, and sends every other side's
+//! request between its own (rotating which goes first), so all sides see
+//! the same machine at the same moments. Every round is also kept, and the
+//! run ends with one table: per scenario and size, each side's median
+//! request and its ratio over the untraced one (the figure the README
+//! quotes). `ROUTER_BENCH_SIZES=25,100` limits the sizes.
+//! `ROUTER_BENCH_CACHED=1` serves every Hub with the response cache on (its
+//! default settings): after criterion's warm-up every timed request is a
+//! cache hit, where the fixed cost of a traced request shows whole, in time
+//! where `on_off_instructions --cached` counts it in instructions. The
+//! peers' subscriber is the process's, switched to the side whose request
+//! is sent (all callsites off for the others), and writes to a file.
 
 use std::time::{Duration, Instant};
 
@@ -24,10 +31,12 @@ use parking_lot::Mutex;
 
 #[path = "support/in_process.rs"]
 mod in_process;
+use in_process::Side;
 
-/// Per scenario and size, every timed request of each side, in nanoseconds.
+/// Per scenario and size, every timed request of each side (in the order
+/// of [`Side::all`]), in nanoseconds.
 struct Samples {
-    rows: Vec<(String, u32, Vec<u64>, Vec<u64>)>,
+    rows: Vec<(String, u32, Vec<Vec<u64>>)>,
 }
 
 fn median(values: &mut [u64]) -> f64 {
@@ -80,48 +89,65 @@ fn main() {
     let samples = Mutex::new(Samples { rows: Vec::new() });
     let cached = cached();
     let interval = hub_example::perf::LINE_FLUSH_INTERVAL;
+    let sides = Side::all();
+    #[cfg(feature = "peers")]
+    let switch = {
+        let out = std::fs::File::create(dir.path().join("peers.log")).expect("the peers' log");
+        Mutex::new(
+            hub_example::perf::peers::PeerSwitch::install(out).expect("the peers' subscriber"),
+        )
+    };
 
     for agents in sizes() {
         let seed = in_process::seed(dir.path(), agents).expect("seed a Hub");
         let db = dir.path().join(format!("hub{agents}.db"));
-        let hub = |traced: bool, log: &str| {
-            let log = dir.path().join(format!("{log}-{agents}.log"));
-            in_process::hub_writing_every(&db, traced, &log, interval, cached)
-        };
-        let on = hub(true, "on").expect("the traced Hub").router();
-        let off = hub(false, "off").expect("the untraced Hub").router();
+        let routers: Vec<_> = sides
+            .iter()
+            .map(|&side| {
+                let log = dir.path().join(format!("{}-{agents}.log", side.name()));
+                in_process::side_hub(side, &db, &log, interval, cached)
+                    .unwrap_or_else(|e| panic!("the Hub of side {}: {e}", side.name()))
+                    .1
+            })
+            .collect();
         let token = seed.member_token.clone();
         for scenario in in_process::scenarios(&seed) {
             let row = {
                 let mut s = samples.lock();
-                s.rows
-                    .push((scenario.name.to_owned(), agents, Vec::new(), Vec::new()));
+                s.rows.push((
+                    scenario.name.to_owned(),
+                    agents,
+                    vec![Vec::new(); sides.len()],
+                ));
                 s.rows.len() - 1
             };
-            // One request of each side, timed; `first_on` says which goes first.
-            let pair = |first_on: bool| {
+            // One request of each side, timed, the order rotated by `turn`.
+            let round = |turn: usize| {
                 runtime.block_on(async {
-                    let mut times = [0u64; 2];
-                    for traced in [first_on, !first_on] {
-                        let router = if traced { &on } else { &off };
+                    let mut times = vec![0u64; sides.len()];
+                    for k in 0..sides.len() {
+                        let index = (k + turn) % sides.len();
+                        #[cfg(feature = "peers")]
+                        switch.lock().set(sides[index].peer());
                         let start = Instant::now();
-                        in_process::get(router, &scenario, &token)
+                        in_process::get(&routers[index], &scenario, &token)
                             .await
                             .expect("a 200 answer");
-                        times[usize::from(!traced)] = start.elapsed().as_nanos() as u64;
+                        times[index] = start.elapsed().as_nanos() as u64;
                     }
                     let mut s = samples.lock();
-                    s.rows[row].2.push(times[0]);
-                    s.rows[row].3.push(times[1]);
+                    for (all, time) in s.rows[row].2.iter_mut().zip(&times) {
+                        all.push(*time);
+                    }
                     times
                 })
             };
             let mut group = criterion.benchmark_group(format!("{}/{agents}", scenario.name));
-            for (side, index) in [("on", 0), ("off", 1)] {
-                group.bench_function(side, |b| {
+            for (index, side) in sides.iter().enumerate() {
+                group.bench_function(side.name(), |b| {
                     b.iter_custom(|iters| {
-                        (0..iters)
-                            .map(|i| Duration::from_nanos(pair(i % 2 == 0)[index]))
+                        (0..iters as usize)
+                            .map(|i| Duration::from_nanos(round(i)[index]))
                             .sum()
                     })
                 });
@@ -136,16 +162,18 @@ fn main() {
     if cached {
         println!("(response cache on: cache hits)");
     }
-    println!("scenario                     agents  on ms     off ms    on/off  pairs");
-    println!("---------------------------  ------  --------  --------  ------  -----");
-    for (name, agents, on, off) in &mut samples.rows {
-        let pairs = on.len();
-        let (on, off) = (median(on), median(off));
-        println!(
-            "{name:<27}  {agents:>6}  {:>8.3}  {:>8.3}  {:>6.3}  {pairs:>5}",
-            on / 1e6,
-            off / 1e6,
-            on / off
-        );
+    println!("scenario                     agents  side        ms        over off  rounds");
+    println!("---------------------------  ------  ----------  --------  --------  ------");
+    for (name, agents, times) in &mut samples.rows {
+        let rounds = times[0].len();
+        let medians: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
+        for (side, ms) in sides.iter().zip(&medians) {
+            println!(
+                "{name:<27}  {agents:>6}  {:<10}  {:>8.3}  {:>8.3}  {rounds:>6}",
+                side.name(),
+                ms / 1e6,
+                ms / medians[0]
+            );
+        }
     }
 }

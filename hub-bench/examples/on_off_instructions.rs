@@ -1,13 +1,19 @@
 //! Tracing's cost on the Hub's router as instructions, a figure that repeats
 //! from run to run where wall-clock time does not: each of the demo's three
-//! agent-list requests, at 25, 100 and 500 agents, sent in-process to a
-//! traced and to an untraced Hub over the same seeded database, under
-//! valgrind's callgrind.
+//! agent-list requests, at 25, 100 and 500 agents, sent in-process to Hubs
+//! over the same seeded database, under valgrind's callgrind: untraced
+//! (`off`), traced by perf-trace (`on`), perf-trace tail-sampled keeping 1
+//! in 100 (`sampled`) and, built with the feature `peers`, the peers
+//! (`tower-http`: tower-http's `TraceLayer` writing a JSON line per request
+//! through tracing-subscriber; `spans`: that and a `tracing` span at every
+//! phase and store call, each closed span a JSON line).
 //!
 //! ```text
 //! cargo build --release -p hub-bench --example on_off_instructions
 //! target/release/examples/on_off_instructions            # needs valgrind
 //! target/release/examples/on_off_instructions --sizes 25 --requests 20
+//! target/release/examples/on_off_instructions --sides off,on --sizes 100
+//! cargo build --release -p hub-bench --features peers --example on_off_instructions
 //! target/release/examples/on_off_instructions --cached --sizes 100   # cache hits
 //! target/release/examples/on_off_instructions --mix --cached --sizes 100
 //! ```
@@ -23,9 +29,11 @@
 //! of the seeded database) under `valgrind --tool=callgrind`: the Hub is built and warmed
 //! up with a few requests, then callgrind's counts are zeroed as
 //! [`measure_start`] is entered and dumped as [`measure_end`] is, so the
-//! figure holds exactly the measured requests. It prints instructions per
-//! request, traced and untraced (each the median of its runs), and their
-//! ratio. What still moves between runs of one side (about 1 % at 25
+//! figure holds exactly the measured requests and the writing of their
+//! lines (a peer's subscriber is the process's, its background writer
+//! given time to write the warm-up's lines before, and ended, its lines
+//! written, before the end). It prints instructions per request of each
+//! side (the median of its runs), and its ratio over the untraced side. What still moves between runs of one side (about 1 % at 25
 //! agents) is where the allocator finds room and which pooled connection's
 //! page cache a read meets, both set by how the threads interleave.
 //!
@@ -47,6 +55,7 @@ mod callgrind;
 use callgrind::{measure_end, measure_start};
 #[path = "../benches/support/in_process.rs"]
 mod in_process;
+use in_process::Side;
 #[path = "../benches/support/load_mix.rs"]
 mod load_mix;
 
@@ -59,7 +68,10 @@ struct Args {
     /// Measured requests per scenario and side.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     requests: u32,
-    /// Runs per scenario and side, the sides alternating; the table shows
+    /// The sides to count (`off` first: the others are set against it).
+    #[arg(long, value_delimiter = ',', value_parser = parse_side, default_values_t = Side::all())]
+    sides: Vec<Side>,
+    /// Runs per scenario and side, the sides rotating; the table shows
     /// each side's median.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     repeats: u32,
@@ -84,13 +96,27 @@ struct Args {
     valgrind: PathBuf,
     /// Runs one side in this process instead (what the program runs under
     /// callgrind): the seeded database, its seed document, the scenario and
-    /// `on` or `off`.
+    /// the side.
     #[arg(long, num_args = 4, value_names = ["DB", "SEED", "SCENARIO", "SIDE"])]
     serve: Option<Vec<String>>,
 }
 
 /// Longer than any run: the lines are written out by the explicit flushes.
 const LINES_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
+
+fn parse_side(name: &str) -> Result<Side, String> {
+    let names: Vec<_> = Side::all().into_iter().map(Side::name).collect();
+    Side::all()
+        .into_iter()
+        .find(|side| side.name() == name)
+        .ok_or_else(|| format!("{name:?} is not one of {}", names.join(", ")))
+}
+
+impl std::fmt::Display for Side {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -105,20 +131,25 @@ fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
     let [db, seed, scenario, side] = serve else {
         anyhow::bail!("--serve takes DB SEED SCENARIO SIDE");
     };
-    let traced = match side.as_str() {
-        "on" => true,
-        "off" => false,
-        other => anyhow::bail!("--serve: the side is `on` or `off`, not {other:?}"),
-    };
+    let side = parse_side(side).map_err(|e| anyhow::anyhow!("--serve: {e}"))?;
     let seed = hub_bench::LoadedSeed::load(Path::new(seed))?.seed;
     let log = std::env::temp_dir().join(format!("on-off-instructions-{}.log", std::process::id()));
     // Lines written out when this program says, not on a timer: under
     // valgrind a request takes some fifty times longer, and a 50 ms timer
     // would write a handful of lines at a time instead of hundreds, as it
     // does at full speed.
-    let hub =
-        in_process::hub_writing_every(Path::new(db), traced, &log, LINES_INTERVAL, args.cached)?;
-    let router = hub.router();
+    let (hub, router) =
+        in_process::side_hub(side, Path::new(db), &log, LINES_INTERVAL, args.cached)?;
+    // A peer's subscriber, for this process; dropped, its writer writes
+    // out what it holds and stops.
+    #[cfg(feature = "peers")]
+    let peer_writer = match side.peer() {
+        Some(peer) => Some(
+            hub_example::perf::peers::install(peer, std::fs::File::create(peer_log(&log))?)
+                .map_err(|e| anyhow::anyhow!("the peer's subscriber: {e}"))?,
+        ),
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -150,17 +181,32 @@ fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
             request(turn as usize).await?;
         }
         hub.logger().flush();
+        // A peer's writer writes the warm-up's lines meanwhile.
+        #[cfg(feature = "peers")]
+        if peer_writer.is_some() {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
         measure_start();
         for turn in 0..args.requests {
             request((args.warmup + turn) as usize).await?;
         }
         // The measured requests' lines, written out in one batch.
         hub.logger().flush();
+        #[cfg(feature = "peers")]
+        drop(peer_writer);
         measure_end();
         anyhow::Ok(())
     });
     let _ = std::fs::remove_file(&log);
+    #[cfg(feature = "peers")]
+    let _ = std::fs::remove_file(peer_log(&log));
     result
+}
+
+/// Where a peer's subscriber writes: beside the Hub's own log.
+#[cfg(feature = "peers")]
+fn peer_log(log: &Path) -> PathBuf {
+    log.with_extension("peers.log")
 }
 
 /// What one side sends: one of the demo's lists, or one entry of the load's mix.
@@ -180,8 +226,13 @@ fn drive(args: &Args) -> anyhow::Result<()> {
         None => temporary.path(),
     };
     let me = std::env::current_exe()?;
-    println!("scenario                     agents  instr/request on  instr/request off  on/off");
-    println!("---------------------------  ------  ----------------  -----------------  ------");
+    anyhow::ensure!(
+        args.sides.first() == Some(&Side::Off),
+        "--sides: `off` comes first, the baseline"
+    );
+    let sides = &args.sides;
+    println!("scenario                     agents  side        instr/request  over off");
+    println!("---------------------------  ------  ----------  -------------  --------");
     for &agents in &args.sizes {
         let seed = in_process::seed(dir, agents)?;
         let db = dir.join(format!("hub{agents}.db"));
@@ -198,14 +249,14 @@ fn drive(args: &Args) -> anyhow::Result<()> {
                 .map(|(name, weight)| (name, Some(weight)))
                 .collect(),
         };
-        let mut weighted = [0.0, 0.0];
+        let mut weighted = vec![0.0; sides.len()];
         for (name, weight) in scenarios {
-            let mut runs = [Vec::new(), Vec::new()];
-            for repeat in 0..args.repeats {
-                // Alternate which side goes first.
-                let order = if repeat % 2 == 0 { [0, 1] } else { [1, 0] };
-                for index in order {
-                    let side = ["on", "off"][index];
+            let mut runs = vec![Vec::new(); sides.len()];
+            for repeat in 0..args.repeats as usize {
+                // Rotate which side goes first.
+                for k in 0..sides.len() {
+                    let index = (k + repeat) % sides.len();
+                    let side = sides[index].name();
                     let out = dir.join(format!("callgrind-{agents}-{name}-{side}-{repeat}"));
                     let run_db = fresh_copy(&db, &dir.join("run.db"))?;
                     runs[index].push(instructions(
@@ -219,27 +270,33 @@ fn drive(args: &Args) -> anyhow::Result<()> {
                 }
             }
             let per = f64::from(args.requests);
-            let [on, off] = runs.map(|mut counts| median(&mut counts) / per);
-            print_row(name, agents, on, off);
+            let counts: Vec<f64> = runs.iter_mut().map(|counts| median(counts) / per).collect();
+            print_rows(name, agents, sides, &counts);
             if let Some(weight) = weight {
-                weighted[0] += f64::from(weight) * on;
-                weighted[1] += f64::from(weight) * off;
+                for (sum, count) in weighted.iter_mut().zip(&counts) {
+                    *sum += f64::from(weight) * count;
+                }
             }
         }
         if args.mix {
             let total: u32 = load_mix::load_mix_names().iter().map(|(_, w)| w).sum();
-            let [on, off] = weighted.map(|sum| sum / f64::from(total));
-            print_row("the mix, weighted", agents, on, off);
+            let counts: Vec<f64> = weighted.iter().map(|sum| sum / f64::from(total)).collect();
+            print_rows("the mix, weighted", agents, sides, &counts);
         }
     }
     Ok(())
 }
 
-fn print_row(name: &str, agents: u32, on: f64, off: f64) {
-    println!(
-        "{name:<27}  {agents:>6}  {on:>16.0}  {off:>17.0}  {:>6.4}",
-        on / off
-    );
+/// One row per side: its instructions per request and their ratio over
+/// the first side's (`off`).
+fn print_rows(name: &str, agents: u32, sides: &[Side], counts: &[f64]) {
+    for (side, count) in sides.iter().zip(counts) {
+        println!(
+            "{name:<27}  {agents:>6}  {:<10}  {count:>13.0}  {:>8.4}",
+            side.name(),
+            count / counts[0]
+        );
+    }
 }
 
 /// The median of `counts` (not empty), as a float.

@@ -76,6 +76,23 @@ pub fn seeded_hub_writing_every(
     interval: Duration,
     cache: hub_example::settings::CacheSettings,
 ) -> anyhow::Result<Hub> {
+    let exits = HubExits {
+        background_lines: Some(interval),
+        ..HubExits::default()
+    };
+    seeded_hub_with_exits(db_path, session_secret, perf_trace, log_path, cache, exits)
+}
+
+/// [`seeded_hub_writing_every`] with `exits` on its emitter (the benches'
+/// tail-sampled side), their `background_lines` included.
+pub fn seeded_hub_with_exits(
+    db_path: &Path,
+    session_secret: &str,
+    perf_trace: bool,
+    log_path: &Path,
+    cache: hub_example::settings::CacheSettings,
+    exits: HubExits,
+) -> anyhow::Result<Hub> {
     let db = open_for_serving(db_path, true)?;
     let log = File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;
     // Unbuffered, as the Hub's standard output (`hub_example::log::stdout_writer`):
@@ -92,10 +109,7 @@ pub fn seeded_hub_writing_every(
             },
             log: writer,
         },
-        HubExits {
-            background_lines: Some(interval),
-            ..HubExits::default()
-        },
+        exits,
     ))
 }
 

@@ -632,10 +632,16 @@ impl WithAuthzStore for RouterParts {
 
     fn visit<S: AuthzStore + Clone>(self, store: S) -> Self::Output {
         let RouterParts { state, sink } = self;
-        match state.trace.is_some() {
-            true => state.assemble(CountedAuthzStore::new(store), TracedAuditEmitter::new(sink)),
-            false => state.assemble(store, sink),
+        if state.trace.is_some() {
+            return state.assemble(CountedAuthzStore::new(store), TracedAuditEmitter::new(sink));
         }
+        // The spans peer opens a span per store call in the counted store,
+        // as the traced Hub counts one there.
+        #[cfg(feature = "peer-tracing")]
+        if crate::perf::peers::spans_at_store_calls() {
+            return state.assemble(CountedAuthzStore::new(store), sink);
+        }
+        state.assemble(store, sink)
     }
 }
 

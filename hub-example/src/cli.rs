@@ -324,7 +324,10 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
                 .await
                 .map_err(|e| CliError(format!("cannot listen on {addr}: {e}")))
         };
-        let mut listeners = vec![Listener::new("api", bind(addr).await?, hub.router())];
+        let api = hub.router();
+        #[cfg(feature = "peer-tracing")]
+        let api = crate::perf::peers::from_env(api).map_err(CliError)?;
+        let mut listeners = vec![Listener::new("api", bind(addr).await?, api)];
         if let Some(web_addr) = web_addr {
             let socket = bind(web_addr).await?;
             if web_options.test_login {

@@ -11,6 +11,49 @@ use crate::clock;
 use crate::keys::{KeySet, PhaseKey, StoreMethodKey};
 use crate::recorder::{add_timed, current_ptr, Inner, Table};
 
+/// With `tracing-spans`, the `tracing` span each phase and store call also
+/// opens (entered for a guard's whole life, or at each poll of a future);
+/// nothing otherwise, so neither type changes size.
+#[cfg(feature = "tracing-spans")]
+type SpanSlot = tracing::Span;
+#[cfg(not(feature = "tracing-spans"))]
+type SpanSlot = ();
+
+/// The span of phase or store call `name` (see [`SpanSlot`]).
+#[cfg(feature = "tracing-spans")]
+#[inline(always)]
+fn open_span(table: Table, name: &'static str) -> SpanSlot {
+    match table {
+        Table::Phases => tracing::info_span!(target: "perf_trace::span", "phase", key = name),
+        Table::Stores => tracing::info_span!(target: "perf_trace::span", "store_call", key = name),
+    }
+}
+#[cfg(not(feature = "tracing-spans"))]
+#[inline(always)]
+fn open_span(_table: Table, _name: &'static str) -> SpanSlot {}
+
+/// A guard's span, entered until dropped. Unlike `tracing`'s own entered
+/// span it is `Send`, as the guard is (a guard may be held across an
+/// `.await`).
+#[cfg(feature = "tracing-spans")]
+#[derive(Debug)]
+struct EnteredSlot(tracing::Span);
+
+#[cfg(feature = "tracing-spans")]
+impl EnteredSlot {
+    fn enter(span: tracing::Span) -> Self {
+        span.with_subscriber(|(id, dispatch)| dispatch.enter(id));
+        EnteredSlot(span)
+    }
+}
+
+#[cfg(feature = "tracing-spans")]
+impl Drop for EnteredSlot {
+    fn drop(&mut self) {
+        self.0.with_subscriber(|(id, dispatch)| dispatch.exit(id));
+    }
+}
+
 /// Adds one timed event to the current recorder if it records `set`.
 #[inline(always)]
 fn record_now(table: Table, set: TypeId, index: usize, start: u64) {
@@ -41,6 +84,9 @@ pub struct TimedGuard {
     index: usize,
     /// Zero when nothing is recorded.
     start: u64,
+    /// Declared last: the span closes after the time is recorded.
+    #[cfg(feature = "tracing-spans")]
+    _span: EnteredSlot,
 }
 
 impl TimedGuard {
@@ -57,6 +103,8 @@ impl TimedGuard {
             set,
             index: key.index(),
             start,
+            #[cfg(feature = "tracing-spans")]
+            _span: EnteredSlot::enter(open_span(table, key.name())),
         }
     }
 
@@ -79,6 +127,10 @@ impl TimedGuard {
     /// and the drop is left to an early return, a `?` or a panic.
     #[inline(always)]
     pub fn finish(self) {
+        // With a span to close, the drop does both.
+        #[cfg(feature = "tracing-spans")]
+        drop(self);
+        #[cfg(not(feature = "tracing-spans"))]
         std::mem::ManuallyDrop::new(self).record_end();
     }
 
@@ -117,6 +169,7 @@ pin_project_lite::pin_project! {
         set: TypeId,
         index: usize,
         state: State,
+        span: SpanSlot,
     }
 
     impl<F> PinnedDrop for TimedFuture<F> {
@@ -137,6 +190,7 @@ impl<F> TimedFuture<F> {
             set: TypeId::of::<K>(),
             index: key.index(),
             state: State::NotStarted,
+            span: open_span(table, key.name()),
         }
     }
 
@@ -157,6 +211,8 @@ impl<F: Future> Future for TimedFuture<F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
+        #[cfg(feature = "tracing-spans")]
+        let _entered = this.span.enter();
         if *this.state == State::NotStarted {
             *this.state = if records(current_ptr(), *this.table, *this.set) {
                 State::Running(clock::now())

@@ -1,8 +1,9 @@
 //! The Hub's router served in-process, with no network in between: one
-//! seeded database opened twice, as a traced and an untraced Hub, and the
-//! demo's three agent-list requests as the seeded member, sent straight to
-//! each router. The router benchmark (`benches/router_on_off.rs`) and the
-//! instruction counter (`examples/on_off_instructions.rs`) share it.
+//! seeded database opened once per [`Side`] (the untraced Hub, perf-trace,
+//! perf-trace tail-sampled and, with the feature `peers`, the peers), and
+//! the demo's three agent-list requests as the seeded member, sent straight
+//! to each router. The router benchmark (`benches/router_on_off.rs`) and
+//! the instruction counter (`examples/on_off_instructions.rs`) share it.
 
 use std::path::Path;
 
@@ -15,6 +16,112 @@ use hub_example::app::Hub;
 use hub_example::seed::{seed_to_file, SeedDocument, SeedOptions};
 
 const SESSION_SECRET: &str = "in-process-bench-secret";
+
+/// The tail-sampled side keeps 1 in this many unremarkable requests' lines.
+pub const SAMPLED_ONE_IN: u64 = 100;
+
+/// How a side's Hub is instrumented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Untraced: the baseline every other side is set against.
+    Off,
+    /// perf-trace, every line written.
+    On,
+    /// perf-trace with tail sampling keeping 1 in [`SAMPLED_ONE_IN`] (and
+    /// every request slower than the Hub's default 250 ms).
+    Sampled,
+    /// The untraced Hub under a peer instrumentation.
+    #[cfg(feature = "peers")]
+    Peer(hub_example::perf::peers::Peer),
+}
+
+impl Side {
+    /// Every side this build has, the baseline first.
+    pub fn all() -> Vec<Side> {
+        #[allow(unused_mut)]
+        let mut sides = vec![Side::Off, Side::On];
+        #[cfg(feature = "peers")]
+        sides.extend(hub_example::perf::peers::Peer::ALL.map(Side::Peer));
+        sides.push(Side::Sampled);
+        sides
+    }
+
+    /// The side's name in the tables and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Off => "off",
+            Side::On => "on",
+            Side::Sampled => "sampled",
+            #[cfg(feature = "peers")]
+            Side::Peer(peer) => peer.name(),
+        }
+    }
+
+    /// The peer instrumenting this side, if any.
+    #[cfg(feature = "peers")]
+    pub fn peer(self) -> Option<hub_example::perf::peers::Peer> {
+        match self {
+            Side::Peer(peer) => Some(peer),
+            _ => None,
+        }
+    }
+}
+
+/// The Hub of `side` over the seeded database at `db_path`, and its router
+/// (a peer's with the peer's request layer), as [`hub_writing_every`]
+/// makes it. A peer's lines go where its subscriber writes them.
+pub fn side_hub(
+    side: Side,
+    db_path: &Path,
+    log_path: &Path,
+    interval: std::time::Duration,
+    cached: bool,
+) -> anyhow::Result<(Hub, Router)> {
+    let hub = match side {
+        Side::Sampled => {
+            let sampling = perf_trace_core::exits::sampling::TailSampling::one_in(SAMPLED_ONE_IN)
+                .slow_over(std::time::Duration::from_millis(250));
+            let exits = hub_example::perf::exits::HubExits {
+                sampling: Some(sampling),
+                background_lines: Some(interval),
+                ..Default::default()
+            };
+            hub_bench::hubs::seeded_hub_with_exits(
+                db_path,
+                SESSION_SECRET,
+                true,
+                log_path,
+                cache_settings(cached),
+                exits,
+            )?
+        }
+        #[cfg(feature = "peers")]
+        Side::Peer(peer) => {
+            // The spans peer's Hub puts its store behind the counted
+            // decorator, as `serve` does with the same variable; set for
+            // this Hub alone, while no other thread reads the environment.
+            std::env::set_var(hub_example::perf::peers::PEER_ENV, peer.name());
+            let hub = hub_writing_every(db_path, false, log_path, interval, cached);
+            std::env::remove_var(hub_example::perf::peers::PEER_ENV);
+            hub?
+        }
+        side => hub_writing_every(db_path, side == Side::On, log_path, interval, cached)?,
+    };
+    let router = hub.router();
+    #[cfg(feature = "peers")]
+    let router = match side {
+        Side::Peer(_) => hub_example::perf::peers::traced(router),
+        _ => router,
+    };
+    Ok((hub, router))
+}
+
+fn cache_settings(cached: bool) -> hub_example::settings::CacheSettings {
+    match cached {
+        true => hub_example::settings::CacheSettings::default(),
+        false => hub_example::settings::CacheSettings::disabled(),
+    }
+}
 
 /// One of the demo's scenarios, as a path and query for the router.
 #[derive(Debug, Clone)]
@@ -52,17 +159,13 @@ pub fn hub_writing_every(
     interval: std::time::Duration,
     cached: bool,
 ) -> anyhow::Result<Hub> {
-    let cache = match cached {
-        true => hub_example::settings::CacheSettings::default(),
-        false => hub_example::settings::CacheSettings::disabled(),
-    };
     hub_bench::hubs::seeded_hub_writing_every(
         db_path,
         SESSION_SECRET,
         perf_trace,
         log_path,
         interval,
-        cache,
+        cache_settings(cached),
     )
 }
 

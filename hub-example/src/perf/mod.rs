@@ -8,11 +8,15 @@
 //!   the pool figures a request's line starts from;
 //! - [`exits`]: metrics, OTLP export and tail sampling on that emitter, and
 //!   the metrics routes (their settings are
-//!   [`crate::settings::ExitSettings`]).
+//!   [`crate::settings::ExitSettings`]);
+//! - `peers` (feature `peer-tracing`, benchmarks only): the Hub traced the
+//!   ways a team would otherwise do it, to compare with.
 
 pub mod exits;
 pub mod keys;
 pub mod layer;
+#[cfg(feature = "peer-tracing")]
+pub mod peers;
 pub mod policy;
 
 pub use layer::{

@@ -163,7 +163,14 @@ impl<F: Future> FutureExt for F {}
 /// e.g. before handing it to a thread pool.
 pub fn bind_current<R>(f: impl FnOnce() -> R) -> impl FnOnce() -> R {
     let recorder = current();
-    move || in_scope_of(recorder.as_ref(), f)
+    // The span the closure's own spans nest in (feature `tracing-spans`).
+    #[cfg(feature = "tracing-spans")]
+    let span = tracing::Span::current();
+    move || {
+        #[cfg(feature = "tracing-spans")]
+        let _entered = span.enter();
+        in_scope_of(recorder.as_ref(), f)
+    }
 }
 
 /// `tokio::task::spawn_blocking` that carries the current recorder onto the
