@@ -18,10 +18,10 @@ use std::time::Instant;
 use hub_example::authz::{
     Action, AuditEmitter, AuditRecord, Authorizer, Credential, Principal, UserPrincipal,
 };
-use hub_example::db::{Db, OpenMode, PoolOptions};
 use hub_example::listing::{self, ListRequest, ListShape, ListTarget, View, AGENT_CAPABILITIES};
 use hub_example::model::{AgentPhase, Id};
 use hub_example::seed::{seed, SeedOptions};
+use hub_example::store::db::{Db, OpenMode, PoolOptions};
 use hub_example::store::SqliteStore;
 use hub_example::views::{AgentListView, AgentView};
 

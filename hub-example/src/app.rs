@@ -39,7 +39,6 @@ use crate::auth::{FailedLogins, TokenSigner};
 use crate::authz::audit::{AuditBackend, MemoryAuditBackend, WRITER_BUSY_TIMEOUT};
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::cache::ResponseCache;
-use crate::db::Db;
 use crate::events::{EventBus, PgEventRelay};
 use crate::log::{Logger, SharedWriter};
 use crate::perf::exits::HubExits;
@@ -50,6 +49,7 @@ use crate::settings::AuditSettings;
 use crate::settings::ServerLimits;
 use crate::settings::{Settings, PERF_TRACE_KEY};
 use crate::state::AppState;
+use crate::store::db::Db;
 use crate::store::outbox::Outbox;
 use crate::store::{with_authz_store, AuthzStore, CountedAuthzStore, WithAuthzStore};
 

@@ -28,7 +28,6 @@ pub mod authz;
 pub mod cache;
 pub mod cli;
 pub mod clock;
-pub mod db;
 pub mod events;
 pub mod listing;
 pub mod log;

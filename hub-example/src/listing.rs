@@ -14,11 +14,11 @@ use std::sync::Arc;
 use perf_trace_core::traced_phase;
 
 use crate::authz::{Action, ActionNames, AuditEmitter, Authorizer, ListScope, Permissions, Verbs};
-use crate::db::{Db, DbError};
 use crate::model::{Agent, AgentPhase, Id};
 use crate::paging::{encode_cursor, PageRequest};
 use crate::perf::keys::Phase;
 use crate::store::agents::{read_agents, RowPage, RowQuery, RowScope};
+use crate::store::db::{Db, DbError};
 use crate::store::AuthzStore;
 use crate::views::{
     AgentListView, AgentView, CompactAgentView, CreatorView, FullAgentView, Millis, ScopeView,

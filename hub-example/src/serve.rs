@@ -3,9 +3,11 @@
 
 use std::path::Path;
 
-use crate::db::postgres::runtime::off_runtime;
-use crate::db::postgres::{migrate_postgres, pending_postgres_migrations, postgres_schema_version};
-use crate::db::{
+use crate::store::db::postgres::runtime::off_runtime;
+use crate::store::db::postgres::{
+    migrate_postgres, pending_postgres_migrations, postgres_schema_version,
+};
+use crate::store::db::{
     migrate, pending_migrations, postgres_url, schema_version, Db, DbError, OpenMode, PoolOptions,
     LATEST_VERSION,
 };

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use crate::auth::tokens::TokenSigner;
 use crate::authz::AuditEmitter;
 use crate::cache::ResponseCache;
-use crate::db::Db;
 use crate::events::EventBus;
 use crate::replicas::{Invalidation, ReplicaMessage};
 use crate::settings::CacheSettings;
+use crate::store::db::Db;
 use crate::store::AuthzStore;
 
 struct Shared<S, A> {

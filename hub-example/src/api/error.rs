@@ -6,8 +6,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::auth::AuthError;
-use crate::db::DbError;
 use crate::listing::ListError;
+use crate::store::db::DbError;
 
 /// An error answered to the client.
 #[derive(Debug, Clone, PartialEq, Eq)]

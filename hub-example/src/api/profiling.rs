@@ -23,9 +23,9 @@ use serde::{Deserialize, Serialize};
 
 use super::ApiError;
 use crate::authz::{AuditEmitter, Authorizer, Credential, Principal};
-use crate::db::{Db, DbError};
 use crate::replicas::Invalidation;
 use crate::state::AppState;
+use crate::store::db::{Db, DbError};
 use crate::store::{settings, AuthzStore};
 
 /// The hub settings key of the readiness marks.
@@ -110,7 +110,7 @@ pub async fn put_profiling<S: AuthzStore, A: AuditEmitter>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::{migrate, OpenMode, PoolOptions};
+    use crate::store::db::{migrate, OpenMode, PoolOptions};
 
     #[test]
     fn the_body_is_exactly_one_boolean() {

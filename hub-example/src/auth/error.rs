@@ -2,7 +2,7 @@
 //! failure of the Hub's own while it was checked. The handlers answer it as
 //! their JSON error, with the status each variant names.
 
-use crate::db::DbError;
+use crate::store::db::DbError;
 
 /// Why a credential was not accepted. No message holds the credential.
 #[derive(Debug, thiserror::Error)]

@@ -25,7 +25,7 @@ use super::error::AuthError;
 use super::expiry::CredentialExpiry;
 use super::tokens::token_hash;
 use crate::authz::{Credential, Principal, UserPrincipal};
-use crate::db::{Db, DbError};
+use crate::store::db::{Db, DbError};
 use crate::store::{sessions, AuthzStore};
 
 /// The session cookie's name.

@@ -519,11 +519,11 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
 mod tests {
     use super::*;
     use crate::authz::{AgentPrincipal, ChannelAuditSink, Credential, UserPrincipal};
-    use crate::db::{Db, OpenMode, PoolOptions};
     use crate::listing::{self, ListRequest, ListShape, ListTarget, View};
     use crate::perf::keys::HubSchema;
     use crate::seed::{seed, SeedDocument, SeedOptions};
     use crate::store::agents::{read_agents, RowQuery, RowScope};
+    use crate::store::db::{Db, OpenMode, PoolOptions};
     use crate::store::{CountedAuthzStore, SqliteStore};
     use perf_trace_core::Recorder;
 

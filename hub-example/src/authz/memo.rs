@@ -356,9 +356,9 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::{OpenMode, PoolOptions};
     use crate::perf::keys::HubSchema;
     use crate::seed::{seed, SeedOptions};
+    use crate::store::db::{OpenMode, PoolOptions};
     use crate::store::{AuthzStoreMethod, CountedAuthzStore, SqliteStore};
     use perf_trace_core::Recorder;
 
@@ -374,7 +374,8 @@ mod tests {
             rand_seed: 42,
         })
         .unwrap();
-        let db = crate::db::Db::open(&path, OpenMode::MustExist, PoolOptions::default()).unwrap();
+        let db =
+            crate::store::db::Db::open(&path, OpenMode::MustExist, PoolOptions::default()).unwrap();
         (CountedAuthzStore::new(SqliteStore::new(db)), doc)
     }
 

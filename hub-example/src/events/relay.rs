@@ -31,8 +31,8 @@ use std::time::Duration;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::bus::{EventRelay, BUS_CAPACITY};
-use crate::db::DbError;
 use crate::replicas::{Invalidation, Origin, ReplicaInbox, ReplicaMessage};
+use crate::store::db::DbError;
 use crate::store::outbox::Outbox;
 
 /// How long the listener waits before connecting again, at first.

@@ -9,9 +9,9 @@ use perf_trace_core::traced_phase;
 
 use super::subjects::{Pattern, Subject, Token, UserRef};
 use crate::authz::{Action, AuditEmitter, Authorizer, Principal, Resource};
-use crate::db::DbError;
 use crate::model::Id;
 use crate::perf::keys::Phase;
+use crate::store::db::DbError;
 use crate::store::AuthzStore;
 
 /// What an expanded subject needs to be allowed.

@@ -11,8 +11,8 @@ use perf_trace_core::{Emitter, LineFormat, LineSink, PerfTraceLayer};
 use super::exits::HubExits;
 use super::keys::HubSchema;
 use super::policy::{HubPolicy, WebPolicy};
-use crate::db::Db;
 use crate::log::{Logger, COMPONENT};
+use crate::store::db::Db;
 
 /// The tracing layer the Hub installs when tracing is on.
 pub type HubTraceLayer = PerfTraceLayer<HubSchema, HubPolicy>;

@@ -6,8 +6,8 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{SeedOptions, OTHER_PROJECT_AGENTS, SEED_EPOCH_MS};
-use crate::db::DbError;
 use crate::model::{uuid_from_bytes, AgentActivity, AgentPhase};
+use crate::store::db::DbError;
 use crate::store::seed::Param::{Int, Text};
 use crate::store::seed::SeedTable::*;
 use crate::store::seed::SeedWriter;

@@ -8,9 +8,9 @@ use super::dialect::Store;
 use super::engine::{Engine, Param, SqlRow};
 use super::mapping;
 pub use super::rows::{DelegationParty, DelegationView, RowPage, RowQuery, RowScope};
-use crate::db::{Db, DbError};
 use crate::model::{Agent, AgentActivity, AgentPhase};
 use crate::paging::{CursorPosition, SortValue};
+use crate::store::db::{Db, DbError};
 
 /// Reads the agent rows `query` asks for, in one statement.
 pub fn read_agents(db: &Db, query: &RowQuery<'_>) -> Result<RowPage, DbError> {

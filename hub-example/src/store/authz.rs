@@ -5,11 +5,11 @@
 use super::engine::{Engine, Param, SqlRow};
 use super::mapping::{self, id};
 use super::{AuthzStore, StoreResult};
-use crate::db::DbError;
 use crate::model::{
     AccessConstraint, Agent, DelegationEdge, Group, GroupMembership, Id, PrincipalKind,
     PrincipalRef, Project, ProjectMembership, RoleBinding, RoleDefinition, User, UserAccessToken,
 };
+use crate::store::db::DbError;
 
 fn effective_groups<E: Engine>(
     engine: &E,

@@ -9,7 +9,7 @@ use super::engine::{impl_sql_row, Engine, Param};
 use super::postgres::PostgresStore;
 use super::sqlite::SqliteStore;
 use super::statements::Statements;
-use crate::db::{Db, DbError, Dialect};
+use crate::store::db::{Db, DbError, Dialect};
 
 /// The store of one database, its dialect chosen once, when it is opened.
 #[derive(Debug, Clone)]

@@ -3,8 +3,8 @@
 //! (`sqlite/`, `postgres/`, or `dialect::Store`, either of them).
 
 use super::statements::Statements;
-use crate::db::DbError;
 use crate::model::{Id, PrincipalRef};
+use crate::store::db::DbError;
 
 /// A statement's parameter, bound as each dialect binds it.
 #[derive(Debug, Clone, Copy)]

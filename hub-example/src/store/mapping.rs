@@ -2,11 +2,11 @@
 //! through [`SqlRow`] into the model.
 
 use super::engine::SqlRow;
-use crate::db::DbError;
 use crate::model::{
     AccessConstraint, Agent, AgentPhase, BindingScope, Group, Id, PrincipalRef, Project,
     RoleBinding, RoleDefinition, User,
 };
+use crate::store::db::DbError;
 
 /// A stored value that does not decode.
 pub(crate) fn corrupt(what: impl std::fmt::Display, e: impl std::fmt::Display) -> DbError {

@@ -18,7 +18,7 @@
 //! and [`CountedAuthzStore`], the decorator installed only when tracing is
 //! on. The methods are synchronous on purpose. SQLite through rusqlite
 //! blocks (and PostgreSQL's calls block on the async driver, see
-//! [`crate::db::postgres`]), so a request runs its whole authorization pass
+//! [`crate::store::db::postgres`]), so a request runs its whole authorization pass
 //! (memo, decisions, row reads) inside one
 //! `perf_trace_core::scope::spawn_blocking` call, which carries the
 //! request's recorder to the blocking thread. Async methods would add one
@@ -28,6 +28,7 @@
 pub mod agents;
 pub mod audit;
 mod authz;
+pub mod db;
 mod dialect;
 mod engine;
 mod mapping;
@@ -47,11 +48,11 @@ pub use sqlite::SqliteStore;
 
 use perf_trace_core::counted_store;
 
-use crate::db::{Db, DbError};
 use crate::model::{
     AccessConstraint, Agent, DelegationEdge, Group, GroupMembership, Id, PrincipalRef, Project,
     ProjectMembership, RoleBinding, RoleDefinition, User, UserAccessToken,
 };
+use crate::store::db::{Db, DbError};
 
 /// A failed store read.
 pub type StoreResult<T> = Result<T, DbError>;

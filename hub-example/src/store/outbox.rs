@@ -9,9 +9,9 @@ use std::future::poll_fn;
 use tokio::runtime::Handle;
 use tokio_postgres::AsyncMessage;
 
-use crate::db::postgres::runtime::off_runtime;
-use crate::db::postgres::PgManager;
-use crate::db::{Db, DbError, Dialect};
+use crate::store::db::postgres::runtime::off_runtime;
+use crate::store::db::postgres::PgManager;
+use crate::store::db::{Db, DbError, Dialect};
 
 /// The channel of one schema.
 #[derive(Debug, Clone)]

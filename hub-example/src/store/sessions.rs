@@ -5,7 +5,7 @@
 use super::dialect::Store;
 use super::engine::{Engine, Param, SqlRow};
 pub use super::rows::LiveSession;
-use crate::db::{Db, DbError};
+use crate::store::db::{Db, DbError};
 
 /// Stores a session of `user_id`, live until `expires_at` (Unix ms).
 pub fn insert_session(

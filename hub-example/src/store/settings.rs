@@ -3,7 +3,7 @@
 
 use super::dialect::Store;
 use super::engine::{Engine, Param, SqlRow};
-use crate::db::{Db, DbError};
+use crate::store::db::{Db, DbError};
 
 /// A hub setting's stored JSON value.
 pub fn hub_setting(db: &Db, key: &str) -> Result<Option<String>, DbError> {

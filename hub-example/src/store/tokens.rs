@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 use super::dialect::Store;
 use super::engine::{Engine, Param};
 pub use super::rows::NewAccessToken;
-use crate::db::{Db, DbError};
+use crate::store::db::{Db, DbError};
 
 /// The SHA-256 of a token or session id: all the database ever holds of it.
 pub fn token_hash(token: &str) -> [u8; 32] {

@@ -29,7 +29,7 @@ use axum::{Extension, Router};
 use crate::api::method_not_allowed;
 use crate::auth::session::CookieSessions;
 use crate::auth::{FailedLogins, TokenSigner};
-use crate::db::Db;
+use crate::store::db::Db;
 
 use crate::store::Store;
 use crate::Hub;

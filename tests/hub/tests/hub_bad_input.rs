@@ -105,7 +105,7 @@ fn access_token(hub: &TestHub, seed: u8, expires_at_ms: i64, revoked: bool) -> S
         if revoked {
             revoke_user_access_token(db, &id, 1)?;
         }
-        Ok::<_, hub_example::db::DbError>(())
+        Ok::<_, hub_example::store::db::DbError>(())
     })
     .unwrap();
     token

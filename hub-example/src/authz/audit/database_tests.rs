@@ -9,9 +9,9 @@ use rusqlite::{Connection, TransactionBehavior};
 use super::tests::wait_for;
 use super::*;
 use crate::authz::Action;
-use crate::db::{migrate, Db, OpenMode, PoolOptions};
 use crate::model::PrincipalRef;
 use crate::store::audit::{open, query_events, AuditQuery};
+use crate::store::db::{migrate, Db, OpenMode, PoolOptions};
 
 fn migrated() -> (tempfile::TempDir, Db) {
     let dir = tempfile::tempdir().unwrap();

@@ -2,7 +2,7 @@
 //! to run a read whose parameters are all integers and to take the columns
 //! of a row. How the reads are strung together is the same on both.
 
-use crate::db::DbError;
+use crate::store::db::DbError;
 
 /// The audit statements of one dialect, clause for clause the same on both
 /// (only the placeholders differ). Every parameter is an integer.
@@ -40,15 +40,18 @@ pub(super) trait Columns {
 macro_rules! columns_through {
     ($row:ty, $get:ident) => {
         impl $crate::store::audit::dialect::Columns for $row {
-            fn int(&self, index: usize) -> Result<i64, $crate::db::DbError> {
+            fn int(&self, index: usize) -> Result<i64, $crate::store::db::DbError> {
                 Ok(self.$get(index)?)
             }
 
-            fn text(&self, index: usize) -> Result<String, $crate::db::DbError> {
+            fn text(&self, index: usize) -> Result<String, $crate::store::db::DbError> {
                 Ok(self.$get(index)?)
             }
 
-            fn optional_text(&self, index: usize) -> Result<Option<String>, $crate::db::DbError> {
+            fn optional_text(
+                &self,
+                index: usize,
+            ) -> Result<Option<String>, $crate::store::db::DbError> {
                 Ok(self.$get(index)?)
             }
         }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 pub use rows::{AuditCursor, AuditEventRow, AuditPage, AuditQuery, AuditRow};
 
-use crate::db::{Db, DbError, Dialect};
+use crate::store::db::{Db, DbError, Dialect};
 
 /// Writes rows into `audit_events` on a connection of its own, so it never
 /// takes a pooled connection from a request.

@@ -5,7 +5,7 @@
 
 use super::dialect::{Columns, Snapshot, Statements};
 use super::rows::{AuditCursor, AuditEventRow, AuditPage, AuditQuery};
-use crate::db::DbError;
+use crate::store::db::DbError;
 
 /// Reads one page of the window `query` names with `statements`.
 pub(super) fn page(

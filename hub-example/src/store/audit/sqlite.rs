@@ -14,7 +14,7 @@ use rusqlite::{params_from_iter, Connection, OpenFlags, Transaction};
 use super::dialect::{columns_through, EachRow, Snapshot, Statements};
 use super::read;
 use super::rows::{AuditPage, AuditQuery, AuditRow};
-use crate::db::{Db, DbError};
+use crate::store::db::{Db, DbError};
 
 /// The statements, with SQLite's `?n` placeholders.
 pub(super) const STATEMENTS: Statements = Statements {

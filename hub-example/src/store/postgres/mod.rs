@@ -10,7 +10,7 @@ use tokio_postgres::Row;
 
 use super::engine::{impl_sql_row, Engine, Param};
 use super::statements::Statements;
-use crate::db::{Db, DbError};
+use crate::store::db::{Db, DbError};
 
 /// The Hub's store on PostgreSQL.
 #[derive(Debug, Clone)]

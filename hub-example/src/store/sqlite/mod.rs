@@ -9,7 +9,7 @@ use rusqlite::{params_from_iter, OptionalExtension, Row};
 
 use super::engine::{impl_sql_row, Engine, Param};
 use super::statements::Statements;
-use crate::db::{Db, DbError};
+use crate::store::db::{Db, DbError};
 
 pub(crate) mod seed;
 

@@ -4,7 +4,7 @@
 
 use rusqlite::{params_from_iter, Transaction};
 
-use crate::db::DbError;
+use crate::store::db::DbError;
 use crate::store::engine::Param;
 
 /// The tables a seed writes, each with the columns its rows give, in order.

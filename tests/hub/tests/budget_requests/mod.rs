@@ -13,7 +13,6 @@ use axum::http::{Request, StatusCode};
 use axum::Router;
 use hub_example::auth::tokens::TokenSigner;
 use hub_example::authz::{ChannelAuditSink, TracedAuditEmitter};
-use hub_example::db::{Db, Dialect};
 use hub_example::events::EventBus;
 use hub_example::log::{CaptureBuffer, Logger};
 use hub_example::model::{
@@ -25,6 +24,7 @@ use hub_example::perf::keys::HubSchema;
 use hub_example::perf::trace_layer;
 use hub_example::seed::SeedDocument;
 use hub_example::store::agents::{read_agents, RowQuery, RowScope};
+use hub_example::store::db::{Db, Dialect};
 use hub_example::store::{AuthzStore, CountedAuthzStore, PostgresStore, SqliteStore, StoreResult};
 use hub_example::{build_router, AppState};
 use perf_trace_core::testing::{perf_traced_request, TracedResponse};

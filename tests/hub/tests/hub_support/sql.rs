@@ -6,7 +6,7 @@
 //! placeholders become `$1`. Everything runs on a thread of its own:
 //! PostgreSQL's synchronous client may not run on the test's async runtime.
 
-use hub_example::db::{Db, Dialect};
+use hub_example::store::db::{Db, Dialect};
 use postgres::types::Type;
 
 /// One stored value, whatever the column's type.

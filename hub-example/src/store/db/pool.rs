@@ -475,7 +475,7 @@ mod tests {
 
     #[test]
     fn postgres_waits_come_from_the_pool_statistics_with_the_same_meaning() {
-        let Some(server) = crate::db::postgres::test_server() else {
+        let Some(server) = crate::store::db::postgres::test_server() else {
             return;
         };
         let options = PoolOptions {

@@ -95,7 +95,7 @@ pub(crate) fn test_server() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::{DbError, PoolOptions};
+    use crate::store::db::{DbError, PoolOptions};
 
     #[test]
     fn a_password_never_leaves_the_url() {

@@ -8,7 +8,7 @@ use tokio_postgres::types::{ToSql, Type};
 
 use super::runtime::{driver_runtime, off_runtime};
 use super::{migrate_postgres, PgManager, PgTransaction};
-use crate::db::{DbError, PoolOptions};
+use crate::store::db::{DbError, PoolOptions};
 
 /// The tables the seeder fills, parents before children.
 const SEEDED_TABLES: &[&str] = &[

@@ -11,7 +11,7 @@ use tokio_postgres::tls::NoTlsStream;
 use tokio_postgres::{Client, Config, Connection, NoTls, Socket};
 
 use super::{one_line, redacted, PgClient};
-use crate::db::{DbError, PoolOptions};
+use crate::store::db::{DbError, PoolOptions};
 
 /// The connection manager of the PostgreSQL pool.
 #[derive(Clone)]
