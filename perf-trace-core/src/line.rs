@@ -53,12 +53,21 @@ impl std::fmt::Display for InvalidHeaderName {
 
 impl std::error::Error for InvalidHeaderName {}
 
-/// Whether `name` is made of HTTP token characters only (and not empty).
-fn is_header_token(name: &str) -> bool {
-    !name.is_empty()
+/// `name`, when it is made of HTTP token characters only (and not empty),
+/// so that it can name an HTTP header or start one's name.
+fn header_token(
+    name: impl Into<Cow<'static, str>>,
+) -> Result<Cow<'static, str>, InvalidHeaderName> {
+    let name = name.into();
+    let token = !name.is_empty()
         && name
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if token {
+        Ok(name)
+    } else {
+        Err(InvalidHeaderName(name.into_owned()))
+    }
 }
 
 impl LineFormat {
@@ -134,11 +143,7 @@ impl LineFormat {
         mut self,
         prefix: impl Into<Cow<'static, str>>,
     ) -> Result<Self, InvalidHeaderName> {
-        let prefix = prefix.into();
-        if !is_header_token(&prefix) {
-            return Err(InvalidHeaderName(prefix.into_owned()));
-        }
-        self.header_prefix = prefix;
+        self.header_prefix = header_token(prefix)?;
         Ok(self)
     }
 
@@ -147,11 +152,7 @@ impl LineFormat {
         mut self,
         name: impl Into<Cow<'static, str>>,
     ) -> Result<Self, InvalidHeaderName> {
-        let name = name.into();
-        if !is_header_token(&name) {
-            return Err(InvalidHeaderName(name.into_owned()));
-        }
-        self.request_id_header = name;
+        self.request_id_header = header_token(name)?;
         Ok(self)
     }
 
