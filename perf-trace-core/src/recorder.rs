@@ -237,16 +237,12 @@ impl Inner {
     /// Where counter set `info` starts in the counter table, when the schema has it.
     #[inline(always)]
     pub(crate) fn counter_offset(&self, info: &'static KeySetInfo) -> Option<usize> {
-        // A schema has a handful of sets at most: a short scan of pointers.
-        let sets = self.schema.counters;
-        let mut i = 0;
-        while i < sets.len() {
-            if std::ptr::eq(sets[i].0, info) {
-                return Some(self.counter_offsets[i] as usize);
-            }
-            i += 1;
-        }
-        None
+        set_offset(
+            self.schema.counters,
+            |set| set.0,
+            &self.counter_offsets,
+            info,
+        )
     }
 
     /// Adds `n` to counter `slot`, or keeps the larger of the two for a max key.
@@ -268,15 +264,7 @@ impl Inner {
     /// Where timer set `info` starts in the timer table, when the schema has it.
     #[inline(always)]
     pub(crate) fn timer_offset(&self, info: &'static KeySetInfo) -> Option<usize> {
-        let sets = self.schema.timers;
-        let mut i = 0;
-        while i < sets.len() {
-            if std::ptr::eq(sets[i].0, info) {
-                return Some(self.timer_offsets[i] as usize);
-            }
-            i += 1;
-        }
-        None
+        set_offset(self.schema.timers, |set| set.0, &self.timer_offsets, info)
     }
 
     /// Adds one timed event to timer `slot`.
@@ -552,6 +540,26 @@ const ALL: u64 = u64::MAX;
 pub(crate) struct RequestEnd {
     ticks: u64,
     pool: Option<PoolFigures>,
+}
+
+/// Where set `info` starts in a table laid out by [`layout`] from `sets`,
+/// when `sets` has it. A schema has a handful of sets at most: a short scan
+/// of pointers, inlined into each counting and timing call.
+#[inline(always)]
+fn set_offset<T>(
+    sets: &[T],
+    info_of: impl Fn(&T) -> &'static KeySetInfo,
+    offsets: &[u32; MAX_SETS],
+    info: &'static KeySetInfo,
+) -> Option<usize> {
+    let mut i = 0;
+    while i < sets.len() {
+        if std::ptr::eq(info_of(&sets[i]), info) {
+            return Some(offsets[i] as usize);
+        }
+        i += 1;
+    }
+    None
 }
 
 /// The start of each set in one table, and the table's size.
