@@ -1,5 +1,6 @@
 //! What the macros' expansions record at run time: phases around sync and
-//! async bodies (every way out included), and the counting store decorator.
+//! async bodies and blocks (every way out included), and the counting store
+//! decorator.
 
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
@@ -422,6 +423,9 @@ fn an_unknown_key_message_suggests_the_closest_key_and_lists_them_all() {
          Phase::Serialize, Phase::Capabilities"
     );
 }
+
+#[path = "macros_runtime/phase_block.rs"]
+mod phase_block;
 
 mod async_trait_stores {
     //! Stores written with `#[async_trait]`, in either order with

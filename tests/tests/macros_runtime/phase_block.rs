@@ -7,39 +7,13 @@ use std::pin::pin;
 use std::task::{Context, Waker};
 use std::time::Duration;
 
-use perf_trace_core::{phase, KeySet, Recorder, Schema};
+use perf_trace_core::{phase, Recorder};
 
-#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(phases)]
-enum Phase {
-    Load,
-    Encode,
-}
+use super::{App, Phase};
 
-#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(store_methods)]
-enum Method {
-    GetItem,
-}
-
-#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(endpoints)]
-enum Endpoint {
-    #[key(default)]
-    Other,
-}
-
-struct App;
-
-impl Schema for App {
-    type Phase = Phase;
-    type StoreMethod = Method;
-    type Endpoint = Endpoint;
-}
-
-/// Loads, then encodes, each in a phase of its own.
+/// Reads, then serializes, each in a phase of its own.
 fn handle(input: &str) -> Result<String, std::num::ParseIntError> {
-    let n: u32 = phase!(Phase::Load, {
+    let n: u32 = phase!(Phase::ListDbRead, {
         if input.is_empty() {
             return Ok(String::new());
         }
@@ -48,7 +22,7 @@ fn handle(input: &str) -> Result<String, std::num::ParseIntError> {
         }
         input.parse()?
     });
-    Ok(phase!(Phase::Encode, format!("<{n}>")))
+    Ok(phase!(Phase::Serialize, format!("<{n}>")))
 }
 
 #[test]
@@ -66,10 +40,10 @@ fn a_block_phase_counts_every_way_out() {
     assert!(results.2);
     assert!(results.3);
     let snapshot = recorder.snapshot();
-    // Value, early return, `?` and panic: four entries of the load phase;
-    // the encode phase only where the load went through.
-    assert_eq!(snapshot.phase(Phase::Load).count, 4);
-    assert_eq!(snapshot.phase(Phase::Encode).count, 1);
+    // Value, early return, `?` and panic: four entries of the read phase;
+    // the serialize phase only where the read went through.
+    assert_eq!(snapshot.phase(Phase::ListDbRead).count, 4);
+    assert_eq!(snapshot.phase(Phase::Serialize).count, 1);
 }
 
 #[test]
@@ -84,16 +58,16 @@ async fn an_async_block_phase_covers_its_awaits() {
     let recorder = Recorder::new::<App>();
     let out = recorder
         .instrument(async {
-            let rows = phase!(Phase::Load, async {
+            let rows = phase!(Phase::ListDbRead, async {
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 vec![1, 2]
             })
             .await;
-            phase!(Phase::Encode, { rows.len() })
+            phase!(Phase::Serialize, { rows.len() })
         })
         .await;
     assert_eq!(out, 2);
-    let load = recorder.snapshot().phase(Phase::Load);
+    let load = recorder.snapshot().phase(Phase::ListDbRead);
     assert_eq!(load.count, 1);
     assert!(load.duration >= Duration::from_millis(20), "{load:?}");
 }
@@ -102,15 +76,15 @@ async fn an_async_block_phase_covers_its_awaits() {
 async fn a_cancelled_async_block_phase_counts_once_and_an_unpolled_one_never() {
     let recorder = Recorder::new::<App>();
     {
-        let slow = phase!(Phase::Load, async {
+        let slow = phase!(Phase::ListDbRead, async {
             tokio::time::sleep(Duration::from_secs(10)).await;
         });
         let mut future = pin!(recorder.instrument(slow));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(future.as_mut().poll(&mut cx).is_pending());
-        assert_eq!(recorder.snapshot().phase(Phase::Load).count, 0);
+        assert_eq!(recorder.snapshot().phase(Phase::ListDbRead).count, 0);
     }
-    assert_eq!(recorder.snapshot().phase(Phase::Load).count, 1);
-    drop(recorder.instrument(phase!(Phase::Load, async {})));
-    assert_eq!(recorder.snapshot().phase(Phase::Load).count, 1);
+    assert_eq!(recorder.snapshot().phase(Phase::ListDbRead).count, 1);
+    drop(recorder.instrument(phase!(Phase::ListDbRead, async {})));
+    assert_eq!(recorder.snapshot().phase(Phase::ListDbRead).count, 1);
 }
