@@ -24,6 +24,7 @@ use opentelemetry::trace::{
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SpanData, SpanEvents, SpanLinks};
 use perf_trace_core::export::RequestFacts;
+use perf_trace_core::snapshot::KeyStat;
 use perf_trace_core::Snapshot;
 
 /// A finished request, owned, on its way to the export thread.
@@ -42,30 +43,36 @@ fn count(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// A phase's, store method's or timer's time and entries, as the line
+/// names them: `perf_trace.{prefix}_{name}_us`, then `..._n`.
+fn time_and_count(prefix: &str, stat: &KeyStat) -> [(String, i64); 2] {
+    [
+        (
+            format!("perf_trace.{prefix}_{}_us", stat.name),
+            micros(stat.duration),
+        ),
+        (
+            format!("perf_trace.{prefix}_{}_n", stat.name),
+            count(stat.count),
+        ),
+    ]
+}
+
 /// The attributes of a span: see the [module](self).
 pub(crate) fn attributes(snapshot: &Snapshot, facts: &RequestFacts) -> Vec<KeyValue> {
     let mut out = Vec::with_capacity(16 + 2 * (snapshot.phases.len() + snapshot.store_calls.len()));
     let mut int = |name: String, value: i64| out.push(KeyValue::new(name, value));
     int("perf_trace.elapsed_us".into(), micros(snapshot.elapsed));
     for phase in &snapshot.phases {
-        int(
-            format!("perf_trace.phase_{}_us", phase.name),
-            micros(phase.duration),
-        );
-        int(
-            format!("perf_trace.phase_{}_n", phase.name),
-            count(phase.count),
-        );
+        for (name, value) in time_and_count("phase", phase) {
+            int(name, value);
+        }
     }
     for call in &snapshot.store_calls {
-        int(
-            format!("perf_trace.store_{}_n", call.name),
-            count(call.count),
-        );
-        int(
-            format!("perf_trace.store_{}_us", call.name),
-            micros(call.duration),
-        );
+        // The line names a store method's count before its time.
+        for (name, value) in time_and_count("store", call).into_iter().rev() {
+            int(name, value);
+        }
     }
     let groups = snapshot.groups;
     if groups.store_total {
@@ -103,14 +110,9 @@ pub(crate) fn attributes(snapshot: &Snapshot, facts: &RequestFacts) -> Vec<KeyVa
     }
     for set in &snapshot.timers {
         for stat in &set.stats {
-            int(
-                format!("perf_trace.{}_{}_us", set.set.prefix, stat.name),
-                micros(stat.duration),
-            );
-            int(
-                format!("perf_trace.{}_{}_n", set.set.prefix, stat.name),
-                count(stat.count),
-            );
+            for (name, value) in time_and_count(set.set.prefix, stat) {
+                int(name, value);
+            }
         }
     }
     out.push(KeyValue::new("perf_trace.endpoint", snapshot.endpoint));
