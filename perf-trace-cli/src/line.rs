@@ -453,49 +453,42 @@ mod tests {
 
     #[test]
     fn broken_perf_lines_are_malformed_with_a_reason() {
-        let cases = [
-            (HUB[..HUB.len() / 2].to_owned(), "not a whole JSON object"),
+        // A field of the example given a value of the wrong kind: the field,
+        // its value in `HUB`, the wrong value, and what the reason says of it.
+        let wrong_kinds = [
+            ("elapsed_us", "557495", "-3", "is a negative number"),
+            ("store_GetUser_n", "84", "8.5", "is not a whole number"),
+            ("phase_enrich_us", "43829", r#""1""#, "is text"),
+            ("method", r#""GET""#, "7", "is a number"),
+            ("method", r#""GET""#, r#"["GET"]"#, "is an array"),
+            ("authz_store_calls", "88", "null", "is null"),
+            ("db_open", "1", "true", "is a bool"),
+            ("level", r#""INFO""#, "{}", "is an object"),
+        ];
+        let mut cases = vec![
             (
-                HUB.replace("\"elapsed_us\":557495", "\"elapsed_us\":-3"),
-                "`elapsed_us` is a negative number",
-            ),
-            (
-                HUB.replace("\"store_GetUser_n\":84", "\"store_GetUser_n\":8.5"),
-                "`store_GetUser_n` is not a whole number",
-            ),
-            (
-                HUB.replace("\"phase_enrich_us\":43829", "\"phase_enrich_us\":\"1\""),
-                "`phase_enrich_us` is text",
+                HUB[..HUB.len() / 2].to_owned(),
+                "not a whole JSON object".to_owned(),
             ),
             (
                 HUB.replace("\"endpoint\":\"agents.project.legacy\",", ""),
-                "no `endpoint`",
-            ),
-            (HUB.replace("\"elapsed_us\":557495,", ""), "no `elapsed_us`"),
-            (
-                HUB.replace("\"method\":\"GET\"", "\"method\":7"),
-                "`method` is a number",
+                "no `endpoint`".to_owned(),
             ),
             (
-                HUB.replace("\"method\":\"GET\"", "\"method\":[\"GET\"]"),
-                "`method` is an array",
-            ),
-            (
-                HUB.replace("\"authz_store_calls\":88", "\"authz_store_calls\":null"),
-                "`authz_store_calls` is null",
-            ),
-            (
-                HUB.replace("\"db_open\":1", "\"db_open\":true"),
-                "`db_open` is a bool",
-            ),
-            (
-                HUB.replace("\"level\":\"INFO\"", "\"level\":{}"),
-                "`level` is an object",
+                HUB.replace("\"elapsed_us\":557495,", ""),
+                "no `elapsed_us`".to_owned(),
             ),
         ];
+        cases.extend(wrong_kinds.map(|(field, value, wrong, what)| {
+            let text = HUB.replace(
+                &format!("\"{field}\":{value}"),
+                &format!("\"{field}\":{wrong}"),
+            );
+            (text, format!("`{field}` {what}"))
+        }));
         for (text, reason) in cases {
             match parse(&text) {
-                Parsed::Malformed(why) => assert!(why.contains(reason), "{why} / {reason}"),
+                Parsed::Malformed(why) => assert!(why.contains(&reason), "{why} / {reason}"),
                 other => panic!("{text}: {other:?}"),
             }
         }
