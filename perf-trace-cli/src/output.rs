@@ -153,7 +153,7 @@ fn count_rows(prefix: [&str; 3], s: &CountStats) -> Vec<[String; 5]> {
         ("max", s.max.to_string()),
     ]
     .into_iter()
-    .map(|(stat, v)| [class.into(), section.into(), key.into(), stat.into(), v])
+    .map(|(stat, v)| row(class, section, key, stat, v))
     .collect()
 }
 
@@ -168,16 +168,19 @@ fn time_rows(prefix: [&str; 3], s: &TimeStats) -> Vec<[String; 5]> {
         ("max_us", s.max_us),
     ]
     .into_iter()
-    .map(|(stat, v)| {
-        [
-            class.into(),
-            section.into(),
-            key.into(),
-            stat.into(),
-            v.to_string(),
-        ]
-    })
+    .map(|(stat, v)| row(class, section, key, stat, v))
     .collect()
+}
+
+/// One CSV row: `endpoint,section,key,stat,value`.
+fn row(class: &str, section: &str, key: &str, stat: &str, value: impl ToString) -> [String; 5] {
+    [
+        class.into(),
+        section.into(),
+        key.into(),
+        stat.into(),
+        value.to_string(),
+    ]
 }
 
 /// The summary as CSV: `endpoint,section,key,stat,value`, one row per figure.
@@ -186,31 +189,13 @@ pub fn write_csv(out: &mut impl Write, summary: &Summary) -> anyhow::Result<()> 
     w.write_record(["endpoint", "section", "key", "stat", "value"])?;
     for c in &summary.classes {
         let e = c.endpoint.as_str();
-        let mut rows = vec![[
-            e.into(),
-            "requests".into(),
-            String::new(),
-            "count".into(),
-            c.requests.to_string(),
-        ]];
+        let mut rows = vec![row(e, "requests", "", "count", c.requests)];
         for (status, n) in &c.statuses {
-            rows.push([
-                e.into(),
-                "status".into(),
-                status.clone(),
-                "count".into(),
-                n.to_string(),
-            ]);
+            rows.push(row(e, "status", status, "count", n));
         }
         rows.extend(time_rows([e, "elapsed", "elapsed_us"], &c.elapsed));
         for p in &c.phases {
-            rows.push([
-                e.into(),
-                "phase".into(),
-                p.name.clone(),
-                "share".into(),
-                p.share.to_string(),
-            ]);
+            rows.push(row(e, "phase", &p.name, "share", p.share));
             rows.extend(count_rows([e, "phase_calls", &p.name], &p.calls));
             rows.extend(time_rows([e, "phase_time", &p.name], &p.time));
         }
@@ -229,13 +214,13 @@ pub fn write_csv(out: &mut impl Write, summary: &Summary) -> anyhow::Result<()> 
             rows.extend(time_rows([e, "timer", &timer.name], &timer.per_request));
         }
         for slow in &c.slowest {
-            rows.push([
-                e.into(),
-                "slowest".into(),
-                slow.request_id.clone(),
-                "elapsed_us".into(),
-                slow.elapsed_us.to_string(),
-            ]);
+            rows.push(row(
+                e,
+                "slowest",
+                &slow.request_id,
+                "elapsed_us",
+                slow.elapsed_us,
+            ));
         }
         for row in rows {
             w.write_record(&row)?;
