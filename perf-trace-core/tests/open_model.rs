@@ -1,6 +1,7 @@
 //! The open data model: counter sets (single, paired, max), timer sets,
-//! optional groups and the plain profile, from recording to the line and
-//! the headers; and the contract module against the contract's own line.
+//! optional groups and the plain profile, from recording to the line, the
+//! headers and the count view; and the contract module against the
+//! contract's own line.
 
 mod common;
 mod seed_example;
@@ -12,6 +13,7 @@ use bytes::Bytes;
 use common::{Batch, Cache, Captured, Endpoint, Method, Phase, Render, TestSchema};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
+use perf_trace_core::counts::CountsView;
 use perf_trace_core::keys::{CounterSet, Groups, TimerSet};
 use perf_trace_core::scion::{self, header, suffix};
 use perf_trace_core::{
@@ -133,6 +135,27 @@ fn the_plain_profile_writes_only_the_schemas_groups() {
     assert_eq!(
         line,
         r#"{"time":"2026-01-01T00:00:00.000000000Z","level":"INFO","msg":"perf_trace","component":"orders-api","subsystem":"orders.perf","endpoint":"other","elapsed_us":42,"cache_other_miss":3,"cache_things.list_hit":2,"cache_things.list_shared":1,"authz_batch_count":2,"authz_batch_largest":7,"unlisted_thing":1,"render_footer_us":5,"render_footer_n":2,"method":"GET","request_id":"r-1"}"#
+    );
+}
+
+#[test]
+fn counters_and_timers_are_in_the_count_view_and_decisions_are_not() {
+    let counts = CountsView::from(&recorded::<PlainSchema>());
+    assert_eq!(counts.decisions, None);
+    assert_eq!(
+        counts.counters.into_iter().collect::<Vec<_>>(),
+        [
+            ("authz_batch_count".to_owned(), 2),
+            ("authz_batch_largest".to_owned(), 7),
+            ("cache_other_miss".to_owned(), 3),
+            ("cache_things.list_hit".to_owned(), 2),
+            ("cache_things.list_shared".to_owned(), 1),
+            ("unlisted_thing".to_owned(), 1),
+        ]
+    );
+    assert_eq!(
+        counts.timers.into_iter().collect::<Vec<_>>(),
+        [("render_footer".to_owned(), 2)]
     );
 }
 
