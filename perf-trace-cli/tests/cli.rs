@@ -2,39 +2,14 @@
 //! subcommand, malformed input, a gzip'd file and standard input, and
 //! `diff`'s exit status on a planted change and on a log against itself.
 
+mod fixtures;
+
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use perf_trace_cli::sample::{self, Profile, Sample};
+use fixtures::{arg, sample_text, write, HUB};
+use perf_trace_cli::sample::Profile;
 use serde_json::Value;
-
-const HUB: Profile = Profile::Hub { gcp: false };
-
-fn sample_text(
-    profile: Profile,
-    requests: u64,
-    seed: u64,
-    extra_calls: u64,
-    slower_percent: u64,
-) -> Vec<u8> {
-    let mut out = Vec::new();
-    let s = Sample {
-        profile,
-        requests,
-        seed,
-        extra_calls,
-        slower_percent,
-    };
-    sample::write(&mut out, &s).expect("writes to memory");
-    out
-}
-
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).expect("write a fixture");
-    path
-}
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -95,11 +70,31 @@ fn store_row<'a>(class: &'a Value, method: &str) -> &'a Value {
         .expect("a store row")
 }
 
+/// The `name` of each row of a JSON array of rows.
+fn names(rows: &Value) -> Vec<&str> {
+    texts_of(rows, |row| &row["name"])
+}
+
+/// Each item of a JSON array of strings.
+fn texts(items: &Value) -> Vec<&str> {
+    texts_of(items, |item| item)
+}
+
+/// The string `text` picks out of each item of a JSON array.
+fn texts_of(array: &Value, text: impl Fn(&Value) -> &Value) -> Vec<&str> {
+    array
+        .as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|item| text(item).as_str().expect("a string"))
+        .collect()
+}
+
 #[test]
 fn summary_of_the_hubs_lines() {
     let dir = tempfile::tempdir().unwrap();
-    let log = write(dir.path(), "hub.log", &sample_text(HUB, 400, 1, 0, 0));
-    let s = json_summary(&[log.to_str().unwrap()], None);
+    let log = write(&dir, "hub.log", &sample_text(HUB, 400, 1, 0, 0));
+    let s = json_summary(&[arg(&log)], None);
     assert_eq!(s["input"]["counted"], 400);
     assert_eq!(s["input"]["malformed"], 0);
     let legacy = class(&s, "agents.project.legacy");
@@ -108,12 +103,7 @@ fn summary_of_the_hubs_lines() {
     assert_eq!(store_row(legacy, "GetUser")["calls"]["p50"], 84);
     // Five methods: 84 GetUser and one each of four others.
     assert_eq!(legacy["store_calls"]["p50"], 88);
-    let phases: Vec<&str> = legacy["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["name"].as_str().unwrap())
-        .collect();
+    let phases = names(&legacy["phases"]);
     assert_eq!(
         phases,
         [
@@ -128,12 +118,7 @@ fn summary_of_the_hubs_lines() {
     let read = &legacy["phases"][2];
     assert_eq!(read["calls"]["p50"], 2);
     assert!(read["share"].as_f64().unwrap() > 0.0);
-    let counters: Vec<&str> = legacy["counters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let counters = names(&legacy["counters"]);
     assert!(
         counters.contains(&"audit_records") && counters.contains(&"authz_store_calls"),
         "{counters:?}"
@@ -150,7 +135,7 @@ fn summary_of_the_hubs_lines() {
         3
     );
 
-    let table = run(&["summary", log.to_str().unwrap(), "--top", "2"], None);
+    let table = run(&["summary", arg(&log), "--top", "2"], None);
     let table = text(&table.stdout);
     assert!(
         table.contains("== agents.project.legacy: 200 requests"),
@@ -189,9 +174,9 @@ fn the_contracts_example_line_exactly() {
 fn summary_of_a_plain_services_lines_from_stdin_and_gzip() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = sample_text(Profile::Plain, 300, 2, 0, 0);
-    let gz = write(dir.path(), "orders.log.1", &gzip(&bytes));
+    let gz = write(&dir, "orders.log.1", &gzip(&bytes));
     let from_stdin = json_summary(&[], Some(&bytes));
-    let from_gzip = json_summary(&[gz.to_str().unwrap()], None);
+    let from_gzip = json_summary(&[arg(&gz)], None);
     assert_eq!(from_stdin["classes"], from_gzip["classes"]);
     let get = class(&from_gzip, "orders.get");
     assert_eq!(get["requests"], 200);
@@ -200,12 +185,7 @@ fn summary_of_a_plain_services_lines_from_stdin_and_gzip() {
     assert_eq!(store_row(get, "get_product")["calls"]["p50"], 2);
     // The line's own total, not a sum that would count it twice.
     assert_eq!(get["store_calls"]["p50"], 3);
-    let counters: Vec<&str> = get["counters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let counters = names(&get["counters"]);
     assert_eq!(counters, ["price_cache_hit", "price_cache_miss"]);
 }
 
@@ -213,11 +193,11 @@ fn summary_of_a_plain_services_lines_from_stdin_and_gzip() {
 fn gcp_lines_globs_and_filters() {
     let dir = tempfile::tempdir().unwrap();
     write(
-        dir.path(),
+        &dir,
         "a.log",
         &sample_text(Profile::Hub { gcp: true }, 100, 3, 0, 0),
     );
-    write(dir.path(), "b.log", &sample_text(HUB, 100, 4, 0, 0));
+    write(&dir, "b.log", &sample_text(HUB, 100, 4, 0, 0));
     let pattern = format!("{}/*.log", dir.path().display());
     let s = json_summary(&[&pattern, "--endpoint", "agents.*"], None);
     assert_eq!(s["input"]["perf_lines"], 200);
@@ -286,8 +266,8 @@ fn malformed_lines_are_counted_and_reported_once() {
 fn diff_of_a_log_against_itself_passes() {
     let dir = tempfile::tempdir().unwrap();
     for (name, profile) in [("hub.log", HUB), ("orders.log", Profile::Plain)] {
-        let log = write(dir.path(), name, &sample_text(profile, 400, 6, 0, 0));
-        let log = log.to_str().unwrap();
+        let log = write(&dir, name, &sample_text(profile, 400, 6, 0, 0));
+        let log = arg(&log);
         let out = run(&["diff", log, log, "--fail-on", "counts,time:10%"], None);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         let stdout = text(&out.stdout);
@@ -299,17 +279,10 @@ fn diff_of_a_log_against_itself_passes() {
 #[test]
 fn diff_fails_on_a_planted_count_change() {
     let dir = tempfile::tempdir().unwrap();
-    let before = write(dir.path(), "before.log", &sample_text(HUB, 400, 7, 0, 0));
+    let before = write(&dir, "before.log", &sample_text(HUB, 400, 7, 0, 0));
     // The same workload, timed differently, with one more GetUser call.
-    let after = write(
-        dir.path(),
-        "after.log.gz",
-        &gzip(&sample_text(HUB, 400, 8, 1, 0)),
-    );
-    let out = run(
-        &["diff", before.to_str().unwrap(), after.to_str().unwrap()],
-        None,
-    );
+    let after = write(&dir, "after.log.gz", &gzip(&sample_text(HUB, 400, 8, 1, 0)));
+    let out = run(&["diff", arg(&before), arg(&after)], None);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
@@ -325,23 +298,18 @@ fn diff_fails_on_a_planted_count_change() {
     assert!(!err.contains("sse.events"), "{err}");
 
     let plain_before = write(
-        dir.path(),
+        &dir,
         "orders-before.log",
         &sample_text(Profile::Plain, 300, 7, 0, 0),
     );
     let plain_after = sample_text(Profile::Plain, 300, 8, 1, 0);
     let out = run(
-        &["diff", plain_before.to_str().unwrap(), "-", "--json"],
+        &["diff", arg(&plain_before), "-", "--json"],
         Some(&plain_after),
     );
     assert_eq!(out.status.code(), Some(1));
     let d: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let failures: Vec<&str> = d["failures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f.as_str().unwrap())
-        .collect();
+    let failures = texts(&d["failures"]);
     assert!(
         failures
             .iter()
@@ -359,14 +327,10 @@ fn diff_fails_on_a_planted_count_change() {
 #[test]
 fn diff_fails_on_time_only_when_asked() {
     let dir = tempfile::tempdir().unwrap();
-    let before = write(dir.path(), "before.log", &sample_text(HUB, 800, 9, 0, 0));
-    let same = write(dir.path(), "same.log", &sample_text(HUB, 800, 10, 0, 0));
-    let slower = write(dir.path(), "slower.log", &sample_text(HUB, 800, 10, 0, 50));
-    let (b, s, slow) = (
-        before.to_str().unwrap(),
-        same.to_str().unwrap(),
-        slower.to_str().unwrap(),
-    );
+    let before = write(&dir, "before.log", &sample_text(HUB, 800, 9, 0, 0));
+    let same = write(&dir, "same.log", &sample_text(HUB, 800, 10, 0, 0));
+    let slower = write(&dir, "slower.log", &sample_text(HUB, 800, 10, 0, 50));
+    let (b, s, slow) = (arg(&before), arg(&same), arg(&slower));
     // Other durations of the same workload: nothing moved beyond 10 %. The
     // pool's wait count is pool-wide and moves with concurrency: left out.
     let out = run(
@@ -413,23 +377,14 @@ fn diff_fails_on_time_only_when_asked() {
 #[test]
 fn report_and_diff_write_self_contained_pages() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = write(dir.path(), "hub.log", &sample_text(HUB, 200, 11, 0, 0));
+    let hub = write(&dir, "hub.log", &sample_text(HUB, 200, 11, 0, 0));
     let orders = write(
-        dir.path(),
+        &dir,
         "orders.log",
         &sample_text(Profile::Plain, 200, 11, 0, 0),
     );
     let page = dir.path().join("report.html");
-    let out = run(
-        &[
-            "report",
-            hub.to_str().unwrap(),
-            orders.to_str().unwrap(),
-            "-o",
-            page.to_str().unwrap(),
-        ],
-        None,
-    );
+    let out = run(&["report", arg(&hub), arg(&orders), "-o", arg(&page)], None);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let html = std::fs::read_to_string(&page).unwrap();
     for class in [
@@ -452,16 +407,10 @@ fn report_and_diff_write_self_contained_pages() {
     );
     assert_self_contained(&html);
 
-    let after = write(dir.path(), "after.log", &sample_text(HUB, 200, 12, 1, 0));
+    let after = write(&dir, "after.log", &sample_text(HUB, 200, 12, 1, 0));
     let diff_page = dir.path().join("diff.html");
     let out = run(
-        &[
-            "diff",
-            hub.to_str().unwrap(),
-            after.to_str().unwrap(),
-            "--html",
-            diff_page.to_str().unwrap(),
-        ],
+        &["diff", arg(&hub), arg(&after), "--html", arg(&diff_page)],
         None,
     );
     assert_eq!(out.status.code(), Some(1));
@@ -491,7 +440,7 @@ fn report_reads_stdin_and_gzip_and_notes_malformed_lines() {
     let mut bytes = sample_text(Profile::Plain, 60, 13, 0, 0);
     bytes.extend_from_slice(b"{\"msg\":\"perf_trace\",\"endpoint\":\"orders.get\"}\n");
     let page = dir.path().join("stdin.html");
-    let out = run(&["report", "-o", page.to_str().unwrap()], Some(&bytes));
+    let out = run(&["report", "-o", arg(&page)], Some(&bytes));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("1 malformed perf_trace line skipped (first at <stdin>:"));
     let html = std::fs::read_to_string(&page).unwrap();
@@ -501,16 +450,9 @@ fn report_reads_stdin_and_gzip_and_notes_malformed_lines() {
     );
     assert!(html.contains("<h2 id=\"orders.get\">"));
 
-    let gz = write(
-        dir.path(),
-        "hub.log.gz",
-        &gzip(&sample_text(HUB, 60, 13, 0, 0)),
-    );
+    let gz = write(&dir, "hub.log.gz", &gzip(&sample_text(HUB, 60, 13, 0, 0)));
     let page = dir.path().join("gz.html");
-    let out = run(
-        &["report", gz.to_str().unwrap(), "-o", page.to_str().unwrap()],
-        None,
-    );
+    let out = run(&["report", arg(&gz), "-o", arg(&page)], None);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(std::fs::read_to_string(&page)
         .unwrap()

@@ -2,38 +2,22 @@
 //! console error, and its screenshot is written next to the test binaries
 //! (`report.png` under the target's temporary directory).
 
+mod fixtures;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use fantoccini::Locator;
+use fixtures::{arg, sample_text, write, HUB};
 use headless_chromium::{Browser, BrowserPaths};
-use perf_trace_cli::sample::{self, Profile, Sample};
+use perf_trace_cli::sample::Profile;
 use serde_json::Value;
 
 fn write_logs(dir: &Path) -> [String; 2] {
-    let mut paths = [String::new(), String::new()];
-    for (i, (name, profile)) in [
-        ("hub.log", Profile::Hub { gcp: false }),
-        ("orders.log", Profile::Plain),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let mut out = Vec::new();
-        let s = Sample {
-            profile,
-            requests: 600,
-            seed: 1,
-            extra_calls: 0,
-            slower_percent: 0,
-        };
-        sample::write(&mut out, &s).unwrap();
-        let path = dir.join(name);
-        std::fs::write(&path, out).unwrap();
-        paths[i] = path.display().to_string();
-    }
-    paths
+    [("hub.log", HUB), ("orders.log", Profile::Plain)].map(|(name, profile)| {
+        arg(&write(dir, name, &sample_text(profile, 600, 1, 0, 0))).to_owned()
+    })
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -47,15 +31,7 @@ async fn the_report_page_renders_in_chromium_without_console_errors() {
     let [hub, orders] = write_logs(dir.path());
     let page = dir.path().join("report.html");
     let status = Command::new(env!("CARGO_BIN_EXE_perf-trace"))
-        .args([
-            "report",
-            &hub,
-            &orders,
-            "-o",
-            page.to_str().unwrap(),
-            "--top",
-            "3",
-        ])
+        .args(["report", &hub, &orders, "-o", arg(&page), "--top", "3"])
         .status()
         .unwrap();
     assert!(status.success());
