@@ -125,6 +125,8 @@ mod request_id;
 pub mod scion;
 pub mod sink;
 pub mod snapshot;
+#[cfg(test)]
+mod test_keys;
 #[cfg(feature = "tower")]
 pub mod testing;
 mod timestamp;

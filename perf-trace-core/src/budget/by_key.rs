@@ -157,70 +157,25 @@ impl<'a> Budget<'a> {
 mod tests {
     use super::*;
     use crate::record::count_by;
-    use crate::{count, time, Recorder, Schema};
-
-    #[derive(crate::KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(phases)]
-    enum Phase {
-        Load,
-    }
-
-    #[derive(crate::KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(store_methods)]
-    enum Method {
-        GetStock,
-    }
-
-    #[derive(crate::KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(endpoints)]
-    enum Endpoint {
-        #[key(default)]
-        Other,
-        ItemsList,
-    }
-
-    #[derive(crate::KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(counters, prefix = "cache")]
-    enum Cache {
-        Hit,
-    }
-
-    #[derive(crate::KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(counters, prefix = "route", by = Endpoint)]
-    enum Route {
-        Hit,
-    }
-
-    #[derive(crate::KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(timers, prefix = "render")]
-    enum Render {
-        Page,
-    }
-
-    struct App;
-
-    impl Schema for App {
-        type Phase = Phase;
-        type StoreMethod = Method;
-        type Endpoint = Endpoint;
-    }
+    use crate::test_keys::{Bare, Batch, Cache, Endpoint, Method, Phase, Render};
+    use crate::{count, time, Recorder};
 
     #[test]
     fn each_key_is_measured_under_its_line_field_with_the_check_s_messages() {
-        let recorder = Recorder::new::<App>();
+        let recorder = Recorder::new::<Bare>();
         recorder.in_scope(|| {
             for _ in 0..5 {
-                count(Cache::Hit);
+                count(Batch::Count);
             }
-            count_by(Endpoint::ItemsList, Route::Hit);
+            count_by(Endpoint::BList, Cache::Hit);
             time(Render::Page, || ());
         });
         let snapshot = recorder.snapshot();
         let budget = Budget::for_snapshot("items", &snapshot)
             .phase(Phase::Load, 0)
-            .store(Method::GetStock, 0)
-            .counter(Cache::Hit, 20)
-            .counter_by(Endpoint::ItemsList, Route::Hit, 1)
+            .store(Method::GetUser, 0)
+            .counter(Batch::Count, 20)
+            .counter_by(Endpoint::BList, Cache::Hit, 1)
             .timer(Render::Page, 1)
             .store_calls(0)
             .decisions(0)
@@ -228,7 +183,7 @@ mod tests {
             .baselines_from("main abc");
         assert_eq!(
             budget.measured_line(),
-            "measured: items phase_load_n=0 store_get_stock_n=0 cache_hit=5 route_items_list_hit=1 \
+            "measured: items phase_load_n=0 store_GetUser_n=0 batch_count=5 cache_b.list_hit=1 \
              render_page_n=1 store_calls=0 audit_records=0 response_bytes=1000"
         );
         let outcome = budget.evaluate();
@@ -236,17 +191,17 @@ mod tests {
         assert_eq!(
             outcome.notes,
             [
-                "note: items: cache_hit = 5 is below its baseline 20 by more than the margin 2: \
+                "note: items: batch_count = 5 is below its baseline 20 by more than the margin 2: \
               the baseline is stale; lower it to hold the improvement"
             ]
         );
         let over = Budget::for_snapshot("items", &snapshot)
-            .counter(Cache::Hit, 1)
+            .counter(Batch::Count, 1)
             .baselines_from("main abc")
             .evaluate();
         assert_eq!(
             over.failures,
-            ["items: cache_hit = 5 is over its budget 3 (baseline 1 + margin 2; baselines from main abc)"]
+            ["items: batch_count = 5 is over its budget 3 (baseline 1 + margin 2; baselines from main abc)"]
         );
     }
 }

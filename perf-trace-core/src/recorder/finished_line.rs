@@ -283,88 +283,14 @@ mod tests {
 
     use std::sync::Arc;
 
-    use super::super::{Outcome, PoolFigures, PoolStats, Schema};
+    use super::super::{Outcome, PoolFigures, PoolStats};
     use super::*;
     use crate::guard::TimedGuard;
-    use crate::keys::{CounterSet, TimerSet};
     use crate::record::{
         add_sse_events, count_n, count_n_by, mark_stream, record_decision, set_endpoint, time,
     };
+    use crate::test_keys::{Bare, Batch, Cache, Endpoint, Full, Method, Phase, Render};
     use crate::{KeySet, LineFormat};
-
-    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(phases)]
-    enum Phase {
-        Load,
-        Check,
-        Render,
-    }
-
-    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(store_methods, rename_all = "PascalCase")]
-    enum Method {
-        GetUser,
-        ListThings,
-        Audit,
-    }
-
-    /// Names whose `<by>_<name>` order is not the nested order of the two
-    /// sets (`a_x` sorts after `a_b_y`), and enough of them that a request
-    /// can count more than the renderer keeps on its stack.
-    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(endpoints)]
-    enum Endpoint {
-        #[key(default)]
-        Other,
-        #[key(rename = "a")]
-        A,
-        #[key(rename = "a_b")]
-        AB,
-        #[key(rename = "b.list")]
-        BList,
-        #[key(rename = "c")]
-        C,
-        #[key(rename = "z")]
-        Z,
-    }
-
-    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(counters, prefix = "cache", by = Endpoint)]
-    enum Cache {
-        X,
-        Hit,
-        Miss,
-        Y,
-    }
-
-    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(counters, prefix = "batch")]
-    enum Batch {
-        Size,
-        Count,
-        #[key(max)]
-        Largest,
-    }
-
-    #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-    #[key_set(timers, prefix = "render")]
-    enum Render {
-        Page,
-        Footer,
-        Body,
-    }
-
-    struct Full;
-
-    impl Schema for Full {
-        type Phase = Phase;
-        type StoreMethod = Method;
-        type Endpoint = Endpoint;
-        const COUNTERS: &'static [CounterSet] =
-            &[CounterSet::of::<Cache>(), CounterSet::of::<Batch>()];
-        const TIMERS: &'static [TimerSet] = &[TimerSet::of::<Render>()];
-        const GROUPS: Groups = Groups::SCION;
-    }
 
     struct FixedPool;
 
@@ -466,15 +392,6 @@ mod tests {
                 assert_eq!(value["db_wait_count"], 8);
             }
         }
-    }
-
-    /// A schema that lists no counter or timer set.
-    struct Bare;
-
-    impl Schema for Bare {
-        type Phase = Phase;
-        type StoreMethod = Method;
-        type Endpoint = Endpoint;
     }
 
     #[test]
