@@ -358,30 +358,12 @@ async fn server_config_refuses_perf_trace_and_stores_the_rest() {
 
 #[tokio::test]
 async fn scoped_tokens_are_limited_to_their_project_and_revocable() {
-    use hub_example::auth::tokens::access_token_from_bytes;
-    use hub_example::store::tokens::{
-        insert_user_access_token, revoke_user_access_token, NewAccessToken,
-    };
+    use hub_example::store::tokens::revoke_user_access_token;
 
     let hub = hub(4);
     let doc = hub.doc().clone();
-    let token = access_token_from_bytes([3; 32]);
     let id = "22222222-2222-4222-8222-222222222222";
-    hub.with_db(|db| {
-        insert_user_access_token(
-            db,
-            &NewAccessToken {
-                id,
-                user_id: &doc.admin_user_id,
-                project_id: &doc.project_id,
-                name: "ci",
-                token: &token,
-                expires_at_ms: i64::MAX,
-            },
-            0,
-        )
-    })
-    .unwrap();
+    let token = hub.access_token(id, &doc.admin_user_id, &doc.project_id, 3, "ci", i64::MAX);
     let stored = hub.query_row(
         "SELECT token_hash FROM user_access_tokens WHERE id = ?1",
         &[id],

@@ -12,9 +12,7 @@ mod served;
 use base64::Engine as _;
 use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
 use hub_example::seed::TOKEN_EXPIRY_SECS;
-use hub_example::store::tokens::{
-    insert_user_access_token, revoke_user_access_token, NewAccessToken,
-};
+use hub_example::store::tokens::revoke_user_access_token;
 use hub_support::{TestHub, SECRET};
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::Method;
@@ -87,27 +85,19 @@ fn b64(text: &str) -> String {
 
 fn access_token(hub: &TestHub, seed: u8, expires_at_ms: i64, revoked: bool) -> String {
     let doc = hub.doc();
-    let token = access_token_from_bytes([seed; 32]);
     let id = format!("{seed:08x}-0000-4000-8000-000000000000");
-    hub.with_db(|db| {
-        insert_user_access_token(
-            db,
-            &NewAccessToken {
-                id: &id,
-                user_id: &doc.member_user_id,
-                project_id: &doc.project_id,
-                name: "bad-input",
-                token: &token,
-                expires_at_ms,
-            },
-            0,
-        )?;
-        if revoked {
-            revoke_user_access_token(db, &id, 1)?;
-        }
-        Ok::<_, hub_example::store::db::DbError>(())
-    })
-    .unwrap();
+    let token = hub.access_token(
+        &id,
+        &doc.member_user_id,
+        &doc.project_id,
+        seed,
+        "bad-input",
+        expires_at_ms,
+    );
+    if revoked {
+        hub.with_db(|db| revoke_user_access_token(db, &id, 1))
+            .unwrap();
+    }
     token
 }
 

@@ -641,23 +641,14 @@ async fn a_stream_ends_when_its_credential_expires() {
 
 fn access_token_for(hub: &TestHub, seed: u8, expires_at_ms: i64) -> String {
     let doc = hub.doc();
-    let token = hub_example::auth::tokens::access_token_from_bytes([seed; 32]);
-    hub.with_db(|db| {
-        hub_example::store::tokens::insert_user_access_token(
-            db,
-            &hub_example::store::tokens::NewAccessToken {
-                id: &format!("{seed:08x}-0000-4000-8000-000000000000"),
-                user_id: &doc.member_user_id,
-                project_id: &doc.project_id,
-                name: "faults",
-                token: &token,
-                expires_at_ms,
-            },
-            0,
-        )
-    })
-    .unwrap();
-    token
+    hub.access_token(
+        &format!("{seed:08x}-0000-4000-8000-000000000000"),
+        &doc.member_user_id,
+        &doc.project_id,
+        seed,
+        "faults",
+        expires_at_ms,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

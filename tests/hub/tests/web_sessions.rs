@@ -9,9 +9,8 @@ use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
-use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
+use hub_example::auth::tokens::{TokenSigner, TokenSubject};
 use hub_example::settings::Settings;
-use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
 use hub_example::web::{self, WebOptions};
 use hub_support::web::{cookie_pair, request, send, sign_in_with, Answer};
 use hub_support::{TestHub, SECRET};
@@ -112,22 +111,14 @@ async fn only_a_users_session_token_starts_a_session() {
     let hub = TestHub::new(4, Settings::default());
     let web = web_router(&hub);
     let doc = hub.doc().clone();
-    let access = access_token_from_bytes([9; 32]);
-    hub.with_db(|db| {
-        insert_user_access_token(
-            db,
-            &NewAccessToken {
-                id: "44444444-4444-4444-8444-444444444444",
-                user_id: &doc.member_user_id,
-                project_id: &doc.project_id,
-                name: "ci",
-                token: &access,
-                expires_at_ms: i64::MAX,
-            },
-            0,
-        )
-    })
-    .unwrap();
+    let access = hub.access_token(
+        "44444444-4444-4444-8444-444444444444",
+        &doc.member_user_id,
+        &doc.project_id,
+        9,
+        "ci",
+        i64::MAX,
+    );
     let agent_id = hub.query_row("SELECT id FROM agents LIMIT 1", &[])[0]
         .text()
         .to_owned();
