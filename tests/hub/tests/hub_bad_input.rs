@@ -125,6 +125,7 @@ fn table(hub: &TestHub) -> Vec<Row> {
     let subs_17 = vec!["sub=users.me.%3E"; 17].join("&");
     let long_subject = format!("projects.{project}.{}", "a".repeat(300));
     let audit = "/api/v1/admin/audit-events";
+    let refused = |name, cred: Cred| row(name, agents.clone(), &cred, 401);
 
     vec![
         // Ids: malformed and unknown.
@@ -432,75 +433,29 @@ fn table(hub: &TestHub) -> Vec<Row> {
             400,
         )
         .echo("windowz"),
-        // Credentials.
-        row("no credential", agents.clone(), &Cred::None, 401),
-        row(
-            "garbage token",
-            agents.clone(),
-            &Cred::Bearer("garbage-token-123".into()),
-            401,
-        ),
-        row(
-            "token bad signature",
-            agents.clone(),
-            &Cred::Bearer(forged),
-            401,
-        ),
-        row("token expired", agents.clone(), &Cred::Bearer(expired), 401),
-        row(
-            "token of unknown user",
-            agents.clone(),
-            &Cred::Bearer(ghost_user),
-            401,
-        ),
-        row(
-            "token of unknown agent",
-            agents.clone(),
-            &Cred::Bearer(ghost_agent),
-            401,
-        ),
-        row(
-            "access token revoked",
-            agents.clone(),
-            &Cred::Bearer(revoked),
-            401,
-        ),
-        row(
-            "access token expired",
-            agents.clone(),
-            &Cred::Bearer(lapsed),
-            401,
-        ),
-        row(
-            "access token unknown",
-            agents.clone(),
-            &Cred::Bearer(unknown_pat),
-            401,
-        ),
-        row(
+        // Credentials: each refused on the agents listing.
+        refused("no credential", Cred::None),
+        refused("garbage token", Cred::Bearer("garbage-token-123".into())),
+        refused("token bad signature", Cred::Bearer(forged)),
+        refused("token expired", Cred::Bearer(expired)),
+        refused("token of unknown user", Cred::Bearer(ghost_user)),
+        refused("token of unknown agent", Cred::Bearer(ghost_agent)),
+        refused("access token revoked", Cred::Bearer(revoked)),
+        refused("access token expired", Cred::Bearer(lapsed)),
+        refused("access token unknown", Cred::Bearer(unknown_pat)),
+        refused(
             "basic scheme",
-            agents.clone(),
-            &Cred::Raw(b"Basic dXNlcjpzM2NyZXQ=".to_vec()),
-            401,
+            Cred::Raw(b"Basic dXNlcjpzM2NyZXQ=".to_vec()),
         )
         .echo("dXNlcjpzM2NyZXQ="),
-        row(
-            "bearer without token",
-            agents.clone(),
-            &Cred::Raw(b"Bearer".to_vec()),
-            401,
-        ),
-        row(
+        refused("bearer without token", Cred::Raw(b"Bearer".to_vec())),
+        refused(
             "token not utf-8",
-            agents.clone(),
-            &Cred::Raw(b"Bearer \xff\xfe\xfd".to_vec()),
-            401,
+            Cred::Raw(b"Bearer \xff\xfe\xfd".to_vec()),
         ),
-        row(
+        refused(
             "token too long",
-            agents.clone(),
-            &Cred::Bearer(format!("scb1.{}", "x".repeat(6000))),
-            401,
+            Cred::Bearer(format!("scb1.{}", "x".repeat(6000))),
         ),
         // The trigger header: anything but `1` is served without headers.
         row("perf trace true", agents.clone(), &admin, 200).header("x-scion-perf-trace", "true"),
