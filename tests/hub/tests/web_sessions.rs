@@ -12,7 +12,9 @@ use http_body_util::BodyExt;
 use hub_example::auth::tokens::{TokenSigner, TokenSubject};
 use hub_example::settings::Settings;
 use hub_example::web::{self, WebOptions};
-use hub_support::web::{cookie_pair, request, send, sign_in_with, Answer};
+use hub_support::web::{
+    cookie_pair, request, send, sign_in_with, web_request, with_cookie, Answer,
+};
 use hub_support::{TestHub, SECRET};
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -40,11 +42,7 @@ async fn sign_in(router: &Router, token: &str) -> String {
 async fn sign_out(router: &Router, cookie: &str) -> Answer {
     send(
         router,
-        request("DELETE", "/api/v1/auth/session")
-            .header(header::COOKIE, cookie)
-            .header("x-scion-client", "web")
-            .body(Body::empty())
-            .unwrap(),
+        with_cookie(web_request("DELETE", "/api/v1/auth/session"), cookie),
     )
     .await
 }
@@ -58,12 +56,7 @@ async fn the_cookie_authenticates_only_on_the_web_listener_and_ends_at_sign_out(
     let hub = TestHub::new(4, Settings::default());
     let web = web_router(&hub);
     let cookie = sign_in(&web, &hub.doc().member_token).await;
-    let profiling = |cookie: &str| {
-        request("GET", "/api/v1/profiling")
-            .header(header::COOKIE, cookie)
-            .body(Body::empty())
-            .unwrap()
-    };
+    let profiling = |cookie: &str| with_cookie(request("GET", "/api/v1/profiling"), cookie);
     let read = send(&web, profiling(&cookie)).await;
     assert_eq!(
         (read.status, read.body),
@@ -345,12 +338,10 @@ async fn a_projects_delegations_are_listed_to_whoever_may_list_its_agents() {
 async fn open_cookie_stream(web: &Router, cookie: &str, subject: &str) -> Body {
     let response = web
         .clone()
-        .oneshot(
-            request("GET", &format!("/events?sub={subject}"))
-                .header(header::COOKIE, cookie)
-                .body(Body::empty())
-                .unwrap(),
-        )
+        .oneshot(with_cookie(
+            request("GET", &format!("/events?sub={subject}")),
+            cookie,
+        ))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -412,12 +403,10 @@ async fn a_cookie_stream_ends_at_sign_out_expiry_and_loss_of_its_role() {
     assert_eq!(end_reason(stream).await, "access_revoked");
     let again = web
         .clone()
-        .oneshot(
-            request("GET", &format!("/events?sub={subject}"))
-                .header(header::COOKIE, &cookie)
-                .body(Body::empty())
-                .unwrap(),
-        )
+        .oneshot(with_cookie(
+            request("GET", &format!("/events?sub={subject}")),
+            &cookie,
+        ))
         .await
         .unwrap();
     assert_eq!(again.status(), StatusCode::FORBIDDEN);

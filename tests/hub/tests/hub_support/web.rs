@@ -53,6 +53,14 @@ pub fn web_request(method: &str, uri: &str) -> Builder {
     request(method, uri).header("x-scion-client", "web")
 }
 
+/// `request`, bodiless, carrying a session's `cookie` (its `name=value`).
+pub fn with_cookie(request: Builder, cookie: &str) -> Request<Body> {
+    request
+        .header(header::COOKIE, cookie)
+        .body(Body::empty())
+        .unwrap()
+}
+
 /// A sign-in with `token` (add the web client's header, or not).
 pub fn sign_in_with(token: &str) -> Builder {
     request("POST", "/api/v1/auth/session").header(header::AUTHORIZATION, format!("Bearer {token}"))
