@@ -31,7 +31,10 @@ use hub_example::web::{self, WebOptions};
 use hub_example::Hub;
 use hub_support::postgres::{pg_url, PgDatabase};
 use hub_support::sql::{off_runtime, query};
-use hub_support::web::{cookie_pair, send, sign_in_with, web_request, with_cookie, Answer};
+use hub_support::web::{
+    assert_session_stored_as_hash, cookie_pair, send, sign_in_with, web_request, with_cookie,
+    Answer,
+};
 use hub_support::{counts, hub_options, Seeded, TestHub};
 use serde_json::{json, Value};
 
@@ -368,23 +371,7 @@ async fn a_web_session_is_created_used_and_ended_on_postgres() {
     assert_eq!(shell.status, StatusCode::OK);
     assert!(shell.text.contains(r#""signedIn":true"#));
 
-    // Stored only as its hash.
-    let id = cookie.split_once('=').unwrap().1.to_owned();
-    let rows: Vec<(Vec<u8>, String)> = query(
-        hub.hub.db(),
-        "SELECT session_hash, user_id FROM web_sessions",
-        &[],
-    )
-    .iter()
-    .map(|r| (r[0].as_bytes(), r[1].text().to_owned()))
-    .collect();
-    assert_eq!(
-        rows,
-        vec![(
-            hub_example::auth::tokens::token_hash(&id).to_vec(),
-            doc.member_user_id.clone()
-        )]
-    );
+    assert_session_stored_as_hash(hub.hub.db(), &cookie, &doc.member_user_id);
 
     let out = send(
         &web,

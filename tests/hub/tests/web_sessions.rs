@@ -13,7 +13,8 @@ use hub_example::auth::tokens::{TokenSigner, TokenSubject};
 use hub_example::settings::Settings;
 use hub_example::web::{self, WebOptions};
 use hub_support::web::{
-    cookie_pair, request, send, sign_in_with, web_request, with_cookie, Answer,
+    assert_session_stored_as_hash, cookie_pair, request, send, sign_in_with, web_request,
+    with_cookie, Answer,
 };
 use hub_support::{TestHub, SECRET};
 use serde_json::{json, Value};
@@ -67,24 +68,7 @@ async fn the_cookie_authenticates_only_on_the_web_listener_and_ends_at_sign_out(
         send(&hub.router, profiling(&cookie)).await.status,
         StatusCode::UNAUTHORIZED
     );
-    // The session id is stored only as its hash: one row, whose key is the
-    // id's SHA-256, and no column holding the id itself.
-    let id = cookie.split_once('=').unwrap().1;
-    let rows: Vec<(Vec<u8>, String)> = hub_support::sql::query(
-        hub.hub.db(),
-        "SELECT session_hash, user_id FROM web_sessions",
-        &[],
-    )
-    .iter()
-    .map(|r| (r[0].as_bytes(), r[1].text().to_owned()))
-    .collect();
-    assert_eq!(
-        rows,
-        vec![(
-            hub_example::auth::tokens::token_hash(id).to_vec(),
-            hub.doc().member_user_id.clone()
-        )]
-    );
+    assert_session_stored_as_hash(hub.hub.db(), &cookie, &hub.doc().member_user_id);
 
     let out = sign_out(&web, &cookie).await;
     assert_eq!(out.status, StatusCode::OK);
