@@ -7,6 +7,7 @@ mod mock_hub;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use hub_bench::load::hub_process::HubProcessReport;
 use hub_bench::load::{run_load, LoadArgs, DEFAULT_MAX_REQUESTS};
 use mock_hub::*;
 use serde_json::{json, Value};
@@ -196,6 +197,20 @@ async fn load_refuses_a_hub_that_does_not_list_the_project() {
     assert!(msg.contains("HTTP 401"), "{msg}");
 }
 
+/// The process `who` ran in, sampled: this test's own, found the way
+/// `found_by` says, over two samples or more.
+fn sampled_here<'a>(
+    sampled: Option<&'a HubProcessReport>,
+    who: &str,
+    found_by: &str,
+) -> &'a HubProcessReport {
+    let process = sampled.unwrap_or_else(|| panic!("{who} process not sampled"));
+    assert_eq!(process.pid, std::process::id(), "{who}");
+    assert_eq!(process.found_by, found_by, "{who}");
+    assert!(process.samples >= 2 && process.rss_mib_max > 0.0, "{who}");
+    process
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_reports_p75_the_hub_process_csv_and_compares_with_an_earlier_run() {
     let hub = MockHub::start(MockOptions::default()).await;
@@ -218,13 +233,7 @@ async fn load_reports_p75_the_hub_process_csv_and_compares_with_an_earlier_run()
         assert!(l.p50_ms <= l.p75_ms && l.p75_ms <= l.p90_ms, "{}", e.name);
     }
     // The mock Hub serves inside this process: found from its port.
-    let process = report
-        .hub_process
-        .as_ref()
-        .expect("the Hub process sampled");
-    assert_eq!(process.pid, std::process::id());
-    assert_eq!(process.found_by, "port");
-    assert!(process.samples >= 2 && process.rss_mib_max > 0.0);
+    let process = sampled_here(report.hub_process.as_ref(), "the Hub", "port");
     // Its CPU split by thread name (this test's own threads) and kernel
     // time: no part larger than the whole, beyond rounding and the clock
     // tick or two by which the threads' readings, a moment before the
@@ -241,14 +250,8 @@ async fn load_reports_p75_the_hub_process_csv_and_compares_with_an_earlier_run()
         assert!(thread.system_percent_avg <= thread.cpu_percent_avg + 0.1);
     }
     // The client's own process, over the same samples.
-    let client = report
-        .load_process
-        .as_ref()
-        .expect("the load client sampled");
-    assert_eq!(client.pid, std::process::id());
-    assert_eq!(client.found_by, "self");
-    assert!(client.samples >= 2);
-    assert!(client.rss_mib_max > 0.0 && client.cpu_percent_avg >= 0.0);
+    let client = sampled_here(report.load_process.as_ref(), "the load client", "self");
+    assert!(client.cpu_percent_avg >= 0.0);
     // The mock has no cache endpoint and no audit figures.
     let cache = report.cache.as_ref().unwrap();
     assert!(!cache.available);

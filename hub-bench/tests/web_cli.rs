@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{against_nothing, run};
+use support::{against_nothing, assert_one_line_error, path_in, run};
 
 #[test]
 fn help_names_every_flag_and_its_default() {
@@ -43,8 +43,8 @@ fn help_names_every_flag_and_its_default() {
 #[test]
 fn bad_flags_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("browser.json");
-    let out = out.to_str().unwrap();
+    let out = path_in(&dir, "browser.json");
+    let out = out.as_str();
     let base = [
         "web",
         "--hub",
@@ -62,12 +62,8 @@ fn bad_flags_are_usage_errors() {
         (&["--colour"][..], "--colour"),
     ] {
         let args: Vec<&str> = base.iter().chain(extra).copied().collect();
-        let (code, stdout, stderr) = run(&args);
-        assert_eq!(code, 2, "{extra:?}: {stderr}");
-        assert_eq!(stderr.lines().count(), 1, "{extra:?}: {stderr}");
-        assert!(stderr.starts_with("hub-bench: error: "), "{stderr}");
+        let stderr = assert_one_line_error(&args, 2);
         assert!(stderr.contains(expected), "{extra:?}: {stderr}");
-        assert!(stdout.is_empty());
     }
     let (code, _, stderr) = run(&["web", "--seed", "s.json", "--out", out]);
     assert_eq!(code, 2, "{stderr}");
@@ -78,10 +74,10 @@ fn bad_flags_are_usage_errors() {
 #[test]
 fn a_missing_seed_or_log_fails_before_a_report() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("browser.json");
-    let out = out.to_str().unwrap();
-    let missing = dir.path().join("absent.json");
-    let (code, _, stderr) = run(&against_nothing("web", missing.to_str().unwrap(), out));
+    let out = path_in(&dir, "browser.json");
+    let out = out.as_str();
+    let missing = path_in(&dir, "absent.json");
+    let (code, _, stderr) = run(&against_nothing("web", &missing, out));
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("read seed file"), "{stderr}");

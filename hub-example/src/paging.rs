@@ -263,18 +263,19 @@ mod tests {
         }
     }
 
+    /// Every sort the listing takes, as a query parameter.
+    const SORTS: [&str; 6] = [
+        "name",
+        "-name",
+        "createdAt",
+        "-createdAt",
+        "updatedAt",
+        "-updatedAt",
+    ];
+
     mod fuzz {
         use super::*;
         use proptest::prelude::*;
-
-        const SORTS: [&str; 6] = [
-            "name",
-            "-name",
-            "createdAt",
-            "-createdAt",
-            "updatedAt",
-            "-updatedAt",
-        ];
 
         fn sort() -> impl Strategy<Value = Sort> {
             proptest::sample::select(&SORTS[..]).prop_map(|s| Sort::parse(s).unwrap())
@@ -393,14 +394,7 @@ mod tests {
         }
         assert_eq!(parse_limit("500"), Ok(500));
         assert_eq!(Sort::parse("size"), Err(PagingError::UnknownSort));
-        for s in [
-            "name",
-            "-name",
-            "createdAt",
-            "-createdAt",
-            "updatedAt",
-            "-updatedAt",
-        ] {
+        for s in SORTS {
             assert_eq!(Sort::parse(s).unwrap().as_param(), s);
         }
     }

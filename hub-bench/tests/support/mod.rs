@@ -30,3 +30,22 @@ pub fn against_nothing<'a>(command: &'a str, seed: &'a str, out: &'a str) -> Vec
         out,
     ]
 }
+
+/// The path of `name` in `dir`, as text.
+#[allow(dead_code)] // Not every test binary that shares this module uses it.
+pub fn path_in(dir: &tempfile::TempDir, name: &str) -> String {
+    dir.path().join(name).to_str().unwrap().to_owned()
+}
+
+/// Asserts that a run of `args` ended with `code` and wrote nothing but one
+/// `hub-bench: error: …` line (to stderr) and no panic.
+#[allow(dead_code)] // Not every test binary that shares this module uses it.
+pub fn assert_one_line_error(args: &[&str], code: i32) -> String {
+    let (got, stdout, stderr) = run(args);
+    assert_eq!(got, code, "{args:?}: {stderr}");
+    assert!(stdout.is_empty(), "{args:?}: {stdout}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert!(stderr.starts_with("hub-bench: error: "), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}

@@ -52,6 +52,77 @@ impl<K: Eq + Hash, V: Clone> Cache<K, V> {
     {
         self.0.borrow().contains_key(key)
     }
+
+    /// The distinct keys of `keys` not cached yet, sorted (so a batch read
+    /// asks for them in one order whatever the caller's).
+    fn missing(&self, keys: &[K]) -> Vec<K>
+    where
+        K: Ord + Clone,
+    {
+        let mut missing: Vec<K> = keys
+            .iter()
+            .filter(|k| !self.contains(*k))
+            .cloned()
+            .collect();
+        missing.sort();
+        missing.dedup();
+        missing
+    }
+}
+
+impl<V: Clone> Cache<String, V> {
+    /// As `get_or_load`, keyed by a borrowed name, copied only on a miss.
+    fn get_or_load_named(
+        &self,
+        name: &str,
+        load: impl FnOnce() -> StoreResult<V>,
+    ) -> StoreResult<V> {
+        if let Some(v) = self.get(name) {
+            return Ok(v);
+        }
+        let value = load()?;
+        self.insert(name.to_owned(), value.clone());
+        Ok(value)
+    }
+}
+
+impl<K: Eq + Hash + Clone, T> Cache<K, Option<Rc<T>>> {
+    /// The value under `key`, read by `read` (and shared) the first time.
+    fn get_or_read(
+        &self,
+        key: K,
+        read: impl FnOnce() -> StoreResult<Option<T>>,
+    ) -> StoreResult<Option<Rc<T>>> {
+        self.get_or_load(key, || Ok(read()?.map(Rc::new)))
+    }
+}
+
+impl<K: Eq + Hash + Ord + Clone, T> Cache<K, Rc<[T]>> {
+    /// Caches the lists of the keys of `keys` not cached yet, read in one
+    /// batch by `load` and each item filed under `key_of` it; a key with no
+    /// items gets an empty list.
+    fn load_lists(
+        &self,
+        keys: &[K],
+        load: impl FnOnce(&[K]) -> StoreResult<Vec<T>>,
+        key_of: impl Fn(&T) -> &K,
+    ) -> StoreResult<()> {
+        let missing = self.missing(keys);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let mut found: HashMap<K, Vec<T>> =
+            missing.iter().map(|k| (k.clone(), Vec::new())).collect();
+        for item in load(&missing)? {
+            if let Some(list) = found.get_mut(key_of(&item)) {
+                list.push(item);
+            }
+        }
+        for (key, list) in found {
+            self.insert(key, list.into());
+        }
+        Ok(())
+    }
 }
 
 /// The memo: one per request, in front of store `S`.
@@ -127,25 +198,11 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
     /// The role bindings of every principal in `principals`, read in one
     /// batch for those not seen yet.
     pub fn bindings_of(&self, principals: &[PrincipalRef]) -> StoreResult<Vec<RoleBinding>> {
-        let mut missing: Vec<PrincipalRef> = principals
-            .iter()
-            .filter(|p| !self.bindings.contains(*p))
-            .cloned()
-            .collect();
-        missing.sort();
-        missing.dedup();
-        if !missing.is_empty() {
-            let mut found: HashMap<PrincipalRef, Vec<RoleBinding>> =
-                missing.iter().map(|p| (p.clone(), Vec::new())).collect();
-            for b in self.store.list_role_bindings_for_principals(&missing)? {
-                if let Some(list) = found.get_mut(&b.principal) {
-                    list.push(b);
-                }
-            }
-            for (p, list) in found {
-                self.bindings.insert(p, list.into());
-            }
-        }
+        self.bindings.load_lists(
+            principals,
+            |missing| self.store.list_role_bindings_for_principals(missing),
+            |b| &b.principal,
+        )?;
         let mut all = Vec::new();
         for p in principals {
             all.extend(self.bindings.get(p).into_iter().flat_map(|b| b.to_vec()));
@@ -166,13 +223,7 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
     /// Role definitions by id, read in one batch for those not seen yet.
     /// Unknown ids are left out.
     pub fn roles(&self, ids: &[Id]) -> StoreResult<Vec<Rc<RoleDefinition>>> {
-        let mut missing: Vec<Id> = ids
-            .iter()
-            .filter(|id| !self.roles.contains(&***id))
-            .cloned()
-            .collect();
-        missing.sort();
-        missing.dedup();
+        let missing = self.roles.missing(ids);
         if !missing.is_empty() {
             let found = self.store.get_role_definitions_by_ids(&missing)?;
             for id in &missing {
@@ -190,25 +241,21 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
 
     /// One role definition by id.
     pub fn role(&self, id: &Id) -> StoreResult<Option<Rc<RoleDefinition>>> {
-        self.roles.get_or_load(id.clone(), || {
-            Ok(self.store.get_role_definition(id)?.map(Rc::new))
-        })
+        self.roles
+            .get_or_read(id.clone(), || self.store.get_role_definition(id))
     }
 
     /// One role definition by name.
     pub fn role_by_name(&self, name: &str) -> StoreResult<Option<Rc<RoleDefinition>>> {
-        if let Some(v) = self.roles_by_name.get(name) {
-            return Ok(v);
-        }
-        let role = self.store.get_role_definition_by_name(name)?.map(Rc::new);
-        self.roles_by_name.insert(name.to_owned(), role.clone());
-        Ok(role)
+        self.roles_by_name.get_or_load_named(name, || {
+            Ok(self.store.get_role_definition_by_name(name)?.map(Rc::new))
+        })
     }
 
     /// One user.
     pub fn user(&self, id: &Id) -> StoreResult<Option<Rc<User>>> {
         self.users
-            .get_or_load(id.clone(), || Ok(self.store.get_user(id)?.map(Rc::new)))
+            .get_or_read(id.clone(), || self.store.get_user(id))
     }
 
     /// Users by id: one read per distinct id not seen yet.
@@ -231,7 +278,7 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
     /// One project.
     pub fn project(&self, id: &Id) -> StoreResult<Option<Rc<Project>>> {
         self.projects
-            .get_or_load(id.clone(), || Ok(self.store.get_project(id)?.map(Rc::new)))
+            .get_or_read(id.clone(), || self.store.get_project(id))
     }
 
     /// A user's membership of a project.
@@ -241,36 +288,19 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
         user_id: &Id,
     ) -> StoreResult<Option<Rc<ProjectMembership>>> {
         self.memberships
-            .get_or_load((project_id.clone(), user_id.clone()), || {
-                Ok(self
-                    .store
-                    .get_project_membership(project_id, user_id)?
-                    .map(Rc::new))
+            .get_or_read((project_id.clone(), user_id.clone()), || {
+                self.store.get_project_membership(project_id, user_id)
             })
     }
 
     /// The access constraints of each project, read in one batch for those
     /// not seen yet.
     pub fn constraints(&self, project_ids: &[Id]) -> StoreResult<Vec<AccessConstraint>> {
-        let mut missing: Vec<Id> = project_ids
-            .iter()
-            .filter(|id| !self.constraints.contains(&***id))
-            .cloned()
-            .collect();
-        missing.sort();
-        missing.dedup();
-        if !missing.is_empty() {
-            let mut found: HashMap<Id, Vec<AccessConstraint>> =
-                missing.iter().map(|id| (id.clone(), Vec::new())).collect();
-            for c in self.store.list_access_constraints(&missing)? {
-                if let Some(list) = found.get_mut(&c.project_id) {
-                    list.push(c);
-                }
-            }
-            for (id, list) in found {
-                self.constraints.insert(id, list.into());
-            }
-        }
+        self.constraints.load_lists(
+            project_ids,
+            |missing| self.store.list_access_constraints(missing),
+            |c| &c.project_id,
+        )?;
         let mut all = Vec::new();
         for (i, id) in project_ids.iter().enumerate() {
             if project_ids[..i].contains(id) {
@@ -299,28 +329,21 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
 
     /// A hub setting's stored JSON text.
     pub fn hub_setting(&self, key: &str) -> StoreResult<Option<Rc<str>>> {
-        if let Some(v) = self.settings.get(key) {
-            return Ok(v);
-        }
-        let value: Option<Rc<str>> = self.store.get_hub_setting(key)?.map(Rc::from);
-        self.settings.insert(key.to_owned(), value.clone());
-        Ok(value)
+        self.settings
+            .get_or_load_named(key, || Ok(self.store.get_hub_setting(key)?.map(Rc::from)))
     }
 
     /// One agent.
     pub fn agent(&self, id: &Id) -> StoreResult<Option<Rc<Agent>>> {
         self.agents
-            .get_or_load(id.clone(), || Ok(self.store.get_agent(id)?.map(Rc::new)))
+            .get_or_read(id.clone(), || self.store.get_agent(id))
     }
 
     /// A group by slug.
     pub fn group_by_slug(&self, slug: &str) -> StoreResult<Option<Rc<Group>>> {
-        if let Some(v) = self.groups_by_slug.get(slug) {
-            return Ok(v);
-        }
-        let group = self.store.get_group_by_slug(slug)?.map(Rc::new);
-        self.groups_by_slug.insert(slug.to_owned(), group.clone());
-        Ok(group)
+        self.groups_by_slug.get_or_load_named(slug, || {
+            Ok(self.store.get_group_by_slug(slug)?.map(Rc::new))
+        })
     }
 
     /// A group's direct parents.
@@ -344,11 +367,8 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
         principal: &PrincipalRef,
     ) -> StoreResult<Option<Rc<GroupMembership>>> {
         self.group_memberships
-            .get_or_load((group_id.clone(), principal.clone()), || {
-                Ok(self
-                    .store
-                    .get_group_membership(group_id, principal)?
-                    .map(Rc::new))
+            .get_or_read((group_id.clone(), principal.clone()), || {
+                self.store.get_group_membership(group_id, principal)
             })
     }
 }

@@ -74,20 +74,32 @@ fn spawn_requests(
         .collect()
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn concurrent_first_requests_make_one_miss_and_share_it() {
-    const N: usize = 16;
+/// Sends `n` concurrent first requests for one key and releases their
+/// computation with `outcome`; checks that it ran once, as one miss the
+/// others shared. The cache and each request's answer.
+async fn one_flight(n: usize, outcome: Outcome) -> (ResponseCache, Vec<Outcome>) {
     let (cache, _now) = cache_at(5_000);
     let computations = Arc::new(AtomicUsize::new(0));
     let (release, released) = watch::channel(None);
-    let requests = spawn_requests(&cache, N, &computations, &released);
+    let requests = spawn_requests(&cache, n, &computations, &released);
     settle().await;
-    release.send(Some(Ok(Bytes::from_static(b"[1]")))).unwrap();
+    release.send(Some(outcome)).unwrap();
+    let mut answers = Vec::new();
     for request in requests {
-        assert_eq!(request.await.unwrap().unwrap(), Bytes::from_static(b"[1]"));
+        answers.push(request.await.unwrap());
     }
     assert_eq!(computations.load(Ordering::SeqCst), 1);
-    assert_eq!(counts(&cache), (0, 1, N as u64 - 1));
+    assert_eq!(counts(&cache), (0, 1, n as u64 - 1));
+    (cache, answers)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn concurrent_first_requests_make_one_miss_and_share_it() {
+    const N: usize = 16;
+    let (cache, answers) = one_flight(N, Ok(Bytes::from_static(b"[1]"))).await;
+    for answer in answers {
+        assert_eq!(answer.unwrap(), Bytes::from_static(b"[1]"));
+    }
     // Stored now: the next request is a hit and computes nothing.
     let again = cache
         .get_or_compute(key(&cache, "p1"), || async {
@@ -101,17 +113,10 @@ async fn concurrent_first_requests_make_one_miss_and_share_it() {
 #[tokio::test(flavor = "current_thread")]
 async fn an_error_reaches_the_waiters_and_is_not_stored() {
     const N: usize = 5;
-    let (cache, _now) = cache_at(5_000);
-    let computations = Arc::new(AtomicUsize::new(0));
-    let (release, released) = watch::channel(None);
-    let requests = spawn_requests(&cache, N, &computations, &released);
-    settle().await;
-    release.send(Some(Err("database busy".to_owned()))).unwrap();
-    for request in requests {
-        assert_eq!(request.await.unwrap().unwrap_err(), "database busy");
+    let (cache, answers) = one_flight(N, Err("database busy".to_owned())).await;
+    for answer in answers {
+        assert_eq!(answer.unwrap_err(), "database busy");
     }
-    assert_eq!(computations.load(Ordering::SeqCst), 1);
-    assert_eq!(counts(&cache), (0, 1, N as u64 - 1));
     // Nothing was stored: the next request computes again.
     let next = cache
         .get_or_compute(key(&cache, "p1"), || async {

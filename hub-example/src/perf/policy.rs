@@ -218,21 +218,17 @@ mod tests {
 
     #[test]
     fn everything_else_is_other() {
-        assert_eq!(
-            classify(&Method::GET, "/healthz", None),
-            EndpointClass::Other
-        );
-        assert_eq!(
-            classify(&Method::GET, "/api/v1/agents/abc", None),
-            EndpointClass::Other
-        );
-        assert_eq!(
-            classify(&Method::PUT, "/api/v1/agents", None),
-            EndpointClass::Other
-        );
-        assert_eq!(
-            classify(&Method::GET, "/api/v1/projects//agents", None),
-            EndpointClass::Other
-        );
+        for (method, path) in [
+            (Method::GET, "/healthz"),
+            (Method::GET, "/api/v1/agents/abc"),
+            (Method::PUT, "/api/v1/agents"),
+            (Method::GET, "/api/v1/projects//agents"),
+        ] {
+            assert_eq!(
+                classify(&method, path, None),
+                EndpointClass::Other,
+                "{method} {path}"
+            );
+        }
     }
 }

@@ -21,15 +21,20 @@ fn names(list: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// The main project's agents as its member lists them (a 200).
+async fn member_listing(hub: &TestHub) -> serde_json::Value {
+    let list = hub
+        .get(&hub.project_agents_uri(), Some(&hub.doc().member_token))
+        .await;
+    assert_eq!(list.status, StatusCode::OK);
+    list.json()
+}
+
 #[tokio::test]
 async fn members_see_their_project_and_not_the_other() {
     let hub = hub(12);
     let doc = hub.doc().clone();
-    let list = hub
-        .get(&hub.project_agents_uri(), Some(&doc.member_token))
-        .await;
-    assert_eq!(list.status, StatusCode::OK);
-    let body = list.json();
+    let body = member_listing(&hub).await;
     let agents = body["agents"].as_array().unwrap();
     assert_eq!(agents.len(), 12);
     let mut sorted = names(&body);
@@ -242,10 +247,7 @@ async fn bad_input_is_a_json_400_that_echoes_nothing() {
 async fn status_changes_need_update_rights_and_are_published() {
     let hub = hub(8);
     let doc = hub.doc().clone();
-    let list = hub
-        .get(&hub.project_agents_uri(), Some(&doc.member_token))
-        .await
-        .json();
+    let list = member_listing(&hub).await;
     let others: Vec<String> = list["agents"]
         .as_array()
         .unwrap()
@@ -293,20 +295,35 @@ async fn status_changes_need_update_rights_and_are_published() {
     }
 }
 
+/// Puts `body`, typed `content_type`, to the server config as `token`.
+async fn put_server_config(
+    hub: &TestHub,
+    token: &str,
+    content_type: &str,
+    body: &str,
+) -> hub_support::Reply {
+    let headers = [("content-type", content_type)];
+    hub.call(
+        Method::PUT,
+        "/api/v1/admin/server-config",
+        Some(token),
+        &headers,
+        body,
+    )
+    .await
+}
+
 #[tokio::test]
 async fn server_config_refuses_perf_trace_and_stores_the_rest() {
     let hub = hub(2);
     let doc = hub.doc().clone();
-    let uri = "/api/v1/admin/server-config";
-    let json_type = [("content-type", "application/json")];
+    let json_type = "application/json";
     for body in [
         r#"{"server":{"hub":{"perf_trace":true}}}"#,
         r#"{"server.hub.perf_trace":true}"#,
         r#"{"server.hub":{"perf_trace":false},"ui":{"theme":"dark"}}"#,
     ] {
-        let reply = hub
-            .call(Method::PUT, uri, Some(&doc.admin_token), &json_type, body)
-            .await;
+        let reply = put_server_config(&hub, &doc.admin_token, json_type, body).await;
         assert_eq!(reply.status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
         assert_eq!(
             reply.json(),
@@ -314,37 +331,14 @@ async fn server_config_refuses_perf_trace_and_stores_the_rest() {
         );
     }
     let yaml = "server:\n  hub:\n    perf_trace: true\n";
-    let reply = hub
-        .call(
-            Method::PUT,
-            uri,
-            Some(&doc.admin_token),
-            &[("content-type", "application/yaml")],
-            yaml,
-        )
-        .await;
+    let reply = put_server_config(&hub, &doc.admin_token, "application/yaml", yaml).await;
     assert_eq!(reply.status, StatusCode::UNPROCESSABLE_ENTITY);
 
-    let member = hub
-        .call(
-            Method::PUT,
-            uri,
-            Some(&doc.member_token),
-            &json_type,
-            r#"{"ui":{"theme":"dark"}}"#,
-        )
-        .await;
+    let theme = r#"{"ui":{"theme":"dark"}}"#;
+    let member = put_server_config(&hub, &doc.member_token, json_type, theme).await;
     assert_eq!(member.status, StatusCode::FORBIDDEN);
 
-    let ok = hub
-        .call(
-            Method::PUT,
-            uri,
-            Some(&doc.admin_token),
-            &json_type,
-            r#"{"ui":{"theme":"dark"}}"#,
-        )
-        .await;
+    let ok = put_server_config(&hub, &doc.admin_token, json_type, theme).await;
     assert_eq!(ok.status, StatusCode::OK);
     assert_eq!(ok.json(), json!({"updated": ["ui.theme"]}));
     let stored = hub.query_row("SELECT value FROM hub_settings WHERE key = 'ui.theme'", &[]);
@@ -358,30 +352,12 @@ async fn server_config_refuses_perf_trace_and_stores_the_rest() {
 
 #[tokio::test]
 async fn scoped_tokens_are_limited_to_their_project_and_revocable() {
-    use hub_example::auth::tokens::access_token_from_bytes;
-    use hub_example::store::tokens::{
-        insert_user_access_token, revoke_user_access_token, NewAccessToken,
-    };
+    use hub_example::store::tokens::revoke_user_access_token;
 
     let hub = hub(4);
     let doc = hub.doc().clone();
-    let token = access_token_from_bytes([3; 32]);
     let id = "22222222-2222-4222-8222-222222222222";
-    hub.with_db(|db| {
-        insert_user_access_token(
-            db,
-            &NewAccessToken {
-                id,
-                user_id: &doc.admin_user_id,
-                project_id: &doc.project_id,
-                name: "ci",
-                token: &token,
-                expires_at_ms: i64::MAX,
-            },
-            0,
-        )
-    })
-    .unwrap();
+    let token = hub.access_token(id, &doc.admin_user_id, &doc.project_id, 3, "ci", i64::MAX);
     let stored = hub.query_row(
         "SELECT token_hash FROM user_access_tokens WHERE id = ?1",
         &[id],

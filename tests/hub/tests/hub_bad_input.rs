@@ -12,9 +12,7 @@ mod served;
 use base64::Engine as _;
 use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
 use hub_example::seed::TOKEN_EXPIRY_SECS;
-use hub_example::store::tokens::{
-    insert_user_access_token, revoke_user_access_token, NewAccessToken,
-};
+use hub_example::store::tokens::revoke_user_access_token;
 use hub_support::{TestHub, SECRET};
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::Method;
@@ -87,27 +85,19 @@ fn b64(text: &str) -> String {
 
 fn access_token(hub: &TestHub, seed: u8, expires_at_ms: i64, revoked: bool) -> String {
     let doc = hub.doc();
-    let token = access_token_from_bytes([seed; 32]);
     let id = format!("{seed:08x}-0000-4000-8000-000000000000");
-    hub.with_db(|db| {
-        insert_user_access_token(
-            db,
-            &NewAccessToken {
-                id: &id,
-                user_id: &doc.member_user_id,
-                project_id: &doc.project_id,
-                name: "bad-input",
-                token: &token,
-                expires_at_ms,
-            },
-            0,
-        )?;
-        if revoked {
-            revoke_user_access_token(db, &id, 1)?;
-        }
-        Ok::<_, hub_example::store::db::DbError>(())
-    })
-    .unwrap();
+    let token = hub.access_token(
+        &id,
+        &doc.member_user_id,
+        &doc.project_id,
+        seed,
+        "bad-input",
+        expires_at_ms,
+    );
+    if revoked {
+        hub.with_db(|db| revoke_user_access_token(db, &id, 1))
+            .unwrap();
+    }
     token
 }
 
@@ -135,6 +125,7 @@ fn table(hub: &TestHub) -> Vec<Row> {
     let subs_17 = vec!["sub=users.me.%3E"; 17].join("&");
     let long_subject = format!("projects.{project}.{}", "a".repeat(300));
     let audit = "/api/v1/admin/audit-events";
+    let refused = |name, cred: Cred| row(name, agents.clone(), &cred, 401);
 
     vec![
         // Ids: malformed and unknown.
@@ -442,75 +433,29 @@ fn table(hub: &TestHub) -> Vec<Row> {
             400,
         )
         .echo("windowz"),
-        // Credentials.
-        row("no credential", agents.clone(), &Cred::None, 401),
-        row(
-            "garbage token",
-            agents.clone(),
-            &Cred::Bearer("garbage-token-123".into()),
-            401,
-        ),
-        row(
-            "token bad signature",
-            agents.clone(),
-            &Cred::Bearer(forged),
-            401,
-        ),
-        row("token expired", agents.clone(), &Cred::Bearer(expired), 401),
-        row(
-            "token of unknown user",
-            agents.clone(),
-            &Cred::Bearer(ghost_user),
-            401,
-        ),
-        row(
-            "token of unknown agent",
-            agents.clone(),
-            &Cred::Bearer(ghost_agent),
-            401,
-        ),
-        row(
-            "access token revoked",
-            agents.clone(),
-            &Cred::Bearer(revoked),
-            401,
-        ),
-        row(
-            "access token expired",
-            agents.clone(),
-            &Cred::Bearer(lapsed),
-            401,
-        ),
-        row(
-            "access token unknown",
-            agents.clone(),
-            &Cred::Bearer(unknown_pat),
-            401,
-        ),
-        row(
+        // Credentials: each refused on the agents listing.
+        refused("no credential", Cred::None),
+        refused("garbage token", Cred::Bearer("garbage-token-123".into())),
+        refused("token bad signature", Cred::Bearer(forged)),
+        refused("token expired", Cred::Bearer(expired)),
+        refused("token of unknown user", Cred::Bearer(ghost_user)),
+        refused("token of unknown agent", Cred::Bearer(ghost_agent)),
+        refused("access token revoked", Cred::Bearer(revoked)),
+        refused("access token expired", Cred::Bearer(lapsed)),
+        refused("access token unknown", Cred::Bearer(unknown_pat)),
+        refused(
             "basic scheme",
-            agents.clone(),
-            &Cred::Raw(b"Basic dXNlcjpzM2NyZXQ=".to_vec()),
-            401,
+            Cred::Raw(b"Basic dXNlcjpzM2NyZXQ=".to_vec()),
         )
         .echo("dXNlcjpzM2NyZXQ="),
-        row(
-            "bearer without token",
-            agents.clone(),
-            &Cred::Raw(b"Bearer".to_vec()),
-            401,
-        ),
-        row(
+        refused("bearer without token", Cred::Raw(b"Bearer".to_vec())),
+        refused(
             "token not utf-8",
-            agents.clone(),
-            &Cred::Raw(b"Bearer \xff\xfe\xfd".to_vec()),
-            401,
+            Cred::Raw(b"Bearer \xff\xfe\xfd".to_vec()),
         ),
-        row(
+        refused(
             "token too long",
-            agents.clone(),
-            &Cred::Bearer(format!("scb1.{}", "x".repeat(6000))),
-            401,
+            Cred::Bearer(format!("scb1.{}", "x".repeat(6000))),
         ),
         // The trigger header: anything but `1` is served without headers.
         row("perf trace true", agents.clone(), &admin, 200).header("x-scion-perf-trace", "true"),

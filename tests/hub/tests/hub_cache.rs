@@ -84,39 +84,33 @@ async fn every_caller_gets_from_the_cache_what_it_would_get_fresh() {
         TokenSigner::from_session_secret(SECRET)
             .issue(&TokenSubject::Agent(id.into()), TOKEN_EXPIRY_SECS)
     };
+    // Access token `n` of `user`, limited to `project`.
+    let limited_token = |n: u8, user: &str, project: &str| {
+        let id = format!("cccccccc-0000-4000-8000-{n:012}");
+        hub.access_token(
+            &id,
+            user,
+            project,
+            20 + n,
+            "cache",
+            TOKEN_EXPIRY_SECS * 1000,
+        )
+    };
     let callers = [
         ("admin, session", admin.clone()),
         (
             "admin, token limited to the main project",
-            hub.access_token(
-                "cccccccc-0000-4000-8000-000000000001",
-                &doc.admin_user_id,
-                &doc.project_id,
-                21,
-                "cache",
-            ),
+            limited_token(1, &doc.admin_user_id, &doc.project_id),
         ),
         ("owner", doc.owner_token.clone()),
         ("member", doc.member_token.clone()),
         (
             "member, token limited to the main project",
-            hub.access_token(
-                "cccccccc-0000-4000-8000-000000000002",
-                &doc.member_user_id,
-                &doc.project_id,
-                22,
-                "cache",
-            ),
+            limited_token(2, &doc.member_user_id, &doc.project_id),
         ),
         (
             "member, token limited to the other project",
-            hub.access_token(
-                "cccccccc-0000-4000-8000-000000000003",
-                &doc.member_user_id,
-                &doc.other_project_id,
-                23,
-                "cache",
-            ),
+            limited_token(3, &doc.member_user_id, &doc.other_project_id),
         ),
         ("agent of the main project", agent_token(&main_agents[0])),
         ("agent of the other project", agent_token(&other_agents[0])),

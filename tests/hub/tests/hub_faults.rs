@@ -18,12 +18,13 @@ use axum::routing::get;
 use axum::Router;
 use hub_example::events::HubEvent;
 use hub_example::log::CaptureBuffer;
+use hub_example::seed::SeedDocument;
 use hub_example::settings::ServerLimits;
 use hub_example::settings::Settings;
 use hub_example::store::db::{Db, OpenMode, PoolOptions};
 use hub_example::{Hub, HubOptions};
 use hub_support::store::skip_on_postgres;
-use hub_support::{hub_options, Seeded, TestHub, SECRET};
+use hub_support::{hub_options, Reply, Seeded, TestHub, SECRET};
 use serde_json::Value;
 use served::{
     head_header, perf_values, read_head, read_to_close, send_get, wait_for_lines, wait_for_stage,
@@ -120,9 +121,8 @@ async fn a_panicking_handler_is_a_json_500_with_its_line_and_the_hub_serves_on()
 
 #[tokio::test]
 async fn a_client_that_leaves_mid_response_still_gets_exactly_one_line() {
-    let hub = TestHub::traced(2000);
+    let (hub, served) = served_traced(2000).await;
     let doc = hub.doc().clone();
-    let served = Served::start(hub.router.clone()).await;
     let path = hub.project_agents_uri();
 
     // Each client reads the head and part of a large body (about 2 MB),
@@ -153,6 +153,15 @@ async fn a_client_that_leaves_mid_response_still_gets_exactly_one_line() {
         .all(|l| l["endpoint"] == "agents.project.legacy" && l["phase_serialize_n"] == 1));
 }
 
+/// The owner's listing of the main project's agents, asked for as JSON.
+async fn owner_listing(hub: &TestHub) -> Reply {
+    let doc = hub.doc();
+    let uri = format!("/api/v1/projects/{}/agents", doc.project_id);
+    let json_type = [("content-type", "application/json")];
+    hub.call(Method::GET, &uri, Some(&doc.owner_token), &json_type, "")
+        .await
+}
+
 #[tokio::test]
 async fn a_database_locked_past_the_busy_timeout_is_a_503_with_the_line_and_pool_figures() {
     if skip_on_postgres("holds SQLite's file write lock; postgres_store.rs locks a row instead") {
@@ -167,16 +176,12 @@ async fn a_database_locked_past_the_busy_timeout_is_a_503_with_the_line_and_pool
     };
     let db = Db::open(&path, OpenMode::MustExist, short).unwrap();
     let log = CaptureBuffer::new();
-    let hub = Hub::new(db, options(&log));
-    let hub = TestHubLike {
-        router: hub.router(),
-        log,
-    };
-    let doc = seeded.doc.clone();
-    let list_uri = format!("/api/v1/projects/{}/agents", doc.project_id);
-    let list = hub.call(Method::GET, &list_uri, &doc.owner_token, "").await;
-    let agent = list.1["agents"][0]["id"].as_str().unwrap().to_owned();
-    let status_uri = format!("/api/v1/agents/{agent}/status");
+    let hub = TestHub::assemble(seeded, Hub::new(db, options(&log)), log);
+    let doc = hub.doc().clone();
+    let json_type = [("content-type", "application/json")];
+    let list = owner_listing(&hub).await;
+    let agent = list.json()["agents"][0]["id"].as_str().unwrap().to_owned();
+    let stop = r#"{"phase":"stopped"}"#;
 
     // Another process holds the write lock.
     let locker = Db::open(&path, OpenMode::MustExist, PoolOptions::default()).unwrap();
@@ -184,21 +189,16 @@ async fn a_database_locked_past_the_busy_timeout_is_a_503_with_the_line_and_pool
     lock.execute_batch("BEGIN EXCLUSIVE; UPDATE hub_settings SET updated_at = updated_at;")
         .unwrap();
 
-    let (status, body, headers) = hub
-        .call_full(
-            Method::PUT,
-            &status_uri,
-            &doc.owner_token,
-            r#"{"phase":"stopped"}"#,
-        )
+    let locked = hub
+        .put_status(&agent, &doc.owner_token, &json_type, stop)
         .await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(locked.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(
-        body,
+        locked.json(),
         serde_json::json!({"error": "database busy or locked, try again later"})
     );
-    assert_eq!(headers["retry-after"], "1");
-    let id = headers["x-request-id"].to_str().unwrap().to_owned();
+    assert_eq!(locked.headers["retry-after"], "1");
+    let id = locked.headers["x-request-id"].to_str().unwrap().to_owned();
     let line = served::perf_values(&hub.log)
         .into_iter()
         .find(|l| l["request_id"] == id.as_str())
@@ -210,62 +210,14 @@ async fn a_database_locked_past_the_busy_timeout_is_a_503_with_the_line_and_pool
     assert!(line["db_open"].as_u64().unwrap() >= 1);
 
     // Readers are not blocked by the writer (WAL).
-    let (status, _) = hub.call(Method::GET, &list_uri, &doc.owner_token, "").await;
-    assert_eq!(status, StatusCode::OK);
+    assert_eq!(owner_listing(&hub).await.status, StatusCode::OK);
 
     lock.execute_batch("COMMIT").unwrap();
-    let (status, body) = hub
-        .call(
-            Method::PUT,
-            &status_uri,
-            &doc.owner_token,
-            r#"{"phase":"stopped"}"#,
-        )
+    let unlocked = hub
+        .put_status(&agent, &doc.owner_token, &json_type, stop)
         .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(unlocked.status, StatusCode::OK, "{}", unlocked.json());
     assert_eq!(served::perf_values(&hub.log).len(), 4);
-}
-
-/// A router and its log, for hubs built by hand.
-struct TestHubLike {
-    router: Router,
-    log: CaptureBuffer,
-}
-
-impl TestHubLike {
-    async fn call_full(
-        &self,
-        method: Method,
-        uri: &str,
-        token: &str,
-        body: &str,
-    ) -> (StatusCode, Value, axum::http::HeaderMap) {
-        use http_body_util::BodyExt;
-        use tower::ServiceExt;
-        let request = axum::http::Request::builder()
-            .method(method)
-            .uri(uri)
-            .header("authorization", format!("Bearer {token}"))
-            .header("content-type", "application/json")
-            .body(axum::body::Body::from(body.to_owned()))
-            .unwrap();
-        let response = self.router.clone().oneshot(request).await.unwrap();
-        let status = response.status();
-        let headers = response.headers().clone();
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        (status, serde_json::from_slice(&bytes).unwrap(), headers)
-    }
-
-    async fn call(
-        &self,
-        method: Method,
-        uri: &str,
-        token: &str,
-        body: &str,
-    ) -> (StatusCode, Value) {
-        let (status, body, _) = self.call_full(method, uri, token, body).await;
-        (status, body)
-    }
 }
 
 fn marker_event(project: &str, marker: &str) -> HubEvent {
@@ -276,33 +228,67 @@ fn marker_event(project: &str, marker: &str) -> HubEvent {
     }
 }
 
-#[tokio::test]
-async fn an_sse_client_that_goes_away_gets_one_close_line() {
-    let hub = TestHub::traced(3);
-    let doc = hub.doc().clone();
-    let served = Served::start(hub.router.clone()).await;
-    let path = format!("/events?sub=projects.{}.agents.%3E", doc.project_id);
+/// The percent-encoded subject of every agent of the main project.
+fn project_agents(doc: &SeedDocument) -> String {
+    format!("projects.{}.agents.%3E", doc.project_id)
+}
 
-    let mut stream = send_get(served.addr, &path, &doc.member_token).await;
-    let (head, _) = read_head(&mut stream).await;
+/// A traced Hub of `agents` agents, its router served on a port of its own.
+async fn served_traced(agents: u32) -> (TestHub, Served) {
+    let hub = TestHub::traced(agents);
+    let served = Served::start(hub.router.clone()).await;
+    (hub, served)
+}
+
+/// Opens the member's event stream on the main project's agents and checks
+/// that it is accepted; the connection, its request id, and what came past
+/// the head.
+async fn member_stream(
+    addr: std::net::SocketAddr,
+    doc: &SeedDocument,
+) -> (TcpStream, String, Vec<u8>) {
+    let request = events_request(addr, &project_agents(doc), &doc.member_token);
+    let mut stream = raw(addr, &request).await;
+    let (head, rest) = read_head(&mut stream).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     let id = head_header(&head, "x-request-id").unwrap();
+    (stream, id, rest)
+}
+
+/// Checks `done` up to `tries` times, 10 ms apart, calling `nudge` with the
+/// try's number before each wait; whether `done` came to hold.
+async fn poll(tries: usize, done: impl Fn() -> bool, mut nudge: impl FnMut(usize)) -> bool {
+    for i in 0..tries {
+        if done() {
+            return true;
+        }
+        nudge(i);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    done()
+}
+
+#[tokio::test]
+async fn an_sse_client_that_goes_away_gets_one_close_line() {
+    let (hub, served) = served_traced(3).await;
+    let doc = hub.doc().clone();
+
+    let (stream, id, _) = member_stream(served.addr, &doc).await;
     wait_for_stage(&hub.log, &id, "connect").await;
     drop(stream);
 
     // A write to the closed connection ends the stream if the server has not
     // noticed yet.
     let bus = hub.hub.bus().clone();
-    for i in 0..1000 {
-        let closed = served::perf_values(&hub.log)
+    let closed = || {
+        served::perf_values(&hub.log)
             .iter()
-            .any(|l| l["request_id"] == id.as_str() && l["sse_stage"] == "close");
-        if closed {
-            break;
-        }
+            .any(|l| l["request_id"] == id.as_str() && l["sse_stage"] == "close")
+    };
+    poll(1000, closed, |i| {
         bus.publish(marker_event(&doc.project_id, &format!("m{i}")));
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
     served.stop().await;
     let mine: Vec<Value> = hub
         .perf_values()
@@ -319,20 +305,14 @@ async fn an_sse_client_that_goes_away_gets_one_close_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_sse_consumer_blocks_neither_publishers_nor_other_subscribers() {
-    let hub = TestHub::traced(3);
+    let (hub, served) = served_traced(3).await;
     let doc = hub.doc().clone();
-    let served = Served::start(hub.router.clone()).await;
-    let path = format!("/events?sub=projects.{}.agents.%3E", doc.project_id);
 
     // The slow one: subscribes, reads its head, then never reads again.
-    let mut slow = send_get(served.addr, &path, &doc.member_token).await;
-    let (head, _) = read_head(&mut slow).await;
-    let slow_id = head_header(&head, "x-request-id").unwrap();
+    let (slow, slow_id, _) = member_stream(served.addr, &doc).await;
 
     // The reader reads everything until the final marker.
-    let mut reader = send_get(served.addr, &path, &doc.member_token).await;
-    let (head, rest) = read_head(&mut reader).await;
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let (mut reader, _, rest) = member_stream(served.addr, &doc).await;
     let reading = tokio::spawn(async move {
         let mut text = String::from_utf8_lossy(&rest).into_owned();
         let mut chunk = vec![0u8; 64 * 1024];
@@ -386,13 +366,14 @@ async fn a_slow_sse_consumer_blocks_neither_publishers_nor_other_subscribers() {
     drop(reader);
     drop(slow);
     // Wake both streams so they notice their connections are gone.
-    for i in 0..1000 {
-        if bus.subscribers() == 0 {
-            break;
-        }
-        bus.publish(marker_event(&doc.project_id, &format!("wake{i}")));
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    poll(
+        1000,
+        || bus.subscribers() == 0,
+        |i| {
+            bus.publish(marker_event(&doc.project_id, &format!("wake{i}")));
+        },
+    )
+    .await;
     served.stop().await;
     // The slow stream's close line comes as its body is dropped, which one
     // run saw happen only after the server's task had ended: waited for
@@ -430,6 +411,13 @@ fn small_limits() -> ServerLimits {
 /// A liveness bound for waits on the Hub: far above every limit above.
 const LIVENESS: Duration = Duration::from_secs(10);
 
+/// A traced Hub with [`small_limits`], served on a port of its own.
+async fn served_with_small_limits() -> (TestHub, Served) {
+    let hub = TestHub::limited(3, small_limits());
+    let served = Served::hub(&hub.hub).await;
+    (hub, served)
+}
+
 async fn raw(addr: std::net::SocketAddr, bytes: &str) -> TcpStream {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.write_all(bytes.as_bytes()).await.unwrap();
@@ -464,8 +452,7 @@ fn json_body(head_and_body: &[u8]) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_and_idle_connections_are_closed_and_the_hub_keeps_answering() {
-    let hub = TestHub::limited(3, small_limits());
-    let served = Served::hub(&hub.hub).await;
+    let (_hub, served) = served_with_small_limits().await;
     let addr = served.addr;
     // Heads that never end, a connection that never speaks, and one that
     // finished a request and stays idle.
@@ -496,8 +483,7 @@ async fn slow_and_idle_connections_are_closed_and_the_hub_keeps_answering() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_that_takes_too_long_is_a_json_408_with_its_one_line() {
-    let hub = TestHub::limited(3, small_limits());
-    let served = Served::hub(&hub.hub).await;
+    let (hub, served) = served_with_small_limits().await;
     let addr = served.addr;
     let agent = hub.first_agent_id().await;
     let lines_before = perf_values(&hub.log).len();
@@ -526,8 +512,7 @@ async fn a_request_that_takes_too_long_is_a_json_408_with_its_one_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn event_streams_over_the_caps_are_refused_429_and_freed_when_they_end() {
-    let hub = TestHub::limited(3, small_limits());
-    let served = Served::hub(&hub.hub).await;
+    let (hub, served) = served_with_small_limits().await;
     let addr = served.addr;
     let doc = hub.doc().clone();
     let me = "users.me.%3E";
@@ -545,19 +530,18 @@ async fn event_streams_over_the_caps_are_refused_429_and_freed_when_they_end() {
 
     // A stream that ends gives its place back (noticed at its next write).
     drop(first);
-    let mut freed = false;
-    for _ in 0..500 {
-        hub.hub.bus().publish(HubEvent {
-            kind: "agent.status",
-            subjects: vec![format!("users.{}.ping", doc.member_user_id)],
-            data: "{}".into(),
-        });
-        if hub.hub.streams().open() < 3 {
-            freed = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let freed = poll(
+        500,
+        || hub.hub.streams().open() < 3,
+        |_| {
+            hub.hub.bus().publish(HubEvent {
+                kind: "agent.status",
+                subjects: vec![format!("users.{}.ping", doc.member_user_id)],
+                data: "{}".into(),
+            });
+        },
+    )
+    .await;
     assert!(freed, "the closed stream still counts");
     let (_admin, status, _) = open_stream(addr, me, &doc.admin_token).await;
     assert_eq!(status, 200);
@@ -566,8 +550,7 @@ async fn event_streams_over_the_caps_are_refused_429_and_freed_when_they_end() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_429_is_json_and_names_the_cap() {
-    let hub = TestHub::limited(3, small_limits());
-    let served = Served::hub(&hub.hub).await;
+    let (hub, served) = served_with_small_limits().await;
     let doc = hub.doc().clone();
     let mut open = Vec::new();
     for _ in 0..2 {
@@ -619,11 +602,10 @@ async fn end_reason(stream: &mut TcpStream, already: Vec<u8>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_ends_when_its_credential_expires() {
-    let hub = TestHub::limited(3, small_limits());
-    let served = Served::hub(&hub.hub).await;
+    let (hub, served) = served_with_small_limits().await;
     let doc = hub.doc().clone();
     let token = access_token_for(&hub, 40, hub_example::clock::now_ms() + 400);
-    let subject = format!("projects.{}.agents.%3E", doc.project_id);
+    let subject = project_agents(&doc);
     let (mut stream, status, rest) = open_stream(served.addr, &subject, &token).await;
     assert_eq!(status, 200);
     assert_eq!(end_reason(&mut stream, rest).await, "credential_expired");
@@ -641,31 +623,21 @@ async fn a_stream_ends_when_its_credential_expires() {
 
 fn access_token_for(hub: &TestHub, seed: u8, expires_at_ms: i64) -> String {
     let doc = hub.doc();
-    let token = hub_example::auth::tokens::access_token_from_bytes([seed; 32]);
-    hub.with_db(|db| {
-        hub_example::store::tokens::insert_user_access_token(
-            db,
-            &hub_example::store::tokens::NewAccessToken {
-                id: &format!("{seed:08x}-0000-4000-8000-000000000000"),
-                user_id: &doc.member_user_id,
-                project_id: &doc.project_id,
-                name: "faults",
-                token: &token,
-                expires_at_ms,
-            },
-            0,
-        )
-    })
-    .unwrap();
-    token
+    hub.access_token(
+        &format!("{seed:08x}-0000-4000-8000-000000000000"),
+        &doc.member_user_id,
+        &doc.project_id,
+        seed,
+        "faults",
+        expires_at_ms,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_stops_when_its_token_is_revoked_or_its_role_removed() {
-    let hub = TestHub::limited(3, small_limits());
-    let served = Served::hub(&hub.hub).await;
+    let (hub, served) = served_with_small_limits().await;
     let doc = hub.doc().clone();
-    let subject = format!("projects.{}.agents.%3E", doc.project_id);
+    let subject = project_agents(&doc);
 
     let token = access_token_for(&hub, 41, i64::MAX);
     let (mut revoked, status, rest) = open_stream(served.addr, &subject, &token).await;
@@ -750,12 +722,11 @@ async fn status_events_never_go_back_in_time_under_concurrent_writes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_ends_streams_closes_idle_heads_and_cuts_off_what_outlives_the_deadline() {
-    let hub = TestHub::limited(3, small_limits());
-    let served = Served::hub(&hub.hub).await;
+    let (hub, served) = served_with_small_limits().await;
     let addr = served.addr;
     let doc = hub.doc().clone();
     let agent = hub.first_agent_id().await;
-    let subject = format!("projects.{}.agents.%3E", doc.project_id);
+    let subject = project_agents(&doc);
     let (mut stream, status, rest) = open_stream(addr, &subject, &doc.member_token).await;
     assert_eq!(status, 200);
     let mut half_head = raw(addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n").await;
@@ -777,12 +748,7 @@ async fn shutdown_ends_streams_closes_idle_heads_and_cuts_off_what_outlives_the_
         ),
     )
     .await;
-    for _ in 0..1000 {
-        if slow_hub.hub.requests_in_flight() == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    poll(1000, || slow_hub.hub.requests_in_flight() == 1, drop).await;
     assert_eq!(
         slow_hub.hub.requests_in_flight(),
         1,
@@ -826,27 +792,13 @@ async fn shutdown_ends_streams_closes_idle_heads_and_cuts_off_what_outlives_the_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_s_re_checks_add_nothing_to_its_line() {
-    let hub = TestHub::limited(3, small_limits());
-    let served = Served::hub(&hub.hub).await;
+    let (hub, served) = served_with_small_limits().await;
     let doc = hub.doc().clone();
-    let subject = format!("projects.{}.agents.%3E", doc.project_id);
-    let mut stream = raw(
-        served.addr,
-        &events_request(served.addr, &subject, &doc.member_token),
-    )
-    .await;
-    let (head, rest) = read_head(&mut stream).await;
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    let id = head_header(&head, "x-request-id").unwrap();
+    let (mut stream, id, rest) = member_stream(served.addr, &doc).await;
     wait_for_stage(&hub.log, &id, "connect").await;
     // Each re-check makes a decision: wait for two of them.
     let before = hub.hub.audit_log().sent();
-    for _ in 0..1000 {
-        if hub.hub.audit_log().sent() >= before + 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    poll(1000, || hub.hub.audit_log().sent() >= before + 2, drop).await;
     assert!(hub.hub.audit_log().sent() >= before + 2, "no re-check ran");
 
     served.stop().await;

@@ -27,7 +27,14 @@ fn access_token(hub: &TestHub, id: &str, user: &str, seed: u8) -> String {
 }
 
 fn access_token_in(hub: &TestHub, id: &str, user: &str, project: &str, seed: u8) -> String {
-    hub.access_token(id, user, project, seed, "security")
+    hub.access_token(
+        id,
+        user,
+        project,
+        seed,
+        "security",
+        TOKEN_EXPIRY_SECS * 1000,
+    )
 }
 
 fn principals(hub: &TestHub, agent_id: &str) -> Vec<Principal> {

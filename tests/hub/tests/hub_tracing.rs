@@ -184,30 +184,20 @@ async fn only_the_unscoped_admin_asking_with_exactly_1_gets_the_headers() {
 
 mod hub_support_tokens {
     use super::TestHub;
-    use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
+    use hub_example::auth::tokens::{TokenSigner, TokenSubject};
     use hub_example::seed::TOKEN_EXPIRY_SECS;
-    use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
 
     /// A user access token of the admin, limited to the main project.
     pub fn scoped_admin_token(hub: &TestHub) -> String {
         let doc = hub.doc();
-        let token = access_token_from_bytes([7; 32]);
-        hub.with_db(|db| {
-            insert_user_access_token(
-                db,
-                &NewAccessToken {
-                    id: "11111111-1111-4111-8111-111111111111",
-                    user_id: &doc.admin_user_id,
-                    project_id: &doc.project_id,
-                    name: "ci",
-                    token: &token,
-                    expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
-                },
-                0,
-            )
-        })
-        .unwrap();
-        token
+        hub.access_token(
+            "11111111-1111-4111-8111-111111111111",
+            &doc.admin_user_id,
+            &doc.project_id,
+            7,
+            "ci",
+            TOKEN_EXPIRY_SECS * 1000,
+        )
     }
 
     /// A bearer token of the first agent of the main project.

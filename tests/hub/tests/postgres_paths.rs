@@ -30,8 +30,11 @@ use hub_example::store;
 use hub_example::web::{self, WebOptions};
 use hub_example::Hub;
 use hub_support::postgres::{pg_url, PgDatabase};
-use hub_support::sql::off_runtime;
-use hub_support::web::{cookie_pair, send, sign_in_with, web_request, Answer};
+use hub_support::sql::{off_runtime, query};
+use hub_support::web::{
+    assert_session_stored_as_hash, cookie_pair, send, sign_in_with, web_request, with_cookie,
+    Answer,
+};
 use hub_support::{counts, hub_options, Seeded, TestHub};
 use serde_json::{json, Value};
 
@@ -318,16 +321,14 @@ fn an_unavailable_server_fails_the_audit_flushes_which_are_retried_and_lose_noth
     assert!(health.is_degraded(), "a failed flush degrades the health");
     // Every record written exactly once, the ids in the order emitted (read
     // through a new pool: the outage closed the old one's connections).
-    let db = seeded.db();
-    let rows: Vec<(i64, i64)> = off_runtime(move || {
-        db.pg_conn()
-            .unwrap()
-            .query("SELECT id, at_ms FROM audit_events ORDER BY id", &[])
-            .unwrap()
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect()
-    });
+    let rows: Vec<(i64, i64)> = query(
+        &seeded.db(),
+        "SELECT id, at_ms FROM audit_events ORDER BY id",
+        &[],
+    )
+    .iter()
+    .map(|r| (r[0].int(), r[1].int()))
+    .collect();
     assert_eq!(rows.len(), 201);
     let emitted: Vec<i64> = std::iter::once(&records[0])
         .chain(records.iter().cycle().take(200))
@@ -359,55 +360,22 @@ async fn a_web_session_is_created_used_and_ended_on_postgres() {
     assert_eq!(signed_in.status, StatusCode::OK, "{:?}", signed_in.json());
     assert_eq!(signed_in.json()["user"]["id"], json!(doc.member_user_id));
     let cookie = cookie_of(&signed_in);
-    let profiling = |cookie: &str| {
-        web_request("GET", "/api/v1/profiling")
-            .header(header::COOKIE, cookie)
-            .body(Body::empty())
-            .unwrap()
-    };
+    let profiling = |cookie: &str| with_cookie(web_request("GET", "/api/v1/profiling"), cookie);
     let read = send(&web, profiling(&cookie)).await;
     assert_eq!(
         (read.status, read.json()),
         (StatusCode::OK, json!({"readiness_marks": false}))
     );
     // The page shell reads the same session.
-    let shell = send(
-        &web,
-        web_request("GET", "/")
-            .header(header::COOKIE, &cookie)
-            .body(Body::empty())
-            .unwrap(),
-    )
-    .await;
+    let shell = send(&web, with_cookie(web_request("GET", "/"), &cookie)).await;
     assert_eq!(shell.status, StatusCode::OK);
     assert!(shell.text.contains(r#""signedIn":true"#));
 
-    // Stored only as its hash.
-    let id = cookie.split_once('=').unwrap().1.to_owned();
-    let db = hub.hub.db().clone();
-    let rows: Vec<(Vec<u8>, String)> = off_runtime(move || {
-        db.pg_conn()
-            .unwrap()
-            .query("SELECT session_hash, user_id FROM web_sessions", &[])
-            .unwrap()
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect()
-    });
-    assert_eq!(
-        rows,
-        vec![(
-            hub_example::auth::tokens::token_hash(&id).to_vec(),
-            doc.member_user_id.clone()
-        )]
-    );
+    assert_session_stored_as_hash(hub.hub.db(), &cookie, &doc.member_user_id);
 
     let out = send(
         &web,
-        web_request("DELETE", "/api/v1/auth/session")
-            .header(header::COOKIE, &cookie)
-            .body(Body::empty())
-            .unwrap(),
+        with_cookie(web_request("DELETE", "/api/v1/auth/session"), &cookie),
     )
     .await;
     assert_eq!(out.status, StatusCode::OK);

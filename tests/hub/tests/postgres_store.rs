@@ -28,7 +28,7 @@ use hub_example::store::db::postgres::postgres_schema_version;
 use hub_example::store::db::{Db, DbError, PoolOptions, LATEST_VERSION};
 use hub_example::Hub;
 use hub_support::postgres::{pg_url, PgDatabase, PgSchema};
-use hub_support::{hub_options, Seeded, TestHub, SECRET};
+use hub_support::{hub_options, Reply, Seeded, TestHub, SECRET};
 use perf_trace_core::counts::CountsView;
 use perf_trace_core::testing::perf_traced_request;
 
@@ -238,19 +238,80 @@ fn hub_over_database(database: &PgDatabase, agents: u32, max_size: u32) -> TestH
     )
 }
 
+/// A database of its own and a Hub over it with `max_size` connections,
+/// checked to answer the member; `None` without a server.
+async fn hub_on_a_database_of_its_own(max_size: u32) -> Option<(PgDatabase, TestHub)> {
+    let database = PgDatabase::create(&pg_url()?);
+    let hub = hub_over_database(&database, 4, max_size);
+    assert_eq!(member_lists_agents(&hub).await.status, StatusCode::OK);
+    Some((database, hub))
+}
+
+/// The member's listing of the project's agents.
+async fn member_lists_agents(hub: &TestHub) -> Reply {
+    hub.get(&hub.project_agents_uri(), Some(&hub.doc().member_token))
+        .await
+}
+
+/// A 503 that asks the client to retry in a second.
+fn assert_retry_later(reply: &Reply) {
+    assert_eq!(
+        reply.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{:?}",
+        reply.json()
+    );
+    assert_eq!(reply.headers["retry-after"], "1");
+}
+
+/// A 503 for a database that could not serve the request in time.
+fn assert_database_busy(reply: &Reply) {
+    assert_retry_later(reply);
+    assert_eq!(
+        reply.json(),
+        serde_json::json!({"error": "database busy or locked, try again later"})
+    );
+}
+
+/// A thread keeping hold of something (a connection, a row lock) until
+/// released: the Hub meets what it holds meanwhile.
+struct Holder {
+    release: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Holder {
+    /// Starts `hold`, which takes its hold, calls the `wait` it is given
+    /// and lets go when that returns; returns once the hold is taken.
+    fn start(hold: impl FnOnce(&dyn Fn()) + Send + 'static) -> Holder {
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (release, release_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            hold(&|| {
+                held_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+            })
+        });
+        held_rx.recv().unwrap();
+        Holder { release, thread }
+    }
+
+    /// Lets go and waits for the thread to end.
+    fn release(self) {
+        self.release.send(()).unwrap();
+        self.thread.join().unwrap();
+    }
+}
+
 #[tokio::test]
 async fn an_unavailable_database_is_a_503_with_retry_after_and_its_line_and_the_hub_recovers() {
-    let Some(server) = pg_url() else { return };
-    let database = PgDatabase::create(&server);
-    let hub = hub_over_database(&database, 4, 4);
-    let doc = hub.doc().clone();
-    let uri = hub.project_agents_uri();
-    assert_eq!(
-        hub.get(&uri, Some(&doc.member_token)).await.status,
-        StatusCode::OK
-    );
+    let Some((database, hub)) = hub_on_a_database_of_its_own(4).await else {
+        return;
+    };
     // A refused credential is answered by authentication, untraced.
-    let refused = hub.get(&uri, Some("scb1.not.a-token")).await;
+    let refused = hub
+        .get(&hub.project_agents_uri(), Some("scb1.not.a-token"))
+        .await;
     assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
     assert!(!refused.headers.contains_key("x-request-id"));
     let mut requests = 1;
@@ -258,19 +319,9 @@ async fn an_unavailable_database_is_a_503_with_retry_after_and_its_line_and_the_
 
     database.cut_off();
     for _ in 0..3 {
-        let reply = hub.get(&uri, Some(&doc.member_token)).await;
+        let reply = member_lists_agents(&hub).await;
         requests += 1;
-        assert_eq!(
-            reply.status,
-            StatusCode::SERVICE_UNAVAILABLE,
-            "{:?}",
-            reply.json()
-        );
-        assert_eq!(reply.headers["retry-after"], "1");
-        assert_eq!(
-            reply.json(),
-            serde_json::json!({"error": "database busy or locked, try again later"})
-        );
+        assert_database_busy(&reply);
         // Authentication could not read the credential's user: the 503 is
         // the Hub's failure, not a refusal, and writes exactly one line.
         let id = reply.headers["x-request-id"].to_str().unwrap();
@@ -286,7 +337,7 @@ async fn an_unavailable_database_is_a_503_with_retry_after_and_its_line_and_the_
     // may still meet one before it is found broken, none after.
     let mut recovered = false;
     for _ in 0..20 {
-        let reply = hub.get(&uri, Some(&doc.member_token)).await;
+        let reply = member_lists_agents(&hub).await;
         requests += 1;
         if reply.status == StatusCode::OK {
             recovered = true;
@@ -295,7 +346,7 @@ async fn an_unavailable_database_is_a_503_with_retry_after_and_its_line_and_the_
         assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
     }
     assert!(recovered, "the Hub did not recover without a restart");
-    let ok = hub.get(&uri, Some(&doc.member_token)).await;
+    let ok = member_lists_agents(&hub).await;
     requests += 1;
     assert_eq!(ok.status, StatusCode::OK);
     // One line per request throughout, the refused credential's aside.
@@ -304,34 +355,19 @@ async fn an_unavailable_database_is_a_503_with_retry_after_and_its_line_and_the_
 
 #[tokio::test]
 async fn an_exhausted_pool_is_a_503_with_retry_after_until_a_connection_frees_up() {
-    let Some(server) = pg_url() else { return };
-    let database = PgDatabase::create(&server);
-    let hub = hub_over_database(&database, 4, 1);
-    let doc = hub.doc().clone();
-    let uri = hub.project_agents_uri();
-    assert_eq!(
-        hub.get(&uri, Some(&doc.member_token)).await.status,
-        StatusCode::OK
-    );
+    // The database lives to the test's end: dropping it drops it.
+    let Some((_database, hub)) = hub_on_a_database_of_its_own(1).await else {
+        return;
+    };
 
     // Hold the Hub's only connection: every checkout waits, then times out.
     let db = hub.hub.db().clone();
-    let (held_tx, held_rx) = std::sync::mpsc::channel();
-    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-    let holder = std::thread::spawn(move || {
-        let conn = db.pg_conn().unwrap();
-        held_tx.send(()).unwrap();
-        release_rx.recv().unwrap();
-        drop(conn);
+    let holder = Holder::start(move |wait| {
+        let _conn = db.pg_conn().unwrap();
+        wait();
     });
-    held_rx.recv().unwrap();
-    let reply = hub.get(&uri, Some(&doc.member_token)).await;
-    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(reply.headers["retry-after"], "1");
-    assert_eq!(
-        reply.json(),
-        serde_json::json!({"error": "database busy or locked, try again later"})
-    );
+    let reply = member_lists_agents(&hub).await;
+    assert_database_busy(&reply);
     // Its line shows why: a checkout (made while authenticating, before
     // the layer's own clock) that waited out the pool's 300 ms timeout,
     // with the one connection open and in use.
@@ -342,12 +378,8 @@ async fn an_exhausted_pool_is_a_503_with_retry_after_until_a_connection_frees_up
     assert_eq!(line["db_in_use"], 1, "{line}");
     assert_eq!(line["db_open"], 1, "{line}");
 
-    release_tx.send(()).unwrap();
-    holder.join().unwrap();
-    assert_eq!(
-        hub.get(&uri, Some(&doc.member_token)).await.status,
-        StatusCode::OK
-    );
+    holder.release();
+    assert_eq!(member_lists_agents(&hub).await.status, StatusCode::OK);
 }
 
 #[tokio::test]
@@ -361,31 +393,21 @@ async fn a_row_locked_past_the_lock_timeout_is_a_503_with_the_line_and_pool_figu
     // Another client holds the agent's row in an open transaction.
     let url = hub.seeded.pg.as_ref().unwrap().url().to_owned();
     let locked = agent.clone();
-    let (held_tx, held_rx) = std::sync::mpsc::channel();
-    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-    let locker = std::thread::spawn(move || {
+    let locker = Holder::start(move |wait| {
         let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
         let mut tx = client.transaction().unwrap();
         tx.execute("SELECT 1 FROM agents WHERE id = $1 FOR UPDATE", &[&locked])
             .unwrap();
-        held_tx.send(()).unwrap();
-        release_rx.recv().unwrap();
+        wait();
         tx.rollback().unwrap();
     });
-    held_rx.recv().unwrap();
 
     let status_uri = format!("/api/v1/agents/{agent}/status");
     let body = r#"{"phase":"stopped"}"#;
     let reply = hub
         .call(Method::PUT, &status_uri, Some(&doc.owner_token), &[], body)
         .await;
-    assert_eq!(
-        reply.status,
-        StatusCode::SERVICE_UNAVAILABLE,
-        "{:?}",
-        reply.json()
-    );
-    assert_eq!(reply.headers["retry-after"], "1");
+    assert_retry_later(&reply);
     let id = reply.headers["x-request-id"].to_str().unwrap().to_owned();
     let line = hub.line_of(&id);
     assert_eq!(line["method"], "PUT");
@@ -394,8 +416,7 @@ async fn a_row_locked_past_the_lock_timeout_is_a_503_with_the_line_and_pool_figu
     }
     assert!(line["db_open"].as_u64().unwrap() >= 1, "{line}");
 
-    release_tx.send(()).unwrap();
-    locker.join().unwrap();
+    locker.release();
     let reply = hub
         .call(Method::PUT, &status_uri, Some(&doc.owner_token), &[], body)
         .await;

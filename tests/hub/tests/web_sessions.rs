@@ -9,11 +9,13 @@ use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
-use hub_example::auth::tokens::{access_token_from_bytes, TokenSigner, TokenSubject};
+use hub_example::auth::tokens::{TokenSigner, TokenSubject};
 use hub_example::settings::Settings;
-use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
 use hub_example::web::{self, WebOptions};
-use hub_support::web::{cookie_pair, request, send, sign_in_with, Answer};
+use hub_support::web::{
+    assert_session_stored_as_hash, cookie_pair, request, send, sign_in_with, web_request,
+    with_cookie, Answer,
+};
 use hub_support::{TestHub, SECRET};
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -41,11 +43,7 @@ async fn sign_in(router: &Router, token: &str) -> String {
 async fn sign_out(router: &Router, cookie: &str) -> Answer {
     send(
         router,
-        request("DELETE", "/api/v1/auth/session")
-            .header(header::COOKIE, cookie)
-            .header("x-scion-client", "web")
-            .body(Body::empty())
-            .unwrap(),
+        with_cookie(web_request("DELETE", "/api/v1/auth/session"), cookie),
     )
     .await
 }
@@ -59,12 +57,7 @@ async fn the_cookie_authenticates_only_on_the_web_listener_and_ends_at_sign_out(
     let hub = TestHub::new(4, Settings::default());
     let web = web_router(&hub);
     let cookie = sign_in(&web, &hub.doc().member_token).await;
-    let profiling = |cookie: &str| {
-        request("GET", "/api/v1/profiling")
-            .header(header::COOKIE, cookie)
-            .body(Body::empty())
-            .unwrap()
-    };
+    let profiling = |cookie: &str| with_cookie(request("GET", "/api/v1/profiling"), cookie);
     let read = send(&web, profiling(&cookie)).await;
     assert_eq!(
         (read.status, read.body),
@@ -75,24 +68,7 @@ async fn the_cookie_authenticates_only_on_the_web_listener_and_ends_at_sign_out(
         send(&hub.router, profiling(&cookie)).await.status,
         StatusCode::UNAUTHORIZED
     );
-    // The session id is stored only as its hash: one row, whose key is the
-    // id's SHA-256, and no column holding the id itself.
-    let id = cookie.split_once('=').unwrap().1;
-    let rows: Vec<(Vec<u8>, String)> = hub_support::sql::query(
-        hub.hub.db(),
-        "SELECT session_hash, user_id FROM web_sessions",
-        &[],
-    )
-    .iter()
-    .map(|r| (r[0].as_bytes(), r[1].text().to_owned()))
-    .collect();
-    assert_eq!(
-        rows,
-        vec![(
-            hub_example::auth::tokens::token_hash(id).to_vec(),
-            hub.doc().member_user_id.clone()
-        )]
-    );
+    assert_session_stored_as_hash(hub.hub.db(), &cookie, &hub.doc().member_user_id);
 
     let out = sign_out(&web, &cookie).await;
     assert_eq!(out.status, StatusCode::OK);
@@ -112,22 +88,14 @@ async fn only_a_users_session_token_starts_a_session() {
     let hub = TestHub::new(4, Settings::default());
     let web = web_router(&hub);
     let doc = hub.doc().clone();
-    let access = access_token_from_bytes([9; 32]);
-    hub.with_db(|db| {
-        insert_user_access_token(
-            db,
-            &NewAccessToken {
-                id: "44444444-4444-4444-8444-444444444444",
-                user_id: &doc.member_user_id,
-                project_id: &doc.project_id,
-                name: "ci",
-                token: &access,
-                expires_at_ms: i64::MAX,
-            },
-            0,
-        )
-    })
-    .unwrap();
+    let access = hub.access_token(
+        "44444444-4444-4444-8444-444444444444",
+        &doc.member_user_id,
+        &doc.project_id,
+        9,
+        "ci",
+        i64::MAX,
+    );
     let agent_id = hub.query_row("SELECT id FROM agents LIMIT 1", &[])[0]
         .text()
         .to_owned();
@@ -354,12 +322,10 @@ async fn a_projects_delegations_are_listed_to_whoever_may_list_its_agents() {
 async fn open_cookie_stream(web: &Router, cookie: &str, subject: &str) -> Body {
     let response = web
         .clone()
-        .oneshot(
-            request("GET", &format!("/events?sub={subject}"))
-                .header(header::COOKIE, cookie)
-                .body(Body::empty())
-                .unwrap(),
-        )
+        .oneshot(with_cookie(
+            request("GET", &format!("/events?sub={subject}")),
+            cookie,
+        ))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -421,12 +387,10 @@ async fn a_cookie_stream_ends_at_sign_out_expiry_and_loss_of_its_role() {
     assert_eq!(end_reason(stream).await, "access_revoked");
     let again = web
         .clone()
-        .oneshot(
-            request("GET", &format!("/events?sub={subject}"))
-                .header(header::COOKIE, &cookie)
-                .body(Body::empty())
-                .unwrap(),
-        )
+        .oneshot(with_cookie(
+            request("GET", &format!("/events?sub={subject}")),
+            &cookie,
+        ))
         .await
         .unwrap();
     assert_eq!(again.status(), StatusCode::FORBIDDEN);

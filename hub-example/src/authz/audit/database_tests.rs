@@ -6,7 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::tests::wait_for;
+use super::tests::{totals, wait_for};
 use super::*;
 use crate::authz::Action;
 use crate::model::PrincipalRef;
@@ -110,15 +110,7 @@ fn a_locked_database_fails_the_flush_which_is_retried_and_loses_nothing() {
     lock.commit().unwrap();
     wait_for(|| log.flushed() == 200);
     let health = log.health();
-    assert_eq!(
-        (
-            health.accepted,
-            health.flushed,
-            health.rejected,
-            health.queue_size
-        ),
-        (200, 200, 0, 0)
-    );
+    assert_eq!(totals(&health), (200, 200, 0, 0));
     assert_eq!(health.backend, "sqlite");
     assert_eq!(rows(&db), 200, "every record written exactly once");
 }

@@ -57,6 +57,31 @@ fn gated() -> (
     (Box::new(backend), started, gate)
 }
 
+/// A sink of `capacity` over a gated backend whose writer has taken the
+/// first record (an `Allow`) and is held in its write; the sink, its log and
+/// the gate.
+fn held_in_first_write(capacity: usize) -> (ChannelAuditSink, AuditLog, Gate) {
+    let (backend, started, gate) = gated();
+    let (sink, log) = ChannelAuditSink::start_with(backend, capacity, 0);
+    sink.emit(record(AuditOutcome::Allow));
+    assert_eq!(
+        started.recv().unwrap(),
+        1,
+        "the writer took the first record"
+    );
+    (sink, log, gate)
+}
+
+/// The health's record totals: accepted, flushed, rejected, queued.
+pub(super) fn totals(health: &AuditHealth) -> (u64, u64, u64, u64) {
+    (
+        health.accepted,
+        health.flushed,
+        health.rejected,
+        health.queue_size,
+    )
+}
+
 fn open(gate: &(Mutex<bool>, Condvar)) {
     *gate.0.lock() = true;
     gate.1.notify_all();
@@ -93,28 +118,13 @@ pub(super) fn wait_for(what: impl Fn() -> bool) {
 
 #[test]
 fn a_stalled_writer_fills_the_queue_and_emitting_never_waits() {
-    let (backend, started, gate) = gated();
-    let (sink, log) = ChannelAuditSink::start_with(backend, 4, 0);
-    sink.emit(record(AuditOutcome::Allow));
-    assert_eq!(
-        started.recv().unwrap(),
-        1,
-        "the writer took the first record"
-    );
+    let (sink, log, gate) = held_in_first_write(4);
     // The writer is stuck in its write: 4 fit in the queue, 6 are refused.
     for _ in 0..10 {
         sink.emit(record(AuditOutcome::Allow));
     }
     let health = log.health();
-    assert_eq!(
-        (
-            health.accepted,
-            health.rejected,
-            health.flushed,
-            health.queue_size
-        ),
-        (5, 6, 0, 5)
-    );
+    assert_eq!(totals(&health), (5, 0, 6, 5));
     assert!(health.is_degraded());
     open(&gate);
     let drain = log.drain(Duration::from_secs(10));
@@ -159,10 +169,7 @@ fn a_failed_batch_is_counted_and_retried_until_written() {
 
 #[test]
 fn a_drain_past_its_deadline_counts_what_was_not_written() {
-    let (backend, started, gate) = gated();
-    let (sink, log) = ChannelAuditSink::start_with(backend, 8, 0);
-    sink.emit(record(AuditOutcome::Allow));
-    started.recv().unwrap();
+    let (sink, log, gate) = held_in_first_write(8);
     for _ in 0..3 {
         sink.emit(record(AuditOutcome::Deny));
     }
@@ -192,10 +199,7 @@ fn records_reach_the_background_thread() {
 
 #[test]
 fn health_recovers_once_the_queue_drained_and_nothing_was_lost_for_the_window() {
-    let (backend, started, gate) = gated();
-    let (sink, log) = ChannelAuditSink::start_with(backend, 1, 0);
-    sink.emit(record(AuditOutcome::Allow));
-    started.recv().unwrap();
+    let (sink, log, gate) = held_in_first_write(1);
     for _ in 0..3 {
         sink.emit(record(AuditOutcome::Allow));
     }

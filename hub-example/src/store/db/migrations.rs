@@ -128,20 +128,7 @@ CREATE INDEX agents_by_name ON agents (name, id);
     Migration {
         version: 2,
         name: "built-in roles and settings",
-        sql: r#"
-INSERT INTO role_definitions (id, name, description, permissions) VALUES
-  ('00000000-0000-4000-8000-000000000001', 'hub-admin', 'Everything, everywhere', '["*"]'),
-  ('00000000-0000-4000-8000-000000000002', 'project-owner', 'Runs a project',
-   '["project.*","agent.*","events.subscribe","group.read"]'),
-  ('00000000-0000-4000-8000-000000000003', 'project-member', 'Works in a project',
-   '["project.read","agent.list","agent.read","agent.create","agent.message","events.subscribe"]'),
-  ('00000000-0000-4000-8000-000000000004', 'project-viewer', 'Watches a project',
-   '["project.read","agent.list","agent.read","events.subscribe"]'),
-  ('00000000-0000-4000-8000-000000000005', 'agent-creator', 'What a user may do with the agents they created',
-   '["agent.read","agent.update","agent.start","agent.stop","agent.attach","agent.delete","agent.message"]');
-INSERT INTO hub_settings (key, value, updated_at) VALUES
-  ('authz.creator_role', '"agent-creator"', 0);
-"#,
+        sql: BUILT_IN_ROLES_AND_SETTINGS,
     },
     Migration {
         version: 3,
@@ -193,6 +180,22 @@ UPDATE audit_events SET
     },
 ];
 
+/// Version 2's rows, written alike in both dialects' lists.
+pub(super) const BUILT_IN_ROLES_AND_SETTINGS: &str = r#"
+INSERT INTO role_definitions (id, name, description, permissions) VALUES
+  ('00000000-0000-4000-8000-000000000001', 'hub-admin', 'Everything, everywhere', '["*"]'),
+  ('00000000-0000-4000-8000-000000000002', 'project-owner', 'Runs a project',
+   '["project.*","agent.*","events.subscribe","group.read"]'),
+  ('00000000-0000-4000-8000-000000000003', 'project-member', 'Works in a project',
+   '["project.read","agent.list","agent.read","agent.create","agent.message","events.subscribe"]'),
+  ('00000000-0000-4000-8000-000000000004', 'project-viewer', 'Watches a project',
+   '["project.read","agent.list","agent.read","events.subscribe"]'),
+  ('00000000-0000-4000-8000-000000000005', 'agent-creator', 'What a user may do with the agents they created',
+   '["agent.read","agent.update","agent.start","agent.stop","agent.attach","agent.delete","agent.message"]');
+INSERT INTO hub_settings (key, value, updated_at) VALUES
+  ('authz.creator_role', '"agent-creator"', 0);
+"#;
+
 /// The schema version this build needs.
 pub const LATEST_VERSION: u32 = MIGRATIONS[MIGRATIONS.len() - 1].version;
 
@@ -224,15 +227,23 @@ pub fn schema_version(conn: &Connection) -> Result<u32, DbError> {
 
 /// The versions not yet applied; an error when the file is newer than this build.
 pub fn pending_migrations(conn: &Connection) -> Result<Vec<u32>, DbError> {
-    let current = schema_version(conn)?;
+    versions_after(schema_version(conn)?, MIGRATIONS)
+}
+
+/// The versions of `migrations` above `current`, the version a database
+/// records; an error when that database is newer than this build.
+pub(super) fn versions_after<'m>(
+    current: u32,
+    migrations: impl IntoIterator<Item = &'m Migration>,
+) -> Result<Vec<u32>, DbError> {
     if current > LATEST_VERSION {
         return Err(DbError::SchemaTooNew {
             found: current,
             expected: LATEST_VERSION,
         });
     }
-    Ok(MIGRATIONS
-        .iter()
+    Ok(migrations
+        .into_iter()
         .filter(|m| m.version > current)
         .map(|m| m.version)
         .collect())

@@ -20,7 +20,7 @@ use axum::Router;
 use http_body_util::BodyExt;
 use hub_example::auth::tokens::access_token_from_bytes;
 use hub_example::log::CaptureBuffer;
-use hub_example::seed::{seed, SeedDocument, SeedOptions, TOKEN_EXPIRY_SECS};
+use hub_example::seed::{seed, SeedDocument, SeedOptions};
 use hub_example::settings::Settings;
 use hub_example::store::db::{Db, OpenMode, PoolOptions};
 use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
@@ -211,7 +211,8 @@ impl TestHub {
     }
 
     /// A new access token of `user` in `project` (`id`, named `name`, its
-    /// bytes all `seed`), stored in the Hub's database; the token.
+    /// bytes all `seed`, expiring at `expires_at_ms`), stored in the Hub's
+    /// database; the token.
     pub fn access_token(
         &self,
         id: &str,
@@ -219,6 +220,7 @@ impl TestHub {
         project: &str,
         seed: u8,
         name: &str,
+        expires_at_ms: i64,
     ) -> String {
         let token = access_token_from_bytes([seed; 32]);
         self.with_db(|db| {
@@ -230,7 +232,7 @@ impl TestHub {
                     project_id: project,
                     name,
                     token: &token,
-                    expires_at_ms: TOKEN_EXPIRY_SECS * 1000,
+                    expires_at_ms,
                 },
                 0,
             )

@@ -94,100 +94,113 @@ fn with_param(url: &str, param: &str) -> String {
     format!("{url}{sep}{param}")
 }
 
-/// A schema of its own in the server's database; the URL the Hub is given
-/// selects it (`search_path`). Dropped, with everything in it, on drop.
-pub struct PgSchema {
+/// An object made on the server for one test: the server's URL, the
+/// object's unique name, and the URL that reaches it.
+struct Fixture {
     server: String,
     name: String,
     url: String,
 }
 
+impl Fixture {
+    /// Names a new object `prefix_…`, makes it with the statement `create`
+    /// writes for that name, and reaches it at the URL `reach` writes from
+    /// the server's URL and the name.
+    fn create(
+        server: &str,
+        prefix: &str,
+        create: impl FnOnce(&str) -> String,
+        reach: impl FnOnce(&str, &str) -> String,
+    ) -> Fixture {
+        let name = unique_name(prefix);
+        admin_sql(server, &create(&name));
+        Fixture {
+            server: server.to_owned(),
+            url: reach(server, &name),
+            name,
+        }
+    }
+
+    /// Runs the statement `sql` writes for the object's name on the server.
+    fn admin(&self, sql: impl FnOnce(&str) -> String) {
+        admin_sql(&self.server, &sql(&self.name));
+    }
+}
+
+/// A schema of its own in the server's database; the URL the Hub is given
+/// selects it (`search_path`). Dropped, with everything in it, on drop.
+pub struct PgSchema(Fixture);
+
 impl PgSchema {
     pub fn create(server: &str) -> PgSchema {
-        let name = unique_name("hub_test");
-        admin_sql(server, &format!("CREATE SCHEMA {name}"));
-        let url = with_param(server, &format!("options=-csearch_path%3D{name}"));
-        PgSchema {
-            server: server.to_owned(),
-            name,
-            url,
-        }
+        PgSchema(Fixture::create(
+            server,
+            "hub_test",
+            |name| format!("CREATE SCHEMA {name}"),
+            |server, name| with_param(server, &format!("options=-csearch_path%3D{name}")),
+        ))
     }
 
     /// The URL the Hub and the seeder are given.
     pub fn url(&self) -> &str {
-        &self.url
+        &self.0.url
     }
 
     /// The schema's name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.0.name
     }
 }
 
 impl Drop for PgSchema {
     fn drop(&mut self) {
-        admin_sql(
-            &self.server,
-            &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
-        );
+        self.0
+            .admin(|name| format!("DROP SCHEMA IF EXISTS {name} CASCADE"));
     }
 }
 
 /// A database of its own on the server, which a test may close to new
 /// connections and whose connections it may terminate. Dropped (its
 /// connections terminated) on drop.
-pub struct PgDatabase {
-    server: String,
-    name: String,
-    url: String,
-}
+pub struct PgDatabase(Fixture);
 
 impl PgDatabase {
     pub fn create(server: &str) -> PgDatabase {
-        let name = unique_name("hub_test_db");
-        admin_sql(server, &format!("CREATE DATABASE {name}"));
-        let url = replace_database(server, &name);
-        PgDatabase {
-            server: server.to_owned(),
-            name,
-            url,
-        }
+        PgDatabase(Fixture::create(
+            server,
+            "hub_test_db",
+            |name| format!("CREATE DATABASE {name}"),
+            replace_database,
+        ))
     }
 
     pub fn url(&self) -> &str {
-        &self.url
+        &self.0.url
     }
 
     /// Refuses new connections and terminates every open one: the database
     /// is unavailable until [`PgDatabase::reopen`].
     pub fn cut_off(&self) {
-        admin_sql(
-            &self.server,
-            &format!(
-                "ALTER DATABASE {0} ALLOW_CONNECTIONS false;
+        self.0.admin(|name| {
+            format!(
+                "ALTER DATABASE {name} ALLOW_CONNECTIONS false;
                  SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                 WHERE datname = '{0}' AND pid <> pg_backend_pid();",
-                self.name
-            ),
-        );
+                 WHERE datname = '{name}' AND pid <> pg_backend_pid();"
+            )
+        });
     }
 
     /// Accepts connections again.
     pub fn reopen(&self) {
-        admin_sql(
-            &self.server,
-            &format!("ALTER DATABASE {} ALLOW_CONNECTIONS true", self.name),
-        );
+        self.0
+            .admin(|name| format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"));
     }
 }
 
 impl Drop for PgDatabase {
     fn drop(&mut self) {
-        admin_sql(
-            &self.server,
-            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
-        );
+        self.0
+            .admin(|name| format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
     }
 }
 

@@ -6,6 +6,8 @@ use axum::body::Body;
 use axum::http::request::Builder;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;
+use hub_example::auth::tokens::token_hash;
+use hub_example::store::db::Db;
 use serde_json::Value;
 
 /// An answer of the web routes, read to its end.
@@ -53,9 +55,30 @@ pub fn web_request(method: &str, uri: &str) -> Builder {
     request(method, uri).header("x-scion-client", "web")
 }
 
+/// `request`, bodiless, carrying a session's `cookie` (its `name=value`).
+pub fn with_cookie(request: Builder, cookie: &str) -> Request<Body> {
+    request
+        .header(header::COOKIE, cookie)
+        .body(Body::empty())
+        .unwrap()
+}
+
 /// A sign-in with `token` (add the web client's header, or not).
 pub fn sign_in_with(token: &str) -> Builder {
     request("POST", "/api/v1/auth/session").header(header::AUTHORIZATION, format!("Bearer {token}"))
+}
+
+/// Checks that `db` holds the session of `cookie` (its `name=value`) only
+/// as its hash: one row, keyed by the id's SHA-256, of `user`, and no
+/// column holding the id itself.
+pub fn assert_session_stored_as_hash(db: &Db, cookie: &str, user: &str) {
+    let id = cookie.split_once('=').unwrap().1;
+    let rows: Vec<(Vec<u8>, String)> =
+        super::sql::query(db, "SELECT session_hash, user_id FROM web_sessions", &[])
+            .iter()
+            .map(|r| (r[0].as_bytes(), r[1].text().to_owned()))
+            .collect();
+    assert_eq!(rows, vec![(token_hash(id).to_vec(), user.to_owned())]);
 }
 
 /// The `name=value` part of a `Set-Cookie`.

@@ -9,7 +9,9 @@
 
 use super::PgClient;
 
-use super::super::migrations::{Migration, MIGRATIONS};
+use super::super::migrations::{
+    versions_after, Migration, BUILT_IN_ROLES_AND_SETTINGS, MIGRATIONS,
+};
 use super::super::{DbError, LATEST_VERSION};
 
 const POSTGRES_MIGRATIONS: &[Migration] = &[
@@ -126,20 +128,7 @@ CREATE INDEX agents_by_name ON agents (name, id);
     Migration {
         version: 2,
         name: "built-in roles and settings",
-        sql: r#"
-INSERT INTO role_definitions (id, name, description, permissions) VALUES
-  ('00000000-0000-4000-8000-000000000001', 'hub-admin', 'Everything, everywhere', '["*"]'),
-  ('00000000-0000-4000-8000-000000000002', 'project-owner', 'Runs a project',
-   '["project.*","agent.*","events.subscribe","group.read"]'),
-  ('00000000-0000-4000-8000-000000000003', 'project-member', 'Works in a project',
-   '["project.read","agent.list","agent.read","agent.create","agent.message","events.subscribe"]'),
-  ('00000000-0000-4000-8000-000000000004', 'project-viewer', 'Watches a project',
-   '["project.read","agent.list","agent.read","events.subscribe"]'),
-  ('00000000-0000-4000-8000-000000000005', 'agent-creator', 'What a user may do with the agents they created',
-   '["agent.read","agent.update","agent.start","agent.stop","agent.attach","agent.delete","agent.message"]');
-INSERT INTO hub_settings (key, value, updated_at) VALUES
-  ('authz.creator_role', '"agent-creator"', 0);
-"#,
+        sql: BUILT_IN_ROLES_AND_SETTINGS,
     },
     // Ported ahead of their SQLite entries, which are written alongside
     // the features that need them; a port is applied only once its SQLite
@@ -228,17 +217,7 @@ pub fn postgres_schema_version(client: &mut PgClient) -> Result<u32, DbError> {
 /// this build, or when a version has no PostgreSQL port.
 pub fn pending_postgres_migrations(client: &mut PgClient) -> Result<Vec<u32>, DbError> {
     check_ported()?;
-    let current = postgres_schema_version(client)?;
-    if current > LATEST_VERSION {
-        return Err(DbError::SchemaTooNew {
-            found: current,
-            expected: LATEST_VERSION,
-        });
-    }
-    Ok(ported()
-        .filter(|m| m.version > current)
-        .map(|m| m.version)
-        .collect())
+    versions_after(postgres_schema_version(client)?, ported())
 }
 
 /// Applies every pending migration, each in its own transaction, under an
