@@ -98,12 +98,10 @@ pub fn side_hub(
         #[cfg(feature = "peers")]
         Side::Peer(peer) => {
             // The spans peer's Hub puts its store behind the counted
-            // decorator, as `serve` does with the same variable; set for
-            // this Hub alone, while no other thread reads the environment.
-            std::env::set_var(hub_example::perf::peers::PEER_ENV, peer.name());
-            let hub = hub_writing_every(db_path, false, log_path, interval, cached);
-            std::env::remove_var(hub_example::perf::peers::PEER_ENV);
-            hub?
+            // decorator, as `serve` does for it.
+            hub_example::perf::peers::building_for(peer, || {
+                hub_writing_every(db_path, false, log_path, interval, cached)
+            })?
         }
         side => hub_writing_every(db_path, side == Side::On, log_path, interval, cached)?,
     };

@@ -20,6 +20,7 @@
 //! serves as without the feature.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::extract::MatchedPath;
 use axum::Router;
@@ -122,11 +123,34 @@ pub fn background_writer<T: Write + Send + 'static>(out: T) -> (NonBlocking, Wor
     NonBlockingBuilder::default().lossy(false).finish(out)
 }
 
+/// Set while [`building_for`] builds a Hub for the spans peer.
+static BUILDING_FOR_SPANS: AtomicBool = AtomicBool::new(false);
+
 /// Whether a Hub built now puts its store behind the counted decorator
-/// although perf-trace is off: with [`PEER_ENV`] `spans`, so that its store
-/// calls open their spans as its phases do.
+/// although perf-trace is off, so that its store calls open their spans as
+/// its phases do: with [`PEER_ENV`] `spans` (`serve`), or inside
+/// [`building_for`] the spans peer.
 pub fn spans_at_store_calls() -> bool {
-    std::env::var(PEER_ENV).is_ok_and(|name| name == Peer::Spans.name())
+    BUILDING_FOR_SPANS.load(Ordering::Relaxed)
+        || std::env::var(PEER_ENV).is_ok_and(|name| name == Peer::Spans.name())
+}
+
+/// Runs `build`, which builds a Hub in this process, as `serve` builds one
+/// for `peer` (the spans peer's store behind the counted decorator): for
+/// the benchmarks, which build their Hubs in-process, one at a time,
+/// instead of setting [`PEER_ENV`] under threads that may read the
+/// environment.
+pub fn building_for<T>(peer: Peer, build: impl FnOnce() -> T) -> T {
+    /// Clears the flag however `build` ends.
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            BUILDING_FOR_SPANS.store(false, Ordering::Relaxed);
+        }
+    }
+    BUILDING_FOR_SPANS.store(peer == Peer::Spans, Ordering::Relaxed);
+    let _reset = Reset;
+    build()
 }
 
 /// For `serve`: when [`PEER_ENV`] names a peer, installs its subscriber as
@@ -247,6 +271,19 @@ mod tests {
         text.lines()
             .map(|line| serde_json::from_str(line).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn a_hub_built_for_the_spans_peer_counts_its_store_calls_and_no_later_one_does() {
+        assert!(!spans_at_store_calls());
+        assert!(building_for(Peer::Spans, spans_at_store_calls));
+        assert!(!building_for(Peer::TowerHttp, spans_at_store_calls));
+        assert!(!spans_at_store_calls());
+        let panicked = std::panic::catch_unwind(|| {
+            building_for(Peer::Spans, || panic!("the Hub failed to build"))
+        });
+        assert!(panicked.is_err());
+        assert!(!spans_at_store_calls(), "the flag outlived a failed build");
     }
 
     #[tokio::test]
