@@ -164,22 +164,84 @@ impl<'a> LineWriter<'a> {
     /// load spent about 0.9 µs a request less, for a few more instructions.
     #[inline(never)]
     pub(crate) fn field(&mut self, key: &str, value: u64) {
-        self.str_inline(key);
-        self.int(value);
+        self.reserve(key.len() + MAX_DIGITS);
+        // SAFETY: room for the key and any number was made just above.
+        unsafe {
+            self.str_reserved(key);
+            self.int_reserved(value);
+        }
     }
 
     /// Two fields, as two [`field`](Self::field)s: a timed key's count
     /// and time, which always come together. Inlined at its three callers
     /// (the phases', the store methods' and the timers' loops), where a
     /// call per key cost a fifth of what the key's two fields cost.
+    ///
+    /// Room for all four writes is made once: a check per write was some
+    /// 200 instructions a line.
     #[inline(always)]
     pub(crate) fn two_fields(&mut self, (first, second): (&str, &str), values: [u64; 2]) {
-        self.str_inline(first);
-        self.int(values[0]);
-        self.str_inline(second);
-        self.int(values[1]);
+        self.reserve(first.len() + second.len() + 2 * MAX_DIGITS);
+        // SAFETY: room for both keys and any two numbers was made just above.
+        unsafe {
+            self.str_reserved(first);
+            self.int_reserved(values[0]);
+            self.str_reserved(second);
+            self.int_reserved(values[1]);
+        }
+    }
+
+    /// Makes room for the next `n` bytes, for the `_reserved` writes.
+    #[inline(always)]
+    fn reserve(&mut self, n: usize) {
+        if self.capacity - self.len < n {
+            self.grow(n);
+        }
+    }
+
+    /// [`str_inline`](Self::str_inline) into room already made.
+    ///
+    /// # Safety
+    ///
+    /// [`reserve`](Self::reserve) made room for `s` (and for whatever else
+    /// was written since).
+    #[inline(always)]
+    unsafe fn str_reserved(&mut self, s: &str) {
+        let n = s.len();
+        debug_assert!(self.capacity - self.len >= n);
+        // SAFETY: the caller made room for `n` bytes past `len`.
+        unsafe { copy_short(s.as_ptr(), self.start.add(self.len), n) };
+        self.len += n;
+    }
+
+    /// [`int`](Self::int) into room already made (a number of three digits
+    /// or more still goes through [`long_int`](Self::long_int), which
+    /// checks for itself).
+    ///
+    /// # Safety
+    ///
+    /// [`reserve`](Self::reserve) made room for [`MAX_DIGITS`] bytes (and
+    /// for whatever else was written since).
+    #[inline(always)]
+    unsafe fn int_reserved(&mut self, value: u64) {
+        debug_assert!(self.capacity - self.len >= 2);
+        if value < 10 {
+            // SAFETY: the caller made room.
+            unsafe { self.start.add(self.len).write(b'0' + value as u8) };
+            self.len += 1;
+        } else if value < 100 {
+            let pair = DIGIT_PAIRS[value as usize].as_ptr();
+            // SAFETY: the caller made room.
+            unsafe { ptr::copy_nonoverlapping(pair, self.start.add(self.len), 2) };
+            self.len += 2;
+        } else {
+            self.long_int(value);
+        }
     }
 }
+
+/// The most digits a `u64` has in decimal.
+const MAX_DIGITS: usize = 20;
 
 /// `value` (below 10,000) as four ASCII digits, leading zeros included.
 #[inline(always)]
@@ -332,5 +394,25 @@ mod tests {
         let expected: String =
             (0..200).map(|i| format!("{key}{i}")).collect::<String>() + "0123456789";
         assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn two_fields_grow_the_string_at_any_fill_whatever_their_numbers() {
+        let keys = (",\"store_ListRoleBindingsForPrincipals_n\":", ",\"a_us\":");
+        let values = [0, 9, 10, 99, 100, 12_345, 123_456_789, u64::MAX];
+        for filled in 0..80 {
+            let mut out = "x".repeat(filled);
+            out.shrink_to_fit();
+            let mut expected = out.clone();
+            {
+                let mut writer = LineWriter::new(&mut out, 0);
+                for (i, &first) in values.iter().enumerate() {
+                    let second = values[values.len() - 1 - i];
+                    writer.two_fields(keys, [first, second]);
+                    expected += &format!("{}{first}{}{second}", keys.0, keys.1);
+                }
+            }
+            assert_eq!(out, expected, "{filled}");
+        }
     }
 }
