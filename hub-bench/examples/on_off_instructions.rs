@@ -212,12 +212,8 @@ fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
 }
 
 /// Waits until the audit writer has written every record the Hub handed
-/// it. Each of its commits makes the other connections start their next
-/// read with an empty page cache (SQLite drops a connection's cache when
-/// the database changed under it): left to the scheduler, a run's
-/// requests met from none to several such commits each, which moved one
-/// side's count by 2 % between runs. Waiting here puts one commit between
-/// every two requests, the same on every side.
+/// it: one commit between every two requests, on every side (why: the
+/// module's docs).
 fn audit_written(hub: &hub_example::Hub) {
     // A writer in trouble (degraded) or stuck is not waited for.
     let log = hub.audit_log();

@@ -43,9 +43,7 @@ impl<'a> LineWriter<'a> {
     /// Where the next `n` bytes go, with room for them.
     #[inline(always)]
     fn room(&mut self, n: usize) -> *mut u8 {
-        if self.capacity - self.len < n {
-            self.grow(n);
-        }
+        self.reserve(n);
         // SAFETY: `len` is within the buffer's capacity.
         unsafe { self.start.add(self.len) }
     }
@@ -73,11 +71,9 @@ impl<'a> LineWriter<'a> {
     /// called.
     #[inline(always)]
     pub(crate) fn str_inline(&mut self, s: &str) {
-        let n = s.len();
-        let at = self.room(n);
-        // SAFETY: `room` made space for `n` bytes.
-        unsafe { copy_short(s.as_ptr(), at, n) };
-        self.len += n;
+        self.reserve(s.len());
+        // SAFETY: room for `s` was made just above.
+        unsafe { self.str_reserved(s) };
     }
 
     /// Appends one ASCII byte.
@@ -215,13 +211,13 @@ impl<'a> LineWriter<'a> {
     }
 
     /// [`int`](Self::int) into room already made (a number of three digits
-    /// or more still goes through [`long_int`](Self::long_int), which
-    /// checks for itself).
+    /// or more still goes through [`long_int`](Self::long_int), which makes
+    /// its own room).
     ///
     /// # Safety
     ///
-    /// [`reserve`](Self::reserve) made room for [`MAX_DIGITS`] bytes (and
-    /// for whatever else was written since).
+    /// [`reserve`](Self::reserve) made room for two bytes (and for
+    /// whatever else was written since).
     #[inline(always)]
     unsafe fn int_reserved(&mut self, value: u64) {
         debug_assert!(self.capacity - self.len >= 2);
