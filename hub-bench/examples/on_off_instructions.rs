@@ -39,9 +39,11 @@
 //! audit writer to have written the request's records: each commit empties
 //! the other connections' page caches, and left to the scheduler a request
 //! met from none to several commits, which moved one side's count by up to
-//! 2.6 % between runs at 25 agents. With one commit between every two
-//! requests on every side, what still moves (about 0.5 %) is where the
-//! allocator finds room, set by how the threads interleave.
+//! 2.6 % between runs at 25 agents. The reads run on one blocking thread,
+//! kept for the whole run: left to tokio's pool, a run that started a new
+//! thread inside the window counted its start, its connection's first
+//! reads and its arena's first chunks, and one side's runs spread over up
+//! to 1.1 % at 25 agents; on one thread, over 0.1 to 0.3 %.
 //!
 //! Every thread counts (the request's task, the blocking pool's reads, the
 //! connection pool's own threads) but the audit writer's: callgrind stops
@@ -156,8 +158,13 @@ fn run_side(args: &Args, serve: &[String]) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    // One blocking thread, kept for the whole run (why: the module's docs):
+    // left to itself the pool starts one when a read comes before the last
+    // read's thread is back to idle, or after it idled out.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .max_blocking_threads(1)
+        .thread_keep_alive(std::time::Duration::from_secs(3600))
         .build()?;
     let token = &seed.member_token;
     let target = match args.mix {
