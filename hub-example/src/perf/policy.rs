@@ -122,17 +122,11 @@ fn query_has_key(query: &str, names: &[&str]) -> bool {
         if found {
             return true;
         }
-        // Past the key: its value, if any, up to the next `&`.
-        let after = &rest[key_len..];
-        let pair_rest = match after.first() {
-            None => return false,
-            Some(b'&') => 0,
-            Some(_) => match memchr::memchr(b'&', after) {
-                Some(at) => at,
-                None => return false,
-            },
+        // Past the key and its value, if any: the next pair starts after `&`.
+        let Some(value_len) = memchr::memchr(b'&', &rest[key_len..]) else {
+            return false;
         };
-        start += key_len + pair_rest + 1;
+        start += key_len + value_len + 1;
     }
 }
 
