@@ -666,7 +666,12 @@ async fn drain_audit(audit_log: AuditLog, logger: Logger, deadline: std::time::D
         ("lost", drain.lost.into()),
         ("rejected", drain.rejected.into()),
     ];
-    if drain.lost > 0 {
+    if drain.summaries_lost > 0 {
+        // Summaries are not on the queue: their loss is named apart.
+        let mut fields = fields.to_vec();
+        fields.push(("summarized_lost", drain.summaries_lost.into()));
+        logger.warn("audit records lost at shutdown", &fields);
+    } else if drain.lost > 0 {
         logger.warn("audit records lost at shutdown", &fields);
     } else {
         logger.info("audit drained", &fields);

@@ -158,6 +158,9 @@ pub struct AuditDrain {
     pub lost: u64,
     /// Records refused over the Hub's life.
     pub rejected: u64,
+    /// Decisions folded into summaries not written by the deadline (not
+    /// part of `accepted`, which counts the queue's records).
+    pub summaries_lost: u64,
     /// Whether the writer finished before the deadline.
     pub completed: bool,
 }
@@ -693,11 +696,16 @@ impl AuditLog {
         let flushed = c.flushed.load(Relaxed);
         let lost = accepted.saturating_sub(flushed);
         c.lost.store(lost, Relaxed);
+        let summaries_lost = shared
+            .admission
+            .as_ref()
+            .map_or(0, |a| a.lock().pending().0);
         AuditDrain {
             accepted,
             flushed,
             lost,
             rejected: c.dropped.load(Relaxed),
+            summaries_lost,
             completed,
         }
     }

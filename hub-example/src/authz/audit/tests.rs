@@ -135,6 +135,7 @@ fn a_stalled_writer_fills_the_queue_and_emitting_never_waits() {
             flushed: 5,
             lost: 0,
             rejected: 6,
+            summaries_lost: 0,
             completed: true
         }
     );
@@ -398,4 +399,23 @@ fn a_batch_retried_past_the_stall_time_is_a_stall() {
     );
     let drain = log.drain(Duration::from_millis(30));
     assert_eq!(drain.lost, 1);
+}
+
+#[test]
+fn a_drain_past_its_deadline_counts_the_summaries_not_written() {
+    let (backend, started, gate) = gated();
+    let limits = PrincipalLimits { record_rate: 1 };
+    let (sink, log) = ChannelAuditSink::start_limited(backend, 64, 0, limits);
+    sink.emit(denial_by("flooder"));
+    started.recv().unwrap();
+    for _ in 0..100 {
+        sink.emit(denial_by("flooder"));
+    }
+    let summarized = log.health().summarized;
+    assert!(summarized > 0);
+    let drain = log.drain(Duration::from_millis(30));
+    assert!(!drain.completed);
+    assert_eq!(drain.summaries_lost, summarized);
+    assert_eq!(drain.accepted, drain.flushed + drain.lost);
+    open(&gate);
 }
