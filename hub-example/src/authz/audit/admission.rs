@@ -89,7 +89,9 @@ struct SummaryKey {
 pub struct PendingSummary {
     /// The principal's kind (`user`, `group`, `agent`).
     pub principal_kind: &'static str,
-    /// The principal's id.
+    /// The principal's id: kept from `/healthz`, which answers anyone
+    /// (the audit API, for hub admins, shows the summaries' rows whole).
+    #[serde(skip)]
     pub principal_id: String,
     /// The permission name.
     pub action: &'static str,
