@@ -36,7 +36,7 @@ use crate::api::{
     ListQuota, StreamLimiter,
 };
 use crate::auth::{FailedLogins, TokenSigner};
-use crate::authz::audit::{AuditBackend, MemoryAuditBackend, WRITER_BUSY_TIMEOUT};
+use crate::authz::audit::{AuditBackend, MemoryAuditBackend, PrincipalLimits, WRITER_BUSY_TIMEOUT};
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::cache::ResponseCache;
 use crate::events::{EventBus, PgEventRelay};
@@ -264,7 +264,12 @@ impl Hub {
         let bus = shared_with_replicas(&db, EventBus::default(), &cache, &logger);
         let (backend, capacity) =
             audit.unwrap_or_else(|| (audit_backend(&db, &logger), AUDIT_CHANNEL));
-        let (sink, audit_log) = ChannelAuditSink::start_with(backend, capacity, AUDIT_RECENT);
+        let (sink, audit_log) = ChannelAuditSink::start_limited(
+            backend,
+            capacity,
+            AUDIT_RECENT,
+            PrincipalLimits::default(),
+        );
         let perf_trace = options.settings.perf_trace;
         let exits = exits_in_force(exits, perf_trace, &logger);
         let layers = perf_trace.then(|| {
@@ -317,11 +322,16 @@ impl Hub {
     }
 
     /// The Hub with these bounds on its audit trail: rows kept for
-    /// `settings.retention`, and each principal's uncached lists limited
-    /// to its bucket (a Hub built without them keeps rows 30 days and
-    /// limits no one, as tests and in-process measurements want).
+    /// `settings.retention`, each principal's rows written at up to
+    /// `settings.record_rate` (past it, summarized), and each principal's
+    /// uncached lists limited to its bucket (a Hub built without them keeps
+    /// rows 30 days, writes each principal's rows at the default rate and
+    /// limits no one's lists, as tests and in-process measurements want).
     pub fn with_audit_settings(mut self, settings: AuditSettings) -> Hub {
         self.audit_log.set_retention(settings.retention);
+        self.audit_log.set_limits(PrincipalLimits {
+            record_rate: settings.record_rate,
+        });
         self.list_quota = Some(ListQuota::new(&settings));
         self
     }
@@ -656,7 +666,12 @@ async fn drain_audit(audit_log: AuditLog, logger: Logger, deadline: std::time::D
         ("lost", drain.lost.into()),
         ("rejected", drain.rejected.into()),
     ];
-    if drain.lost > 0 {
+    if drain.summaries_lost > 0 {
+        // Summaries are not on the queue: their loss is named apart.
+        let mut fields = fields.to_vec();
+        fields.push(("summarized_lost", drain.summaries_lost.into()));
+        logger.warn("audit records lost at shutdown", &fields);
+    } else if drain.lost > 0 {
         logger.warn("audit records lost at shutdown", &fields);
     } else {
         logger.info("audit drained", &fields);

@@ -9,6 +9,12 @@
 //! the row's outcomes, so the denials are the rows whose outcome is `deny`.
 //! `count` and `histogram` count rows.
 //!
+//! A principal past its audit rate (`server.hub.audit.record_rate`) has its
+//! decisions folded into summary rows, one per principal, action, resource
+//! kind and outcome per interval: `resource.id` null, `decisions` counting
+//! them, and `summary` with the first and last decision's time (`at` is the
+//! first's). Other rows have no `summary`.
+//!
 //! - The window is `window=` (`5m`, `15m`, `30m`, `1h`, `6h`, `12h`, `24h`,
 //!   `7d`, ending now; `1h` when nothing is given) or `from=` and `to=`
 //!   (RFC 3339 or Unix milliseconds; `to` defaults to now; at most 7 days).
@@ -205,7 +211,7 @@ fn event_json(row: &AuditEventRow) -> Value {
         .as_deref()
         .and_then(|ids| serde_json::from_str(ids).ok())
         .unwrap_or_else(|| json!([]));
-    json!({
+    let mut event = json!({
         "id": row.id,
         "at": rfc3339(row.at_ms),
         "principal": { "kind": row.principal_kind, "id": row.principal_id },
@@ -214,7 +220,11 @@ fn event_json(row: &AuditEventRow) -> Value {
         "outcome": row.outcome,
         "decisions": { "allow": allow, "deny": deny, "error": error },
         "deniedIds": denied_ids,
-    })
+    });
+    if let Some(last_ms) = row.last_ms {
+        event["summary"] = json!({ "first": rfc3339(row.at_ms), "last": rfc3339(last_ms) });
+    }
+    event
 }
 
 /// `GET /api/v1/admin/audit-events`.

@@ -13,7 +13,8 @@
 //! (a browser's session signed out) or any subscribed subject no longer
 //! allowed, whether it was opened with a bearer token or the session
 //! cookie. The re-check runs outside the request's trace: it adds nothing
-//! to the stream's line.
+//! to the stream's line. Its audit records are written only when their
+//! outcomes change from the re-check before (an idle stream writes none).
 //!
 //! When the replica may have missed events (its relay's listening
 //! connection was away), every stream gets `event: resync`, not counted
@@ -41,6 +42,7 @@ use super::{ApiError, StreamLimiter, StreamPermit};
 use crate::auth::bearer::{bearer_token, resolve_credential};
 use crate::auth::session::{resolve_session, session_cookie, BrowserSession};
 use crate::auth::{AuthError, CredentialExpiry};
+use crate::authz::audit::recheck::{CollectedRecords, RepeatedCheck};
 use crate::authz::{AuditEmitter, Authorizer, Principal};
 use crate::events::{
     authorize_subjects, expand_subjects, parse_subjects, HubEvent, Pattern, Subject,
@@ -147,11 +149,13 @@ impl StreamCredential {
 
 /// Whether the credential still authenticates and its principal may still
 /// see every subject. A database that cannot answer now is not a refusal:
-/// the next re-check asks again.
+/// the next re-check asks again. Its decisions are written only when their
+/// outcomes differ from the re-check before (`repeated`).
 fn still_allowed<S: AuthzStore, A: AuditEmitter>(
     state: &AppState<S, A>,
     credential: &StreamCredential,
     subjects: &[Subject],
+    repeated: &mut RepeatedCheck,
 ) -> bool {
     let resolved = match credential {
         StreamCredential::Bearer(token) => resolve_credential(state.store(), state.signer(), token),
@@ -161,11 +165,16 @@ fn still_allowed<S: AuthzStore, A: AuditEmitter>(
         Ok((principal, _)) => principal,
         Err(e) => return !matches!(e, AuthError::Refused(_)),
     };
-    let authz = Authorizer::new(state.store(), state.audit(), &principal);
-    match expand_subjects(&authz, subjects).and_then(|e| authorize_subjects(&authz, e)) {
-        Ok(patterns) => patterns.is_some(),
-        Err(_) => true,
-    }
+    let collected = CollectedRecords::default();
+    let authz = Authorizer::new(state.store(), &collected, &principal);
+    let allowed =
+        match expand_subjects(&authz, subjects).and_then(|e| authorize_subjects(&authz, e)) {
+            Ok(patterns) => patterns.is_some(),
+            Err(_) => true,
+        };
+    drop(authz);
+    repeated.report(collected.into_records(), state.audit());
+    allowed
 }
 
 /// Completes when the stream must end, and says why.
@@ -196,15 +205,25 @@ async fn stream_end<S: AuthzStore, A: AuditEmitter>(
         let subjects: Arc<[Subject]> = subjects.into();
         let mut ticks = tokio::time::interval(recheck);
         ticks.tick().await;
+        let mut repeated = Some(RepeatedCheck::default());
         loop {
             ticks.tick().await;
             let (st, credential, subjects) =
                 (state.clone(), credential.clone(), Arc::clone(&subjects));
+            let mut check = repeated.take().unwrap_or_default();
             // A plain blocking task: no recorder, so nothing is counted.
-            let allowed =
-                tokio::task::spawn_blocking(move || still_allowed(&st, &credential, &subjects))
-                    .await
-                    .unwrap_or(true);
+            let checked = tokio::task::spawn_blocking(move || {
+                let allowed = still_allowed(&st, &credential, &subjects, &mut check);
+                (allowed, check)
+            })
+            .await;
+            let allowed = match checked {
+                Ok((allowed, check)) => {
+                    repeated = Some(check);
+                    allowed
+                }
+                Err(_) => true,
+            };
             if !allowed {
                 return;
             }

@@ -17,11 +17,12 @@ use crate::store::AuthzStore;
 pub const HUB_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `GET /healthz`: `{"status":"ok"}`, with the audit pipeline's figures
-/// under `audit` when the emitter keeps them. The status is `degraded`
-/// (still 200) from a rejected audit record or a failed batch until the
-/// queue has drained and none has happened for
-/// [`RECOVERY_WINDOW`](crate::authz::audit::RECOVERY_WINDOW): an audit
-/// outage warns and never breaks a request.
+/// under `audit` when the emitter keeps them (its summaries among them).
+/// The status is `degraded` (still 200) from a rejected audit record or a
+/// failed batch until the queue has drained and none has happened for
+/// [`RECOVERY_WINDOW`](crate::authz::audit::RECOVERY_WINDOW), and while the
+/// audit writer is stalled (`audit.stalled`, back to `ok` once it writes
+/// again): an audit outage warns and never breaks a request.
 pub async fn healthz<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
 ) -> Json<Value> {

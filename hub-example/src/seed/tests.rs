@@ -72,7 +72,7 @@ fn the_data_of_a_seed_is_pinned() {
     let doc = seed(&options(dir.path(), "hub.db", 30, 42)).unwrap();
     assert_eq!(
         digest(&doc, &dir.path().join("hub.db")),
-        "36f4e1099f08d809e92452f1115ce8abb300a407920a8bf35c157dc9cc840bfe"
+        "c22ccd34f1fd0ab2f020f7ffb975b299ab07c8df69365aa0bf0f42e55f0eee83"
     );
 }
 

@@ -6,14 +6,18 @@
 //! | `server.hub.audit.retention` | `SCION_SERVER_HUB_AUDIT_RETENTION` | `30days` | how long `audit_events` rows are kept |
 //! | `server.hub.audit.list_rate` | `SCION_SERVER_HUB_AUDIT_LIST_RATE` | `5` | uncached list requests per second one principal may make, sustained |
 //! | `server.hub.audit.list_burst` | `SCION_SERVER_HUB_AUDIT_LIST_BURST` | `100` | uncached list requests one principal may make at once |
+//! | `server.hub.audit.record_rate` | `SCION_SERVER_HUB_AUDIT_RECORD_RATE` | `100` | audit rows per second one principal writes, sustained (ten seconds' worth at once); past it, its decisions are folded into summary rows |
 //!
 //! A list answered from the response cache decides nothing and writes no
 //! audit row, so only lists that are computed take from the principal's
-//! bucket; past it the Hub answers 429 with `Retry-After`.
+//! bucket; past it the Hub answers 429 with `Retry-After`. The record rate
+//! refuses nothing: it bounds the rows every decision writes, whatever
+//! route or stream made it.
 
 use std::time::Duration;
 
 use super::{SettingsError, SettingsSource};
+use crate::authz::audit::admission::DEFAULT_RECORD_RATE;
 use crate::authz::audit::retention::DEFAULT_RETENTION;
 
 /// The audit trail's bounds.
@@ -25,6 +29,8 @@ pub struct AuditSettings {
     pub list_rate: u32,
     /// Uncached list requests per principal at once (the bucket's size).
     pub list_burst: u32,
+    /// Audit rows per second per principal, sustained.
+    pub record_rate: u32,
 }
 
 impl Default for AuditSettings {
@@ -33,6 +39,7 @@ impl Default for AuditSettings {
             retention: DEFAULT_RETENTION,
             list_rate: 5,
             list_burst: 100,
+            record_rate: DEFAULT_RECORD_RATE,
         }
     }
 }
@@ -49,6 +56,10 @@ const LIST_RATE: (&str, &str) = (
 const LIST_BURST: (&str, &str) = (
     "server.hub.audit.list_burst",
     "SCION_SERVER_HUB_AUDIT_LIST_BURST",
+);
+const RECORD_RATE: (&str, &str) = (
+    "server.hub.audit.record_rate",
+    "SCION_SERVER_HUB_AUDIT_RECORD_RATE",
 );
 
 fn text_of(value: &serde_yaml::Value) -> String {
@@ -110,6 +121,9 @@ impl AuditSettings {
         if let Some(burst) = bound(source, LIST_BURST, count)? {
             settings.list_burst = burst;
         }
+        if let Some(rate) = bound(source, RECORD_RATE, count)? {
+            settings.record_rate = rate;
+        }
         Ok(settings)
     }
 }
@@ -128,7 +142,7 @@ mod tests {
 
     #[test]
     fn the_file_sets_the_bounds_and_the_environment_wins() {
-        let f = file("server:\n  hub:\n    audit:\n      retention: 7days\n      list_rate: 5\n      list_burst: 50\n");
+        let f = file("server:\n  hub:\n    audit:\n      retention: 7days\n      list_rate: 5\n      list_burst: 50\n      record_rate: 20\n");
         let env = |name: &str| (name == LIST_BURST.1).then(|| "9".to_owned());
         let settings = load(Some(f.path()), env, AuditSettings::from_source).unwrap();
         assert_eq!(
@@ -137,6 +151,7 @@ mod tests {
                 retention: Duration::from_secs(7 * 86_400),
                 list_rate: 5,
                 list_burst: 9,
+                record_rate: 20,
             }
         );
     }
@@ -148,6 +163,8 @@ mod tests {
             (RETENTION.1, "0s"),
             (LIST_RATE.1, "0"),
             (LIST_BURST.1, "-3"),
+            (RECORD_RATE.1, "0"),
+            (RECORD_RATE.1, "lots"),
         ] {
             let env = |n: &str| (n == name).then(|| value.to_owned());
             let message = load(None, env, AuditSettings::from_source)

@@ -13,7 +13,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
-use hub_example::authz::audit::{AuditBackend, AuditEntry, AuditWriteError};
+use hub_example::authz::audit::{AuditBackend, AuditEntry, AuditWriteError, STALL_AFTER};
 use hub_example::log::CaptureBuffer;
 use hub_example::settings::AuditSettings;
 use hub_example::settings::Settings;
@@ -209,7 +209,7 @@ impl AuditBackend for StalledBackend {
 }
 
 #[tokio::test]
-async fn a_stalled_writer_fills_the_queue_and_requests_are_unaffected() {
+async fn a_stalled_writer_turns_healthz_degraded_in_the_stall_time_and_ok_once_it_writes() {
     let seeded = Seeded::new(20);
     let gate = Arc::new((Mutex::new(false), Condvar::new()));
     let log = CaptureBuffer::new();
@@ -239,24 +239,43 @@ async fn a_stalled_writer_fills_the_queue_and_requests_are_unaffected() {
             "the answer does not depend on the audit"
         );
     }
-    let health = hub.get("/healthz", None).await;
-    assert_eq!(health.status, StatusCode::OK);
-    let body = health.json();
-    assert_eq!(body["status"], "degraded");
+    let audit_log = hub.hub.audit_log().clone();
+    let body = hub.get("/healthz", None).await.json();
     let audit = &body["audit"];
     assert_eq!(audit["backend"], "stalled");
     assert_eq!(audit["flushed"], 0);
-    assert!(audit["rejected"].as_u64().unwrap() > 0, "{audit}");
-    assert!(audit["accepted"].as_u64().unwrap() <= 8 + 4_096, "{audit}");
+    assert_eq!(audit["rejected"], 0, "past its share, summarized: {audit}");
+    assert!(audit["summarized"].as_u64().unwrap() > 0, "{audit}");
     assert_eq!(audit["queueSize"], audit["accepted"]);
+    let largest = &audit["pendingSummaries"][0];
+    assert_eq!(largest["principalKind"], "user");
+    assert!(largest["count"].as_u64().unwrap() > 0, "{audit}");
+    assert!(largest.get("principalId").is_none(), "no id to anyone");
+    assert_eq!(
+        audit_log.health().pending_summaries[0].principal_id,
+        hub.doc().member_user_id
+    );
+
+    // Held in its write: degraded within the stall time.
+    let held = Instant::now();
+    wait_for(|| audit_log.health().stalled).await;
+    assert!(held.elapsed() <= STALL_AFTER + Duration::from_secs(5));
+    let stalled = hub.get("/healthz", None).await.json();
+    assert_eq!(stalled["status"], "degraded", "{stalled}");
+    assert_eq!(stalled["audit"]["stalled"], true);
 
     *gate.0.lock().unwrap() = true;
     gate.1.notify_all();
-    let log = hub.hub.audit_log().clone();
-    wait_for(|| log.flushed() == log.sent()).await;
+    wait_for(|| {
+        let health = audit_log.health();
+        health.flushed == health.accepted && health.summaries_pending == 0
+    })
+    .await;
     let after = hub.get("/healthz", None).await.json();
     assert_eq!(after["audit"]["queueSize"], 0);
-    assert_eq!(after["status"], "degraded", "rejections stay counted");
+    assert_eq!(after["audit"]["summariesPending"], 0);
+    assert_eq!(after["audit"]["stalled"], false);
+    assert_eq!(after["status"], "ok", "recovered: {after}");
 }
 
 #[tokio::test]
@@ -393,4 +412,147 @@ async fn a_principal_past_its_uncached_list_quota_gets_429_with_retry_after() {
         StatusCode::OK,
         "another principal is unaffected"
     );
+}
+
+/// A Hub over `agents` agents whose principals each write `record_rate`
+/// audit rows a second (ten seconds' worth at once).
+fn hub_with_record_rate(agents: u32, record_rate: u32) -> TestHub {
+    let seeded = Seeded::new(agents);
+    let hub = Hub::new(seeded.db(), hub_options(untraced(), &CaptureBuffer::new()))
+        .with_audit_settings(AuditSettings {
+            record_rate,
+            ..AuditSettings::default()
+        });
+    TestHub {
+        seeded,
+        router: hub.router(),
+        hub,
+        log: CaptureBuffer::new(),
+    }
+}
+
+/// The rows of `principal_id` stored: its own, and its summaries.
+fn rows_of(hub: &TestHub, principal_id: &str) -> (i64, i64) {
+    let count = |sql: &str| hub.query_row(sql, &[principal_id])[0].int();
+    (
+        count("SELECT COUNT(*) FROM audit_events WHERE principal_id = ?1 AND last_ms IS NULL"),
+        count("SELECT COUNT(*) FROM audit_events WHERE principal_id = ?1 AND last_ms IS NOT NULL"),
+    )
+}
+
+#[tokio::test]
+async fn a_member_s_flood_from_every_route_writes_its_rate_and_summaries_and_no_record_is_rejected()
+{
+    const RATE: u32 = 2;
+    let hub = hub_with_record_rate(5, RATE);
+    let doc = hub.doc().clone();
+    let others: Vec<String> = hub_support::sql::query(
+        hub.hub.db(),
+        "SELECT id FROM agents WHERE project_id = ?1 ORDER BY id",
+        &[&doc.other_project_id],
+    )
+    .into_iter()
+    .map(|row| row[0].text().to_owned())
+    .collect();
+    let other = others[0].clone();
+    // Sixteen subjects of another project's agents, each refused.
+    let subjects: Vec<String> = (0..16)
+        .map(|i| format!("sub=agents.{}.%3E", others[i % others.len()]))
+        .collect();
+    let routes = [
+        format!("/events?{}", subjects.join("&")),
+        format!("/api/v1/agents/{other}"),
+        format!("/api/v1/projects/{}/delegations", doc.other_project_id),
+        format!("/api/v1/projects/{}/delegations", doc.project_id),
+    ];
+    let start = Instant::now();
+    let member = doc.member_token.clone();
+    for _ in 0..60 {
+        for uri in &routes {
+            let reply = hub.get(uri, Some(&member)).await;
+            assert!(
+                [StatusCode::OK, StatusCode::FORBIDDEN].contains(&reply.status),
+                "{uri}: {}",
+                reply.status
+            );
+        }
+        let put = hub
+            .put_status(
+                &other,
+                &member,
+                &[("content-type", "application/json")],
+                r#"{"phase":"stopped"}"#,
+            )
+            .await;
+        assert_eq!(put.status, StatusCode::FORBIDDEN);
+    }
+    // Another principal's record during the flood is written as its own.
+    let owner = hub
+        .get(&hub.project_agents_uri(), Some(&doc.owner_token))
+        .await;
+    assert_eq!(owner.status, StatusCode::OK);
+
+    let log = hub.hub.audit_log().clone();
+    let health = log.health();
+    assert_eq!(health.rejected, 0, "{health:?}");
+    assert!(
+        health.summarized > 0,
+        "the flood is past its rate: {health:?}"
+    );
+    let body = hub.get("/healthz", None).await.json();
+    assert_eq!(body["status"], "ok", "{body}");
+    let pending = body["audit"]["pendingSummaries"].as_array().unwrap();
+    assert!(
+        pending.iter().any(|s| s["count"].as_u64() > Some(0)),
+        "{body}"
+    );
+    let folded = log.health().pending_summaries;
+    assert!(folded.iter().all(|s| s.principal_id == doc.member_user_id));
+
+    wait_for(|| {
+        let health = log.health();
+        health.flushed == health.accepted && health.summaries_pending == 0
+    })
+    .await;
+    let elapsed = start.elapsed().as_secs_f64();
+    let health = log.health();
+    assert_eq!((health.rejected, health.summaries_pending), (0, 0));
+    assert_eq!(
+        audit_decisions(&hub),
+        (health.flushed + log.summaries_flushed()) as i64,
+        "every decision stored, in its own row or a summary"
+    );
+    let (own, summaries) = rows_of(&hub, &doc.member_user_id);
+    let bound = f64::from(RATE) * (elapsed + 10.0) + 1.0;
+    assert!(
+        f64::from(own as u32) <= bound,
+        "{own} rows in {elapsed:.1} s"
+    );
+    assert!(summaries >= 1);
+    // Per interval at most one summary per action, resource kind and
+    // outcome (a handful), however many requests.
+    assert!(summaries <= 8 * (elapsed / 5.0 + 2.0) as i64, "{summaries}");
+    let (owner_rows, _) = rows_of(&hub, &doc.owner_user_id);
+    assert!(owner_rows >= 1, "the owner's records are rows of their own");
+
+    let page = hub
+        .get(
+            "/api/v1/admin/audit-events?window=5m&limit=500",
+            Some(&doc.admin_token),
+        )
+        .await
+        .json();
+    let shown: Vec<&Value> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| !e["summary"].is_null())
+        .collect();
+    assert!(!shown.is_empty(), "summaries in the audit API: {page}");
+    for summary in shown {
+        assert_eq!(summary["principal"]["id"], doc.member_user_id.as_str());
+        assert_eq!(summary["summary"]["first"], summary["at"]);
+        assert!(summary["summary"]["last"].as_str() >= summary["at"].as_str());
+        assert!(decisions_of(summary) >= 1);
+    }
 }

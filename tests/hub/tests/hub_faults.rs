@@ -655,11 +655,15 @@ async fn a_stream_stops_when_its_token_is_revoked_or_its_role_removed() {
     // The member reaches the project through its group's binding.
     let (mut removed, status, rest) = open_stream(served.addr, &subject, &doc.member_token).await;
     assert_eq!(status, 200);
+    let log = hub.hub.audit_log().clone();
+    let sent = log.sent();
     hub.execute(
         "DELETE FROM role_bindings WHERE principal_kind = 'group' AND scope_id = ?1",
         &[&doc.project_id],
     );
     assert_eq!(end_reason(&mut removed, rest).await, "access_revoked");
+    // The re-check whose outcome changed wrote its decisions.
+    assert!(log.sent() > sent, "the refusal is audited");
     // And it cannot subscribe again.
     let (_, status, _) = open_stream(served.addr, &subject, &doc.member_token).await;
     assert_eq!(status, 403);
@@ -796,10 +800,13 @@ async fn a_stream_s_re_checks_add_nothing_to_its_line() {
     let doc = hub.doc().clone();
     let (mut stream, id, rest) = member_stream(served.addr, &doc).await;
     wait_for_stage(&hub.log, &id, "connect").await;
-    // Each re-check makes a decision: wait for two of them.
-    let before = hub.hub.audit_log().sent();
-    poll(1000, || hub.hub.audit_log().sent() >= before + 2, drop).await;
-    assert!(hub.hub.audit_log().sent() >= before + 2, "no re-check ran");
+    // Each re-check makes a decision, not written while its outcome stays
+    // the same: wait for two of them.
+    let log = hub.hub.audit_log().clone();
+    let (sent, before) = (log.sent(), log.unchanged_rechecks());
+    poll(1000, || log.unchanged_rechecks() >= before + 2, drop).await;
+    assert!(log.unchanged_rechecks() >= before + 2, "no re-check ran");
+    assert_eq!(log.sent(), sent, "an unchanged re-check writes nothing");
 
     served.stop().await;
     assert_eq!(end_reason(&mut stream, rest).await, "shutdown");

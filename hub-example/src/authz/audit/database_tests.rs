@@ -267,3 +267,28 @@ fn window(from_ms: i64, to_ms: i64) -> AuditQuery {
         approximate_count: false,
     }
 }
+
+#[test]
+fn a_summary_row_keeps_its_first_and_last_time_and_its_counts() {
+    let (_dir, db) = migrated();
+    let mut backend = open(&db, WRITER_BUSY_TIMEOUT).unwrap();
+    let mut summary = AuditEntry::from(record_at(3_000, AuditOutcome::Deny));
+    summary.resource_id = None;
+    summary.tally.denied = 41;
+    summary.last_at = Some(UNIX_EPOCH + Duration::from_millis(7_500));
+    backend
+        .write_batch(&[record_at(2_000, AuditOutcome::Allow).into(), summary])
+        .unwrap();
+    let page = query_events(&db, &window(0, 10_000)).unwrap();
+    let (summary, single) = (&page.events[0], &page.events[1]);
+    assert_eq!(
+        (
+            summary.at_ms,
+            summary.last_ms,
+            summary.tally,
+            summary.resource_id.as_deref()
+        ),
+        (3_000, Some(7_500), [0, 41, 0], None)
+    );
+    assert_eq!(single.last_ms, None, "a decision's own row is no summary");
+}

@@ -30,6 +30,13 @@ impl Tally {
         u64::from(self.allowed) + u64::from(self.denied) + u64::from(self.errors)
     }
 
+    /// Adds `other`'s counts (saturating: a summary never wraps).
+    pub fn merge(&mut self, other: Tally) {
+        self.allowed = self.allowed.saturating_add(other.allowed);
+        self.denied = self.denied.saturating_add(other.denied);
+        self.errors = self.errors.saturating_add(other.errors);
+    }
+
     fn add(&mut self, outcome: AuditOutcome) {
         match outcome {
             AuditOutcome::Allow => self.allowed += 1,
@@ -73,6 +80,10 @@ pub struct AuditEntry {
     /// For an entry of several decisions, the resources not allowed
     /// (denied or in error), in the order decided; empty otherwise.
     pub denied_ids: Vec<Id>,
+    /// For a summary (a principal's decisions past its audit rate, folded
+    /// over an interval), when its last decision was made; `at` is the
+    /// first's. `None` for every other entry.
+    pub last_at: Option<SystemTime>,
 }
 
 impl AuditEntry {
@@ -87,11 +98,7 @@ impl AuditEntry {
     pub fn row(&self) -> AuditRow<'_> {
         let t = self.tally;
         AuditRow {
-            at_ms: self
-                .at
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis() as i64)
-                .unwrap_or(0),
+            at_ms: unix_ms(self.at),
             principal_kind: self.principal.kind.as_str(),
             principal_id: &self.principal.id,
             action: self.action.as_str(),
@@ -100,7 +107,14 @@ impl AuditEntry {
             outcome: outcome_name(t.outcome()),
             tally: [t.allowed, t.denied, t.errors].map(i64::from),
             denied_ids: self.denied_ids_json(),
+            last_ms: self.last_at.map(unix_ms),
         }
+    }
+
+    /// Whether the entry is a summary of decisions past its principal's
+    /// rate.
+    pub fn is_summary(&self) -> bool {
+        self.last_at.is_some()
     }
 
     fn denied_ids_json(&self) -> Option<String> {
@@ -112,8 +126,15 @@ impl AuditEntry {
     }
 }
 
+/// `at` in Unix milliseconds (0 before the epoch).
+fn unix_ms(at: SystemTime) -> i64 {
+    at.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 /// The `outcome` column's name for `outcome`.
-fn outcome_name(outcome: AuditOutcome) -> &'static str {
+pub fn outcome_name(outcome: AuditOutcome) -> &'static str {
     match outcome {
         AuditOutcome::Allow => "allow",
         AuditOutcome::Deny => "deny",
@@ -146,6 +167,7 @@ impl From<AuditRecord> for AuditEntry {
             action: record.action,
             tally,
             denied_ids: Vec::new(),
+            last_at: None,
         }
     }
 }
@@ -173,6 +195,7 @@ pub fn summarize(records: &mut dyn Iterator<Item = AuditRecord>) -> Vec<AuditEnt
                         resource_id: None,
                         tally: Tally::default(),
                         denied_ids: Vec::new(),
+                        last_at: None,
                     },
                     id.cloned(),
                 ));

@@ -13,11 +13,22 @@
 //! batch); a batch that fails is counted and retried, so nothing is lost
 //! while the queue has room. Between batches the writer deletes rows older
 //! than the retention window, a few at a time ([`retention`]).
-//! [`AuditLog`] reads the figures (`/healthz` shows them) and drains the
-//! queue at shutdown.
+//!
+//! The Hub's sink bounds the trail per principal where every entry enters
+//! the queue ([`admission`]): past its rate or its share of the queue, a
+//! principal's entries are folded into summary rows the writer stores once
+//! per interval, so one principal's flood neither grows the table with its
+//! requests nor leaves another's record without room.
+//!
+//! [`AuditLog`] reads the figures (`/healthz` shows them, and says
+//! `degraded` while the writer is stalled: a batch in hand and none
+//! finished for [`STALL_AFTER`], or a database call waiting past
+//! [`DB_CALL_TIMEOUT`]) and drains the queue at shutdown.
 
+pub mod admission;
 mod backend;
 mod entry;
+pub mod recheck;
 mod record;
 pub mod retention;
 
@@ -31,6 +42,8 @@ use parking_lot::{Condvar, Mutex};
 use perf_trace_core::record::DecisionBatch;
 use serde::Serialize;
 
+use admission::{Admission, Admit};
+pub use admission::{PendingSummary, PrincipalLimits};
 pub use backend::{AuditBackend, AuditWriteError, MemoryAuditBackend, WRITER_BUSY_TIMEOUT};
 pub use entry::{summarize, AuditEntry, Tally};
 pub use record::{AuditOutcome, AuditRecord, Resource};
@@ -49,6 +62,14 @@ const MAX_RETRY_WAIT: Duration = Duration::from_millis(500);
 /// How long after the last rejected record or failed batch, the queue
 /// empty, `/healthz` says `ok` again (its totals kept).
 pub const RECOVERY_WINDOW: Duration = Duration::from_secs(60);
+/// How long the writer may hold a batch without finishing it (written, or
+/// given up at the drain's deadline) before `/healthz` says `degraded`.
+pub const STALL_AFTER: Duration = Duration::from_secs(10);
+/// How long one database call of the writer (a batch's write, a pruning
+/// pass) may wait before `/healthz` says `degraded`: far past the lock
+/// wait ([`WRITER_BUSY_TIMEOUT`]), so only a database that does not answer
+/// (a frozen disk, a server gone silent) reaches it.
+pub const DB_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Receives one record per authorization decision.
 pub trait AuditEmitter: Send + Sync + 'static {
@@ -61,6 +82,12 @@ pub trait AuditEmitter: Send + Sync + 'static {
     fn emit_batch(&self, outcomes: DecisionBatch, records: &mut dyn Iterator<Item = AuditRecord>) {
         let _ = outcomes;
         records.for_each(|record| self.emit(record));
+    }
+
+    /// Notes `decisions` a stream's re-check made and did not emit, their
+    /// outcomes the same as the check before. Must not block.
+    fn note_unchanged(&self, decisions: u64) {
+        let _ = decisions;
     }
 
     /// The pipeline's figures, for `/healthz`; `None` for an emitter that
@@ -87,6 +114,22 @@ pub struct AuditHealth {
     pub failed_flushes: u64,
     /// Records accepted and not yet written.
     pub queue_size: u64,
+    /// Decisions folded into summaries (their principal past its rate or
+    /// its share of the queue).
+    pub summarized: u64,
+    /// Summary rows written.
+    pub summary_rows: u64,
+    /// Decisions folded into summaries not yet written.
+    pub summaries_pending: u64,
+    /// The largest summaries not yet written.
+    pub pending_summaries: Vec<PendingSummary>,
+    /// Decisions of streams' re-checks not written: the same outcomes as
+    /// the check before.
+    pub unchanged_rechecks: u64,
+    /// Whether the writer is stalled: a batch in hand and none finished
+    /// for [`STALL_AFTER`], or a database call waiting past
+    /// [`DB_CALL_TIMEOUT`].
+    pub stalled: bool,
     /// Whether a record was rejected or a batch failed within the last
     /// [`RECOVERY_WINDOW`], or since then the queue has not drained.
     #[serde(skip)]
@@ -95,10 +138,11 @@ pub struct AuditHealth {
 
 impl AuditHealth {
     /// Whether a record was rejected or a batch failed lately (within
-    /// [`RECOVERY_WINDOW`], or the queue has not drained since): `/healthz`
-    /// then says `degraded` (still 200). The totals stay counted after.
+    /// [`RECOVERY_WINDOW`], or the queue has not drained since), or the
+    /// writer is stalled: `/healthz` then says `degraded` (still 200). The
+    /// totals stay counted after.
     pub fn is_degraded(&self) -> bool {
-        self.troubled
+        self.troubled || self.stalled
     }
 }
 
@@ -114,6 +158,9 @@ pub struct AuditDrain {
     pub lost: u64,
     /// Records refused over the Hub's life.
     pub rejected: u64,
+    /// Decisions folded into summaries not written by the deadline (not
+    /// part of `accepted`, which counts the queue's records).
+    pub summaries_lost: u64,
     /// Whether the writer finished before the deadline.
     pub completed: bool,
 }
@@ -127,6 +174,10 @@ struct Counters {
     flushed: AtomicU64,
     failed_flushes: AtomicU64,
     lost: AtomicU64,
+    summarized: AtomicU64,
+    summary_rows: AtomicU64,
+    summary_flushed: AtomicU64,
+    unchanged: AtomicU64,
 }
 
 /// The state the writer and the sink share: counters, the latest entries,
@@ -151,6 +202,15 @@ struct Shared {
     /// Whether the writer has stopped, and its wake-up.
     stopped: Mutex<bool>,
     stopped_cv: Condvar,
+    /// The per-principal bound; `None` for a plain queue.
+    admission: Option<Mutex<Admission>>,
+    /// What the two marks below count from.
+    base: Instant,
+    /// Since when the writer holds the batch it has not finished
+    /// ([`Shared::mark`]'s encoding, 0 for none).
+    batch_since: AtomicU64,
+    /// Since when the writer's current database call waits (0 for none).
+    db_call_since: AtomicU64,
 }
 
 /// The Hub's audit emitter: a bounded queue drained by a background writer.
@@ -176,11 +236,34 @@ impl ChannelAuditSink {
         Self::start_with(Box::new(MemoryAuditBackend), capacity, keep_recent)
     }
 
-    /// Starts a writer that persists through `backend`.
+    /// Starts a writer that persists through `backend`, every entry queued
+    /// while the queue has room.
     pub fn start_with(
         backend: Box<dyn AuditBackend>,
         capacity: usize,
         keep_recent: usize,
+    ) -> (ChannelAuditSink, AuditLog) {
+        Self::spawn(backend, capacity, keep_recent, None)
+    }
+
+    /// Starts a writer that persists through `backend`, each principal's
+    /// entries bounded by `limits` and its share of the queue, the rest
+    /// folded into summaries ([`admission`]).
+    pub fn start_limited(
+        backend: Box<dyn AuditBackend>,
+        capacity: usize,
+        keep_recent: usize,
+        limits: PrincipalLimits,
+    ) -> (ChannelAuditSink, AuditLog) {
+        let admission = Admission::new(capacity, limits);
+        Self::spawn(backend, capacity, keep_recent, Some(admission))
+    }
+
+    fn spawn(
+        backend: Box<dyn AuditBackend>,
+        capacity: usize,
+        keep_recent: usize,
+        admission: Option<Admission>,
     ) -> (ChannelAuditSink, AuditLog) {
         let (tx, rx) = sync_channel::<AuditEntry>(capacity);
         let shared = Arc::new(Shared {
@@ -195,6 +278,10 @@ impl ChannelAuditSink {
             abandon: AtomicBool::new(false),
             stopped: Mutex::new(false),
             stopped_cv: Condvar::new(),
+            admission: admission.map(Mutex::new),
+            base: Instant::now(),
+            batch_since: AtomicU64::new(0),
+            db_call_since: AtomicU64::new(0),
         });
         let writer = shared.clone();
         std::thread::Builder::new()
@@ -217,8 +304,10 @@ impl ChannelAuditSink {
 
 /// The writer: takes up to [`MAX_BATCH`] entries at a time and writes them,
 /// retrying a failed batch (with a growing wait) until it is written or the
-/// drain's deadline passes; between batches, deletes rows past the
-/// retention window a few at a time.
+/// drain's deadline passes; once per [`admission::SUMMARY_INTERVAL`] (and
+/// before it stops), writes the summaries folded since as a batch of their
+/// own; between batches, deletes rows past the retention window a few at a
+/// time.
 // Never inlined: profiles name the writer's loop (the instruction counter
 // of hub-bench leaves it out by this name).
 #[inline(never)]
@@ -229,8 +318,11 @@ fn write_until_stopped(
 ) {
     let counters = &shared.counters;
     let mut batch: Vec<AuditEntry> = Vec::with_capacity(MAX_BATCH);
+    // Whether `batch` holds summaries rather than queued entries.
+    let mut summaries = false;
     let mut retry_wait = FIRST_RETRY_WAIT;
     let mut pruning = Pruning::default();
+    let mut next_summaries = Instant::now() + admission::SUMMARY_INTERVAL;
     loop {
         if shared.abandon.load(Relaxed) {
             return;
@@ -239,12 +331,33 @@ fn write_until_stopped(
             if shared.retention_changed.swap(false, Relaxed) {
                 pruning = Pruning::due_now();
             }
-            pruning.run_if_due(&mut *backend, *shared.retention.lock());
+            let retention = *shared.retention.lock();
+            shared.in_db_call(|| pruning.run_if_due(&mut *backend, retention));
+            let closing = shared.closing.load(Relaxed);
+            if closing || Instant::now() >= next_summaries {
+                next_summaries = Instant::now() + admission::SUMMARY_INTERVAL;
+                batch = shared.take_summaries();
+                summaries = !batch.is_empty();
+            }
+        }
+        if batch.is_empty() {
             match rx.recv_timeout(IDLE_POLL) {
                 Ok(entry) => batch.push(entry),
-                Err(RecvTimeoutError::Timeout) if shared.closing.load(Relaxed) => return,
+                Err(RecvTimeoutError::Timeout) if shared.closing.load(Relaxed) => {
+                    if !shared.has_summaries() {
+                        return;
+                    }
+                    continue;
+                }
                 Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => return,
+                // Every sink is gone: nothing more can be folded either.
+                Err(RecvTimeoutError::Disconnected) => {
+                    if !shared.has_summaries() {
+                        return;
+                    }
+                    next_summaries = Instant::now();
+                    continue;
+                }
             }
             while batch.len() < MAX_BATCH {
                 match rx.try_recv() {
@@ -252,11 +365,26 @@ fn write_until_stopped(
                     Err(_) => break,
                 }
             }
+            if let Some(admission) = &shared.admission {
+                admission.lock().taken(&batch);
+            }
             counters.received.fetch_add(decisions(&batch), Relaxed);
         }
-        match backend.write_batch(&batch) {
+        if shared.batch_since.load(Relaxed) == 0 {
+            shared.mark(&shared.batch_since);
+        }
+        match shared.in_db_call(|| backend.write_batch(&batch)) {
             Ok(()) => {
-                counters.flushed.fetch_add(decisions(&batch), Relaxed);
+                if summaries {
+                    counters.summary_rows.fetch_add(batch.len() as u64, Relaxed);
+                    counters
+                        .summary_flushed
+                        .fetch_add(decisions(&batch), Relaxed);
+                    summaries = false;
+                } else {
+                    counters.flushed.fetch_add(decisions(&batch), Relaxed);
+                }
+                shared.batch_since.store(0, Relaxed);
                 keep_recent(shared, &mut batch);
                 retry_wait = FIRST_RETRY_WAIT;
             }
@@ -279,6 +407,49 @@ impl Shared {
     /// Notes that a record was rejected or a batch failed just now.
     fn note_trouble(&self) {
         *self.troubled_at.lock() = Some(Instant::now());
+    }
+
+    /// Marks `cell` with the time now: milliseconds since `base`, plus one
+    /// so that 0 stays "not marked".
+    fn mark(&self, cell: &AtomicU64) {
+        cell.store(self.base.elapsed().as_millis() as u64 + 1, Relaxed);
+    }
+
+    /// How long before `now` `cell` was marked; zero when it is not.
+    fn waited(&self, cell: &AtomicU64, now: Instant) -> Duration {
+        match cell.load(Relaxed) {
+            0 => Duration::ZERO,
+            mark => now.saturating_duration_since(self.base + Duration::from_millis(mark - 1)),
+        }
+    }
+
+    /// Runs `call` (a database call of the writer) with its start marked,
+    /// so a call that never returns shows in the health.
+    fn in_db_call<T>(&self, call: impl FnOnce() -> T) -> T {
+        self.mark(&self.db_call_since);
+        let done = call();
+        self.db_call_since.store(0, Relaxed);
+        done
+    }
+
+    /// Whether the writer is stalled at `now`.
+    fn stalled_at(&self, now: Instant) -> bool {
+        self.waited(&self.batch_since, now) > STALL_AFTER
+            || self.waited(&self.db_call_since, now) > DB_CALL_TIMEOUT
+    }
+
+    /// The summaries folded since the last call, for the writer.
+    fn take_summaries(&self) -> Vec<AuditEntry> {
+        self.admission
+            .as_ref()
+            .map_or_else(Vec::new, |a| a.lock().take_summaries())
+    }
+
+    /// Whether summaries wait to be written.
+    fn has_summaries(&self) -> bool {
+        self.admission
+            .as_ref()
+            .is_some_and(|a| a.lock().has_summaries())
     }
 }
 
@@ -309,24 +480,58 @@ fn sleep_unless_abandoned(shared: &Shared, wait: Duration) {
 }
 
 impl ChannelAuditSink {
-    /// Queues `entries`, counting their decisions accepted or rejected.
+    /// Queues `entries`, counting their decisions accepted, summarized or
+    /// rejected.
     fn queue(&self, entries: impl Iterator<Item = AuditEntry>) {
         let counters = &self.shared.counters;
-        let (mut sent, mut dropped) = (0, 0);
+        let (mut sent, mut dropped, mut folded) = (0, 0, 0);
         let closing = self.shared.closing.load(Relaxed);
+        // One lock and one clock read for the whole call.
+        let mut admission = self
+            .shared
+            .admission
+            .as_ref()
+            .map(|a| (a.lock(), Instant::now()));
         for entry in entries {
             let decisions = entry.decisions();
             if closing {
                 dropped += decisions;
                 continue;
             }
-            match self.tx.try_send(entry) {
-                Ok(()) => sent += decisions,
-                Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => dropped += decisions,
+            let Some((admission, now)) = admission.as_mut() else {
+                match self.tx.try_send(entry) {
+                    Ok(()) => sent += decisions,
+                    Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                        dropped += decisions
+                    }
+                }
+                continue;
+            };
+            let refused = match admission.admit(&entry, *now) {
+                Admit::Queue => match self.tx.try_send(entry) {
+                    Ok(()) => {
+                        sent += decisions;
+                        continue;
+                    }
+                    Err(TrySendError::Full(entry) | TrySendError::Disconnected(entry)) => {
+                        admission.unqueue(&entry.principal);
+                        entry
+                    }
+                },
+                Admit::Fold => entry,
+            };
+            if admission.fold(refused) {
+                folded += decisions;
+            } else {
+                dropped += decisions;
             }
         }
+        drop(admission);
         if sent > 0 {
             counters.sent.fetch_add(sent, Relaxed);
+        }
+        if folded > 0 {
+            counters.summarized.fetch_add(folded, Relaxed);
         }
         if dropped > 0 {
             counters.dropped.fetch_add(dropped, Relaxed);
@@ -344,6 +549,10 @@ impl AuditEmitter for ChannelAuditSink {
     /// their decisions to the shared counters once for the batch.
     fn emit_batch(&self, _: DecisionBatch, records: &mut dyn Iterator<Item = AuditRecord>) {
         self.queue(summarize(records).into_iter());
+    }
+
+    fn note_unchanged(&self, decisions: u64) {
+        self.shared.counters.unchanged.fetch_add(decisions, Relaxed);
     }
 
     fn health(&self) -> Option<AuditHealth> {
@@ -387,6 +596,24 @@ impl AuditLog {
         self.shared.recent.lock().iter().cloned().collect()
     }
 
+    /// Decisions written through summary rows.
+    pub fn summaries_flushed(&self) -> u64 {
+        self.shared.counters.summary_flushed.load(Relaxed)
+    }
+
+    /// Decisions of streams' re-checks not written (unchanged outcomes).
+    pub fn unchanged_rechecks(&self) -> u64 {
+        self.shared.counters.unchanged.load(Relaxed)
+    }
+
+    /// Bounds each principal by `limits` from now on; no effect on a sink
+    /// started without limits ([`ChannelAuditSink::start_with`]).
+    pub fn set_limits(&self, limits: PrincipalLimits) {
+        if let Some(admission) = &self.shared.admission {
+            admission.lock().set_limits(limits);
+        }
+    }
+
     /// Keeps rows for `retention` (the writer deletes older ones).
     pub fn set_retention(&self, retention: Duration) {
         *self.shared.retention.lock() = retention;
@@ -420,6 +647,10 @@ impl AuditLog {
         let troubled = shared.troubled_at.lock().is_some_and(|at| {
             queue_size > 0 || now.saturating_duration_since(at) < RECOVERY_WINDOW
         });
+        let (summaries_pending, pending_summaries) = shared
+            .admission
+            .as_ref()
+            .map_or_else(Default::default, |a| a.lock().pending());
         AuditHealth {
             backend: shared.backend,
             accepted,
@@ -427,6 +658,12 @@ impl AuditLog {
             rejected: c.dropped.load(Relaxed),
             failed_flushes: c.failed_flushes.load(Relaxed),
             queue_size,
+            summarized: c.summarized.load(Relaxed),
+            summary_rows: c.summary_rows.load(Relaxed),
+            summaries_pending,
+            pending_summaries,
+            unchanged_rechecks: c.unchanged.load(Relaxed),
+            stalled: shared.stalled_at(now),
             troubled,
         }
     }
@@ -459,11 +696,16 @@ impl AuditLog {
         let flushed = c.flushed.load(Relaxed);
         let lost = accepted.saturating_sub(flushed);
         c.lost.store(lost, Relaxed);
+        let summaries_lost = shared
+            .admission
+            .as_ref()
+            .map_or(0, |a| a.lock().pending().0);
         AuditDrain {
             accepted,
             flushed,
             lost,
             rejected: c.dropped.load(Relaxed),
+            summaries_lost,
             completed,
         }
     }
@@ -507,6 +749,10 @@ impl<E: AuditEmitter> AuditEmitter for TracedAuditEmitter<E> {
         });
         #[cfg(debug_assertions)]
         assert_eq!(seen, outcomes, "a batch's outcomes must count its records");
+    }
+
+    fn note_unchanged(&self, decisions: u64) {
+        self.inner.note_unchanged(decisions);
     }
 
     fn health(&self) -> Option<AuditHealth> {

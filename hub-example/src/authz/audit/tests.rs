@@ -135,6 +135,7 @@ fn a_stalled_writer_fills_the_queue_and_emitting_never_waits() {
             flushed: 5,
             lost: 0,
             rejected: 6,
+            summaries_lost: 0,
             completed: true
         }
     );
@@ -250,4 +251,171 @@ fn a_batch_is_queued_as_one_entry_per_question_and_counted_in_decisions() {
     let entries = log.recent();
     assert_eq!(entries.len(), 2, "one entry per question");
     assert_eq!(entries[1].denied_ids.len(), 4);
+}
+
+/// Keeps what it writes; waits at its gate, when it has one, in every
+/// write.
+struct KeepingBackend {
+    written: Arc<Mutex<Vec<AuditEntry>>>,
+    gate: Gate,
+}
+
+impl AuditBackend for KeepingBackend {
+    fn name(&self) -> &'static str {
+        "keeping"
+    }
+    fn write_batch(&mut self, batch: &[AuditEntry]) -> Result<(), AuditWriteError> {
+        let (open, cv) = &*self.gate;
+        let mut open = open.lock();
+        while !*open {
+            cv.wait(&mut open);
+        }
+        self.written.lock().extend_from_slice(batch);
+        Ok(())
+    }
+}
+
+/// A denial by the user `principal`.
+fn denial_by(principal: &str) -> AuditRecord {
+    AuditRecord {
+        principal: PrincipalRef::user(principal),
+        at: SystemTime::now(),
+        ..record(AuditOutcome::Deny)
+    }
+}
+
+#[test]
+fn a_principal_past_its_rate_is_summarized_and_another_s_record_still_finds_room() {
+    let written = Arc::new(Mutex::new(Vec::new()));
+    let gate: Gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let backend = KeepingBackend {
+        written: written.clone(),
+        gate: gate.clone(),
+    };
+    let limits = PrincipalLimits { record_rate: 2 };
+    let capacity = 1_000;
+    let (sink, log) = ChannelAuditSink::start_limited(Box::new(backend), capacity, 0, limits);
+    // The writer is held in its first write: the flood meets a queue that
+    // does not drain.
+    for _ in 0..5_000 {
+        sink.emit(denial_by("flooder"));
+    }
+    sink.emit(denial_by("other"));
+    let health = log.health();
+    let burst = u64::from(2 * admission::BURST_SECONDS);
+    assert_eq!(health.rejected, 0, "nothing rejected: {health:?}");
+    assert!(health.accepted <= burst + 2, "{health:?}");
+    assert_eq!(health.accepted + health.summarized, 5_001);
+    assert!(!health.is_degraded(), "a flood summarized is no trouble");
+    let shown = &health.pending_summaries[0];
+    assert_eq!(
+        (shown.principal_id.as_str(), shown.action, shown.outcome),
+        ("flooder", "agent.read", "deny")
+    );
+    assert_eq!(shown.count, health.summarized);
+    assert_eq!(health.summaries_pending, health.summarized);
+
+    open(&gate);
+    let drain = log.drain(Duration::from_secs(10));
+    assert!(drain.completed && drain.lost == 0 && drain.rejected == 0);
+    let written = written.lock();
+    let (summaries, rows): (Vec<&AuditEntry>, Vec<&AuditEntry>) =
+        written.iter().partition(|e| e.is_summary());
+    assert_eq!(summaries.len(), 1, "one summary for the flood");
+    assert!(rows.len() as u64 <= burst + 2);
+    assert!(
+        rows.iter().any(|e| &*e.principal.id == "other"),
+        "the other principal's record is its own row"
+    );
+    let stored: u64 = written.iter().map(AuditEntry::decisions).sum();
+    assert_eq!(
+        stored, 5_001,
+        "every decision stored, in a row or a summary"
+    );
+    assert_eq!(log.summaries_flushed(), summaries[0].decisions());
+    assert_eq!(log.health().summary_rows, 1);
+    assert_eq!(log.health().summaries_pending, 0);
+}
+
+#[test]
+fn a_flood_within_its_rate_still_leaves_room_for_others() {
+    let (backend, started, gate) = gated();
+    let limits = PrincipalLimits {
+        record_rate: 1_000_000,
+    };
+    let (sink, log) = ChannelAuditSink::start_limited(backend, 64, 0, limits);
+    sink.emit(denial_by("flooder"));
+    started.recv().unwrap();
+    for _ in 0..1_000 {
+        sink.emit(denial_by("flooder"));
+    }
+    for other in 0..8 {
+        sink.emit(denial_by(&format!("other-{other}")));
+    }
+    let health = log.health();
+    assert_eq!(health.rejected, 0, "{health:?}");
+    assert!(health.queue_size <= 64, "{health:?}");
+    assert!(
+        health.summarized > 900,
+        "the flood past its share: {health:?}"
+    );
+    open(&gate);
+    let drain = log.drain(Duration::from_secs(10));
+    assert_eq!((drain.lost, drain.rejected), (0, 0));
+    assert_eq!(log.summaries_flushed(), health.summarized);
+}
+
+#[test]
+fn a_writer_held_in_its_write_is_stalled_until_it_finishes() {
+    let (sink, log, gate) = held_in_first_write(8);
+    let start = Instant::now();
+    let health = log.health_at(start);
+    assert!(!health.stalled && !health.is_degraded(), "{health:?}");
+    let waited = log.health_at(start + DB_CALL_TIMEOUT + Duration::from_secs(1));
+    assert!(waited.stalled, "a database call past its timeout");
+    assert!(waited.is_degraded());
+    open(&gate);
+    wait_for(|| log.flushed() == log.sent());
+    sink.emit(record(AuditOutcome::Allow));
+    wait_for(|| log.flushed() == log.sent());
+    let later = log.health_at(Instant::now() + STALL_AFTER * 2);
+    assert!(!later.stalled && !later.is_degraded(), "{later:?}");
+}
+
+#[test]
+fn a_batch_retried_past_the_stall_time_is_a_stall() {
+    let backend = FlakyBackend {
+        failures: usize::MAX,
+        written: Arc::default(),
+    };
+    let (sink, log) = ChannelAuditSink::start_with(Box::new(backend), 8, 0);
+    sink.emit(record(AuditOutcome::Allow));
+    wait_for(|| log.failed_flushes() >= 1);
+    let now = Instant::now();
+    assert!(!log.health_at(now).stalled, "failing, not yet stalled");
+    assert!(
+        log.health_at(now + STALL_AFTER + Duration::from_secs(1))
+            .stalled
+    );
+    let drain = log.drain(Duration::from_millis(30));
+    assert_eq!(drain.lost, 1);
+}
+
+#[test]
+fn a_drain_past_its_deadline_counts_the_summaries_not_written() {
+    let (backend, started, gate) = gated();
+    let limits = PrincipalLimits { record_rate: 1 };
+    let (sink, log) = ChannelAuditSink::start_limited(backend, 64, 0, limits);
+    sink.emit(denial_by("flooder"));
+    started.recv().unwrap();
+    for _ in 0..100 {
+        sink.emit(denial_by("flooder"));
+    }
+    let summarized = log.health().summarized;
+    assert!(summarized > 0);
+    let drain = log.drain(Duration::from_millis(30));
+    assert!(!drain.completed);
+    assert_eq!(drain.summaries_lost, summarized);
+    assert_eq!(drain.accepted, drain.flushed + drain.lost);
+    open(&gate);
 }

@@ -28,6 +28,8 @@ pub(super) struct Statements {
 pub(super) trait Columns {
     /// An integer column.
     fn int(&self, index: usize) -> Result<i64, DbError>;
+    /// An integer column that may be NULL.
+    fn optional_int(&self, index: usize) -> Result<Option<i64>, DbError>;
     /// A text column.
     fn text(&self, index: usize) -> Result<String, DbError>;
     /// A text column that may be NULL.
@@ -41,6 +43,13 @@ macro_rules! columns_through {
     ($row:ty, $get:ident) => {
         impl $crate::store::audit::dialect::Columns for $row {
             fn int(&self, index: usize) -> Result<i64, $crate::store::db::DbError> {
+                Ok(self.$get(index)?)
+            }
+
+            fn optional_int(
+                &self,
+                index: usize,
+            ) -> Result<Option<i64>, $crate::store::db::DbError> {
                 Ok(self.$get(index)?)
             }
 

@@ -1,4 +1,4 @@
-//! The audit table on PostgreSQL (the ports of migrations 3 and 5): its
+//! The audit table on PostgreSQL (the ports of migrations 3, 5 and 6): its
 //! statements, its read snapshot, and its writer.
 //!
 //! As on SQLite, the writer has a connection of its own (opened on its own
@@ -7,7 +7,7 @@
 //! lock, the server restarting) fails quickly and is retried on a fresh
 //! connection while the queue absorbs the records.
 //!
-//! A batch travels as eleven arrays in one `INSERT ... SELECT FROM unnest`,
+//! A batch travels as twelve arrays in one `INSERT ... SELECT FROM unnest`,
 //! so the statement text never depends on the batch's length, and the ids
 //! follow the batch's order.
 
@@ -24,7 +24,7 @@ use crate::store::db::{Db, DbError};
 /// The statements, with PostgreSQL's `$n` placeholders.
 pub(super) const STATEMENTS: Statements = Statements {
     page: "SELECT id, at_ms, principal_kind, principal_id, action, resource_kind, resource_id, \
-           outcome, allowed, denied, errors, denied_ids FROM audit_events \
+           outcome, allowed, denied, errors, denied_ids, last_ms FROM audit_events \
            WHERE at_ms >= $1 AND at_ms < $2 AND (at_ms < $3 OR (at_ms = $3 AND id < $4)) \
            ORDER BY at_ms DESC, id DESC LIMIT $5",
     count: "SELECT COUNT(*) FROM audit_events WHERE at_ms >= $1 AND at_ms < $2",
@@ -40,13 +40,13 @@ pub(super) const STATEMENTS: Statements = Statements {
 
 const INSERT: &str = "INSERT INTO audit_events \
      (at_ms, principal_kind, principal_id, action, resource_kind, resource_id, outcome, \
-      allowed, denied, errors, denied_ids) \
+      allowed, denied, errors, denied_ids, last_ms) \
      SELECT at_ms, principal_kind, principal_id, action, resource_kind, resource_id, outcome, \
-      allowed, denied, errors, denied_ids \
+      allowed, denied, errors, denied_ids, last_ms \
      FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], \
-      $8::bigint[], $9::bigint[], $10::bigint[], $11::text[]) \
+      $8::bigint[], $9::bigint[], $10::bigint[], $11::text[], $12::bigint[]) \
      WITH ORDINALITY AS r(at_ms, principal_kind, principal_id, action, resource_kind, resource_id, outcome, \
-      allowed, denied, errors, denied_ids, n) \
+      allowed, denied, errors, denied_ids, last_ms, n) \
      ORDER BY n";
 
 columns_through!(tokio_postgres::Row, try_get);
@@ -139,6 +139,7 @@ fn write_all(
     let mut outcomes = Vec::with_capacity(rows.len());
     let mut tallies: [Vec<i64>; 3] = Default::default();
     let mut denied_ids = Vec::with_capacity(rows.len());
+    let mut last_ms = Vec::with_capacity(rows.len());
     for row in rows {
         at_ms.push(row.at_ms);
         principal_kinds.push(row.principal_kind);
@@ -151,6 +152,7 @@ fn write_all(
             column.push(count);
         }
         denied_ids.push(row.denied_ids.as_deref());
+        last_ms.push(row.last_ms);
     }
     let mut tx = conn.transaction()?;
     tx.batch_execute(&format!(
@@ -171,6 +173,7 @@ fn write_all(
             &tallies[1],
             &tallies[2],
             &denied_ids,
+            &last_ms,
         ],
     )?;
     tx.commit()?;

@@ -79,6 +79,7 @@ fn event_row(r: &dyn Columns) -> Result<AuditEventRow, DbError> {
         outcome: r.text(7)?,
         tally: [r.int(8)?, r.int(9)?, r.int(10)?],
         denied_ids: r.optional_text(11)?,
+        last_ms: r.optional_int(12)?,
     })
 }
 

@@ -1,4 +1,4 @@
-//! The rows of the `audit_events` table (migrations 3 and 5), as written
+//! The rows of the `audit_events` table (migrations 3, 5 and 6), as written
 //! and as read back, and what a read asks for and gets. Plain values: both
 //! dialects and every caller share them.
 
@@ -27,6 +27,10 @@ pub struct AuditRow<'a> {
     /// For a row of several decisions, the JSON array of the ids not
     /// allowed (NULL when none).
     pub denied_ids: Option<String>,
+    /// For a summary row (a principal's decisions past its audit rate,
+    /// folded per interval), its last decision's time, Unix milliseconds;
+    /// `at_ms` is the first's. NULL on every other row.
+    pub last_ms: Option<i64>,
 }
 
 /// One stored row, as the admin endpoint returns it: a decision, or the
@@ -58,6 +62,10 @@ pub struct AuditEventRow {
     /// For a row of several decisions, the JSON array of the ids not
     /// allowed (NULL when none).
     pub denied_ids: Option<String>,
+    /// For a summary row (a principal's decisions past its audit rate,
+    /// folded per interval), its last decision's time, Unix milliseconds;
+    /// `at_ms` is the first's. NULL on every other row.
+    pub last_ms: Option<i64>,
 }
 
 /// A position in the newest-first order: the last row of a page.

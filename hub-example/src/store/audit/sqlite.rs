@@ -19,7 +19,7 @@ use crate::store::db::{Db, DbError};
 /// The statements, with SQLite's `?n` placeholders.
 pub(super) const STATEMENTS: Statements = Statements {
     page: "SELECT id, at_ms, principal_kind, principal_id, action, resource_kind, resource_id, \
-           outcome, allowed, denied, errors, denied_ids FROM audit_events \
+           outcome, allowed, denied, errors, denied_ids, last_ms FROM audit_events \
            WHERE at_ms >= ?1 AND at_ms < ?2 AND (at_ms < ?3 OR (at_ms = ?3 AND id < ?4)) \
            ORDER BY at_ms DESC, id DESC LIMIT ?5",
     count: "SELECT COUNT(*) FROM audit_events WHERE at_ms >= ?1 AND at_ms < ?2",
@@ -64,14 +64,14 @@ pub(super) struct Writer {
 /// per row (11 parameters a row, far below SQLite's limit).
 const ROWS_PER_INSERT: usize = 64;
 /// Parameters per row.
-const COLUMNS: usize = 11;
+const COLUMNS: usize = 12;
 
 fn insert_sql(rows: usize) -> String {
-    let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; rows].join(", ");
+    let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; rows].join(", ");
     format!(
         "INSERT INTO audit_events \
          (at_ms, principal_kind, principal_id, action, resource_kind, resource_id, outcome, \
-          allowed, denied, errors, denied_ids) \
+          allowed, denied, errors, denied_ids, last_ms) \
          VALUES {values}"
     )
 }
@@ -108,6 +108,7 @@ impl Writer {
                 insert.raw_bind_parameter(index + 8, denied)?;
                 insert.raw_bind_parameter(index + 9, errors)?;
                 insert.raw_bind_parameter(index + 10, row.denied_ids.as_deref())?;
+                insert.raw_bind_parameter(index + 11, row.last_ms)?;
                 index += COLUMNS;
             }
             insert.raw_execute()?;

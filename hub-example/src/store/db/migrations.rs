@@ -178,6 +178,16 @@ UPDATE audit_events SET
     errors = (outcome = 'error');
 "#,
     },
+    Migration {
+        version: 6,
+        name: "audit summaries",
+        // A principal past its audit rate has its decisions folded into
+        // summary rows per interval: `at_ms` the first decision, `last_ms`
+        // the last. NULL on every other row.
+        sql: r#"
+ALTER TABLE audit_events ADD COLUMN last_ms INTEGER;
+"#,
+    },
 ];
 
 /// Version 2's rows, written alike in both dialects' lists.
@@ -274,7 +284,7 @@ mod tests {
     fn migrations_apply_once_in_order() {
         let mut conn = Connection::open_in_memory().unwrap();
         assert_eq!(schema_version(&conn).unwrap(), 0);
-        assert_eq!(migrate(&mut conn, 1).unwrap(), vec![1, 2, 3, 4, 5]);
+        assert_eq!(migrate(&mut conn, 1).unwrap(), vec![1, 2, 3, 4, 5, 6]);
         assert_eq!(schema_version(&conn).unwrap(), LATEST_VERSION);
         assert!(migrate(&mut conn, 2).unwrap().is_empty());
         let roles: u32 = conn

@@ -178,6 +178,13 @@ UPDATE audit_events SET
     errors = CASE WHEN outcome = 'error' THEN 1 ELSE 0 END;
 "#,
     },
+    Migration {
+        version: 6,
+        name: "audit summaries",
+        sql: r#"
+ALTER TABLE audit_events ADD COLUMN last_ms BIGINT;
+"#,
+    },
 ];
 
 /// The ports this build applies: those of the versions it has an SQLite
