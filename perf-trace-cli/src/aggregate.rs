@@ -3,13 +3,92 @@
 //! Every figure is kept by its field name in a [`CountDist`] (counts) or a
 //! [`TimeDist`] (durations), so memory grows with the number of classes and
 //! keys, never with the number of lines; the slowest requests are the only
-//! lines kept, `top` per class.
+//! lines kept, `top` per class, each cut at [`MAX_KEPT_LINE`] bytes.
+//!
+//! Classes and keys are bounded ([`Limits`]): a class past the bound, or
+//! whose name is longer than [`MAX_NAME`], is read as the class
+//! [`OTHER`]; a key past the bound (or too long a name) adds its value to
+//! the class's [`OTHER`] count or [`OTHER_US`] time for that request. What
+//! was folded is counted in [`Folded`].
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
+use serde::Serialize;
+
 use crate::dist::{CountDist, TimeDist};
 use crate::line::{classify, FigureKind, PerfLine, Unit};
+
+/// The class, and the count key, that take what is past the bounds.
+pub const OTHER: &str = "(other)";
+
+/// The time key that takes what is past the key bound.
+pub const OTHER_US: &str = "(other)_us";
+
+/// The longest class or key name kept (in bytes); a longer one is folded
+/// into [`OTHER`] like one past the bound.
+pub const MAX_NAME: usize = 256;
+
+/// The longest slowest-request line kept (in bytes); a longer one is kept
+/// cut, ending in `…`.
+pub const MAX_KEPT_LINE: usize = 4096;
+
+/// How many classes and keys an aggregate holds at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Endpoint classes, [`OTHER`] aside.
+    pub classes: usize,
+    /// Keys (figure names) over every class, each class's [`OTHER`] and
+    /// [`OTHER_US`] aside.
+    pub keys: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            classes: 1_000,
+            keys: 10_000,
+        }
+    }
+}
+
+/// What the bounds folded into [`OTHER`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Folded {
+    /// Lines read as the class [`OTHER`] (their class past the bound).
+    pub class_lines: u64,
+    /// Figures added to a class's [`OTHER`] key (their key past the bound).
+    pub key_values: u64,
+}
+
+/// The keys still free under [`Limits::keys`], and what was folded.
+#[derive(Debug, Clone, Copy)]
+struct KeyBudget {
+    free: usize,
+    folded: u64,
+}
+
+/// `text` cut to at most `max` bytes at a character's edge, `…` marking a cut.
+pub fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// The status class of an HTTP status: `2xx`, ..., or `other` outside 100
+/// to 599 (so odd values cannot grow the table).
+fn status_class(status: u64) -> String {
+    if (100..600).contains(&status) {
+        format!("{}xx", status / 100)
+    } else {
+        "other".to_owned()
+    }
+}
 
 /// One figure of a class, by its field name.
 #[derive(Debug, Clone)]
@@ -76,8 +155,8 @@ impl ClassAgg {
         self.slowest.push(Reverse(SlowRequest {
             elapsed_us: line.elapsed_us,
             seq: Reverse(seq),
-            request_id: line.request_id.as_deref().unwrap_or("").to_owned(),
-            line: text.trim().to_owned(),
+            request_id: cut(line.request_id.as_deref().unwrap_or(""), MAX_NAME),
+            line: cut(text.trim(), MAX_KEPT_LINE),
         }));
     }
 
@@ -92,18 +171,44 @@ impl ClassAgg {
         self.figures.get_mut(name).expect("inserted above")
     }
 
+    /// Whether `name` has a figure here or may get one under the budget.
+    fn admits(&self, name: &str, budget: &mut KeyBudget) -> bool {
+        if self.figures.contains_key(name) {
+            return true;
+        }
+        if name.len() > MAX_NAME || budget.free == 0 {
+            budget.folded += 1;
+            return false;
+        }
+        budget.free -= 1;
+        true
+    }
+
+    fn record(&mut self, name: &str, unit: Unit, value: u64) {
+        match self.figure(name, unit) {
+            Figure::Count(d) => d.record(value),
+            Figure::Time(d) => d.record(value),
+        }
+    }
+
     /// Adds one request.
-    fn add(&mut self, line: &PerfLine<'_>, text: &str, seq: u64, top: usize) {
+    fn add(
+        &mut self,
+        line: &PerfLine<'_>,
+        text: &str,
+        seq: u64,
+        top: usize,
+        budget: &mut KeyBudget,
+    ) {
         self.requests += 1;
         if let Some(status) = line.status {
-            *self
-                .statuses
-                .entry(format!("{}xx", status / 100))
-                .or_default() += 1;
+            *self.statuses.entry(status_class(status)).or_default() += 1;
         }
         self.elapsed.record(line.elapsed_us);
         let (mut store_n, mut store_us, mut has_store_us) = (0u64, 0u64, false);
         let (mut total_n, mut total_us) = (None, None);
+        // The values of keys past the bound, summed for this request.
+        let (mut other_n, mut other_us) = (None::<u64>, None::<u64>);
         for (name, value) in &line.figures {
             let kind = classify(name);
             let unit = match kind {
@@ -126,10 +231,21 @@ impl ClassAgg {
                     continue;
                 }
             };
-            match self.figure(name, unit) {
-                Figure::Count(d) => d.record(*value),
-                Figure::Time(d) => d.record(*value),
+            if !self.admits(name, budget) {
+                let sum = match unit {
+                    Unit::Count => &mut other_n,
+                    Unit::Micros => &mut other_us,
+                };
+                *sum = Some(sum.unwrap_or(0).saturating_add(*value));
+                continue;
             }
+            self.record(name, unit, *value);
+        }
+        if let Some(n) = other_n {
+            self.record(OTHER, Unit::Count, n);
+        }
+        if let Some(us) = other_us {
+            self.record(OTHER_US, Unit::Micros, us);
         }
         self.store_total.record(total_n.unwrap_or(store_n));
         if let Some(us) = total_us.or(has_store_us.then_some(store_us)) {
@@ -173,14 +289,27 @@ pub struct Aggregate {
     pub classes: BTreeMap<String, ClassAgg>,
     /// Slowest requests kept per class.
     pub top: usize,
+    /// What the bounds folded into [`OTHER`].
+    pub folded: Folded,
+    limits: Limits,
+    /// Keys held over every class ([`OTHER`] and [`OTHER_US`] aside).
+    keys: usize,
     seq: u64,
 }
 
 impl Aggregate {
-    /// An empty aggregate keeping the `top` slowest requests per class.
+    /// An empty aggregate keeping the `top` slowest requests per class,
+    /// within the default [`Limits`].
     pub fn new(top: usize) -> Self {
+        Aggregate::with_limits(top, Limits::default())
+    }
+
+    /// An empty aggregate keeping the `top` slowest requests per class,
+    /// within `limits`.
+    pub fn with_limits(top: usize, limits: Limits) -> Self {
         Aggregate {
             top,
+            limits,
             ..Aggregate::default()
         }
     }
@@ -189,14 +318,29 @@ impl Aggregate {
     /// among the slowest).
     pub fn add(&mut self, line: &PerfLine<'_>, text: &str) {
         self.seq += 1;
-        let class = match self.classes.get_mut(line.endpoint.as_ref()) {
+        let name = line.endpoint.as_ref();
+        if !self.classes.contains_key(name) {
+            let held = self.classes.len() - usize::from(self.classes.contains_key(OTHER));
+            let name = if name.len() > MAX_NAME || held >= self.limits.classes {
+                self.folded.class_lines += 1;
+                OTHER
+            } else {
+                name
+            };
+            self.classes.entry(name.to_owned()).or_default();
+        }
+        let class = match self.classes.get_mut(name) {
             Some(class) => class,
-            None => self
-                .classes
-                .entry(line.endpoint.clone().into_owned())
-                .or_default(),
+            None => self.classes.get_mut(OTHER).expect("made above"),
         };
-        class.add(line, text, self.seq, self.top);
+        let mut budget = KeyBudget {
+            free: self.limits.keys.saturating_sub(self.keys),
+            folded: 0,
+        };
+        let free = budget.free;
+        class.add(line, text, self.seq, self.top, &mut budget);
+        self.keys += free - budget.free;
+        self.folded.key_values += budget.folded;
     }
 
     /// Requests over every class.
@@ -242,6 +386,34 @@ mod tests {
         assert_eq!(slow, [9, 5]);
         assert!(matches!(class.figures["store_GetX_us"], Figure::Time(_)));
         assert!(matches!(class.figures["store_get_x_n"], Figure::Count(_)));
+    }
+
+    #[test]
+    fn long_names_fold_and_kept_lines_are_cut() {
+        let mut agg = Aggregate::new(1);
+        let long = "k".repeat(MAX_NAME + 1);
+        let id = "r".repeat(MAX_NAME + 10);
+        let text = format!(
+            r#"{{"msg":"perf_trace","endpoint":"{long}","elapsed_us":5,"{long}_us":4,"{long}":2,"fine":1,"request_id":"{id}","status":999,"pad":"{}"}}"#,
+            "p".repeat(MAX_KEPT_LINE)
+        );
+        add(&mut agg, &text);
+        let class = &agg.classes[OTHER];
+        assert_eq!(
+            agg.folded,
+            Folded {
+                class_lines: 1,
+                key_values: 2
+            }
+        );
+        assert!(matches!(&class.figures[OTHER], Figure::Count(d) if d.sum() == 2));
+        assert!(matches!(&class.figures[OTHER_US], Figure::Time(d) if d.sum() == 4));
+        assert!(class.figures.contains_key("fine"));
+        assert_eq!(class.statuses["other"], 1);
+        let slow = &class.slowest()[0];
+        assert_eq!(slow.line.len(), MAX_KEPT_LINE + "…".len());
+        assert!(slow.line.ends_with('…') && slow.request_id.ends_with('…'));
+        assert_eq!(cut("héllo", 2), "h…");
     }
 
     #[test]

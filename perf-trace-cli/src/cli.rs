@@ -5,16 +5,25 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use clap::builder::RangedU64ValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::aggregate::Limits;
 use crate::diff::{self, FailOn};
-use crate::scan::{self, Counts, Filter};
+use crate::scan::{self, Bounds, Counts, Filter};
 use crate::{html, input, output, summary};
 
 /// Reads perf_trace lines (any profile, plain or GCP form, gzip'd or not)
 /// from files, glob patterns or standard input.
 #[derive(Debug, Parser)]
-#[command(name = "perf-trace", version, about)]
+#[command(
+    name = "perf-trace",
+    version,
+    about,
+    after_help = "Exit status: 0 when done (lines skipped or folded by the bounds are \
+                  said on standard error), 1 when a diff moved, 2 on an error (a bad \
+                  flag, an unreadable log)."
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -49,6 +58,23 @@ pub struct FilterArgs {
     /// The slowest requests listed per class.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub top: usize,
+    /// Lines longer than this are skipped unread and counted (a gzip bomb
+    /// of zeros is one such line).
+    #[arg(long, value_name = "BYTES", default_value_t = input::DEFAULT_MAX_LINE,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=1 << 30),
+          help_heading = "Bounds")]
+    pub max_line_bytes: usize,
+    /// Endpoint classes held; lines of further classes are read as the
+    /// class `(other)`.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().classes,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..),
+          help_heading = "Bounds")]
+    pub max_classes: usize,
+    /// Keys (figure names) held over every class; figures of further keys
+    /// are added to their class's `(other)` / `(other)_us`.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().keys,
+          help_heading = "Bounds")]
+    pub max_keys: usize,
 }
 
 impl FilterArgs {
@@ -64,6 +90,16 @@ impl FilterArgs {
             since: time(&self.since)?,
             until: time(&self.until)?,
         })
+    }
+
+    fn bounds(&self) -> Bounds {
+        Bounds {
+            max_line: self.max_line_bytes,
+            limits: Limits {
+                classes: self.max_classes,
+                keys: self.max_keys,
+            },
+        }
     }
 }
 
@@ -131,13 +167,14 @@ pub struct ReportArgs {
     pub filter: FilterArgs,
 }
 
-/// Says once on standard error what was skipped.
-fn notes(counts: &Counts) {
+/// Says once on standard error what was skipped or folded.
+fn notes(counts: &Counts, bounds: &Bounds) {
     let mut err = std::io::stderr().lock();
-    for note in [counts.malformed_note(), counts.without_time_note()]
+    let notes = [counts.malformed_note(), counts.without_time_note()]
         .into_iter()
         .flatten()
-    {
+        .chain(counts.bound_notes(bounds));
+    for note in notes {
         let _ = writeln!(err, "perf-trace: {note}");
     }
     if counts.perf_lines == 0 {
@@ -154,8 +191,9 @@ fn read(
     filter: &FilterArgs,
 ) -> anyhow::Result<(crate::aggregate::Aggregate, Counts)> {
     let sources = input::sources(logs)?;
-    let read = scan::read(&sources, &filter.filter()?, filter.top)?;
-    notes(&read.1);
+    let bounds = filter.bounds();
+    let read = scan::read(&sources, &filter.filter()?, filter.top, &bounds)?;
+    notes(&read.1, &bounds);
     Ok(read)
 }
 

@@ -6,11 +6,13 @@
 //!   (a request shape takes a handful), never with the number of lines.
 //!   Requests whose line has no such field count as 0 (profiles leave empty
 //!   figures out), so its percentiles are over every request of the class.
-//! - [`TimeDist`]: durations in microseconds, in a log-linear histogram at
-//!   two significant digits (HdrHistogram): every percentile is within 1 %
-//!   of the exact one, max and sum are exact, and its size is fixed by the
-//!   largest value (about 25 KiB up to an hour). Only the requests that have
-//!   the figure are in it.
+//! - [`TimeDist`]: durations in microseconds: the first
+//!   [`TimeDist::EXACT`] values as they are (a key seen on a few lines costs
+//!   a few hundred bytes, whatever the values), then a log-linear histogram
+//!   at two significant digits (HdrHistogram): every percentile is within
+//!   1 % of the exact one, max and sum are exact, and its size is fixed by
+//!   the largest value (about 25 KiB up to an hour). Only the requests that
+//!   have the figure are in it.
 //!
 //! Percentiles are nearest-rank: the smallest value with at least `p`
 //! percent of the values at or below it.
@@ -127,7 +129,10 @@ pub fn nearest_rank(p: f64, n: u64) -> u64 {
 /// Durations in microseconds (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct TimeDist {
-    hist: Histogram<u64>,
+    /// The values while there are at most [`TimeDist::EXACT`] of them.
+    exact: Vec<u64>,
+    /// Every value once there were more.
+    hist: Option<Box<Histogram<u64>>>,
     sum: u64,
     /// Exact extremes (the histogram reports its bucket's edges).
     min: u64,
@@ -156,8 +161,8 @@ pub struct TimeStats {
 impl Default for TimeDist {
     fn default() -> Self {
         TimeDist {
-            // Two significant digits, growing to the largest value seen.
-            hist: Histogram::new(2).expect("2 significant digits is a valid precision"),
+            exact: Vec::new(),
+            hist: None,
             sum: 0,
             min: u64::MAX,
             max: 0,
@@ -165,27 +170,51 @@ impl Default for TimeDist {
     }
 }
 
+/// Records into a histogram that grows to take the value; past its
+/// largest trackable value it keeps its top bucket.
+fn record_in(hist: &mut Histogram<u64>, us: u64) {
+    if hist.record(us).is_err() {
+        hist.saturating_record(us);
+    }
+}
+
 impl TimeDist {
+    /// Values kept as they are before a histogram is made.
+    pub const EXACT: usize = 32;
+
     /// Records one duration.
     pub fn record(&mut self, us: u64) {
-        // An auto-resizing histogram grows to take the value; past its
-        // largest trackable value it keeps its top bucket.
-        if self.hist.record(us).is_err() {
-            self.hist.saturating_record(us);
+        match &mut self.hist {
+            Some(hist) => record_in(hist, us),
+            None if self.exact.len() < Self::EXACT => self.exact.push(us),
+            None => record_in(self.histogram(), us),
         }
         self.sum = self.sum.saturating_add(us);
         self.min = self.min.min(us);
         self.max = self.max.max(us);
     }
 
+    /// The histogram, made from the exact values when there is none yet.
+    fn histogram(&mut self) -> &mut Histogram<u64> {
+        let exact = std::mem::take(&mut self.exact);
+        self.hist.get_or_insert_with(|| {
+            // Two significant digits, growing to the largest value seen.
+            let mut hist = Histogram::new(2).expect("2 significant digits is a valid precision");
+            exact.iter().for_each(|&v| record_in(&mut hist, v));
+            Box::new(hist)
+        })
+    }
+
     /// Values recorded.
     pub fn len(&self) -> u64 {
-        self.hist.len()
+        self.hist
+            .as_ref()
+            .map_or(self.exact.len() as u64, |h| h.len())
     }
 
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
-        self.hist.is_empty()
+        self.len() == 0
     }
 
     /// The sum of the recorded values (exact).
@@ -194,7 +223,8 @@ impl TimeDist {
     }
 
     /// The value at quantile `q` (0 to 1), as the histogram resolves it
-    /// (within 1 %); the largest value exactly at 1.
+    /// (within 1 %; exact while the values are few); the largest value
+    /// exactly at 1.
     pub fn quantile(&self, q: f64) -> u64 {
         if self.is_empty() {
             return 0;
@@ -202,7 +232,15 @@ impl TimeDist {
         if q >= 1.0 {
             return self.max;
         }
-        self.hist.value_at_quantile(q).clamp(self.min, self.max)
+        match &self.hist {
+            Some(hist) => hist.value_at_quantile(q).clamp(self.min, self.max),
+            None => {
+                let mut sorted = self.exact.clone();
+                sorted.sort_unstable();
+                let rank = nearest_rank(q * 100.0, sorted.len() as u64);
+                sorted[rank as usize - 1]
+            }
+        }
     }
 
     /// The figures of the recorded values.
@@ -223,6 +261,18 @@ impl TimeDist {
         }
     }
 
+    /// The recorded values as `(value, how many)`, by the histogram's
+    /// buckets once there is one.
+    fn values(&self) -> Vec<(u64, u64)> {
+        match &self.hist {
+            Some(hist) => hist
+                .iter_recorded()
+                .map(|b| (b.value_iterated_to(), b.count_at_value()))
+                .collect(),
+            None => self.exact.iter().map(|&v| (v, 1)).collect(),
+        }
+    }
+
     /// Requests per bin of `bins` log-spaced bins from the smallest to the
     /// largest value: `(upper bound in µs, requests)`.
     pub fn log_bins(&self, bins: usize) -> Vec<(u64, u64)> {
@@ -236,22 +286,26 @@ impl TimeDist {
             .map(|i| (low * step.powi(i as i32)).ceil() as u64)
             .collect();
         let mut counts = vec![0u64; bins];
-        for bucket in self.hist.iter_recorded() {
-            let value = bucket.value_iterated_to();
+        for (value, n) in self.values() {
             let at = bounds.partition_point(|&b| b < value).min(bins - 1);
-            counts[at] += bucket.count_at_value();
+            counts[at] += n;
         }
         bounds.into_iter().zip(counts).collect()
     }
 
     /// Adds another distribution's values.
     pub fn merge(&mut self, other: &TimeDist) {
-        self.hist
-            .add(&other.hist)
-            .expect("auto-resizing histograms of one precision add");
-        self.sum = self.sum.saturating_add(other.sum);
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
+        let (sum, min, max) = (self.sum, self.min, self.max);
+        match &other.hist {
+            None => other.exact.iter().for_each(|&v| self.record(v)),
+            Some(theirs) => self
+                .histogram()
+                .add(&**theirs)
+                .expect("auto-resizing histograms of one precision add"),
+        }
+        self.sum = sum.saturating_add(other.sum);
+        self.min = min.min(other.min);
+        self.max = max.max(other.max);
     }
 }
 

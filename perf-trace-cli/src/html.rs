@@ -216,6 +216,21 @@ fn input_note(sources: &str, counts: &Counts) -> String {
     if let Some(m) = counts.malformed_note() {
         let _ = write!(note, " · {}", escape(&m));
     }
+    for (n, what) in [
+        (counts.too_long, "over-long lines skipped unread"),
+        (
+            counts.folded_class_lines,
+            "lines of classes past the bound read as (other)",
+        ),
+        (
+            counts.folded_key_values,
+            "figures of keys past the bound added to (other)",
+        ),
+    ] {
+        if n > 0 {
+            let _ = write!(note, " · {n} {}", escape(what));
+        }
+    }
     note.push_str("</p>\n");
     note
 }
