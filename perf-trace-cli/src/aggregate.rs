@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::dist::{CountDist, TimeDist};
 use crate::line::{classify, FigureKind, PerfLine, Unit};
+use crate::suspects::RequestSample;
 
 /// The class, and the count key, that take what is past the bounds.
 pub const OTHER: &str = "(other)";
@@ -129,6 +130,9 @@ pub struct ClassAgg {
     pub store_total: CountDist,
     /// Time in the store per request, likewise.
     pub store_total_us: TimeDist,
+    /// A sample of the requests' store and size counts, for the N+1
+    /// suspects' correlation.
+    pub sample: RequestSample,
     /// The slowest requests, fastest on top (a min-heap of size `top`).
     slowest: BinaryHeap<Reverse<SlowRequest>>,
 }
@@ -251,6 +255,15 @@ impl ClassAgg {
         if let Some(us) = total_us.or(has_store_us.then_some(store_us)) {
             self.store_total_us.record(us);
         }
+        // Only keys held (not folded) are sampled, so the key bound bounds
+        // the sample too.
+        let held = &self.figures;
+        self.sample.offer(
+            line.figures
+                .iter()
+                .filter(|(name, _)| RequestSample::wants(name) && held.contains_key(name.as_ref()))
+                .map(|(name, value)| (name.as_ref(), *value)),
+        );
         self.keep_if_slow(line, text, seq, top);
     }
 
@@ -273,6 +286,7 @@ impl ClassAgg {
         }
         self.store_total.merge(&other.store_total);
         self.store_total_us.merge(&other.store_total_us);
+        self.sample.merge(&other.sample);
         for slow in &other.slowest {
             self.slowest.push(slow.clone());
             if self.slowest.len() > top {

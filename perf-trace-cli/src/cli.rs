@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::aggregate::Limits;
 use crate::diff::{self, FailOn};
 use crate::scan::{self, Bounds, Counts, Filter};
+use crate::suspects::Rule;
 use crate::{html, input, output, summary};
 
 /// Reads perf_trace lines (any profile, plain or GCP form, gzip'd or not)
@@ -34,12 +35,22 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Per endpoint class: requests, statuses, elapsed percentiles, phases,
-    /// store calls, counters and timers, the slowest requests.
+    /// store calls, counters and timers, the slowest requests; then the N+1
+    /// suspects.
+    ///
+    /// A store method's calls per request (`store_<M>_n`) or the SQL
+    /// wrapper's `sql_repeated_n` is an N+1 suspect in a class of at least
+    /// --n1-min-requests requests when its p95 is at least --n1-p95, or when
+    /// it grows with the response: its Spearman rank correlation with the
+    /// response's size (see --n1-size) is at least --n1-rho and it reaches 3
+    /// at p95. Each suspect is listed with its p50 / p95 / max, the
+    /// correlation and the reasons.
     Summary(SummaryArgs),
     /// What moved between two logs of the same workload; exits 1 when a
     /// key named by --fail-on moved.
     Diff(DiffArgs),
-    /// One self-contained HTML page of the logs.
+    /// One self-contained HTML page of the logs, N+1 suspects marked per
+    /// class (the rule is `summary`'s).
     Report(ReportArgs),
 }
 
@@ -114,6 +125,50 @@ pub enum Format {
     Csv,
 }
 
+/// How N+1 suspects are found (`summary` and `report`).
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "N+1 suspects")]
+pub struct SuspectArgs {
+    /// Requests a class needs before its counts are judged.
+    #[arg(long = "n1-min-requests", value_name = "N", default_value_t = Rule::default().min_requests)]
+    pub min_requests: u64,
+    /// A store method's calls (`store_<M>_n`) or `sql_repeated_n` at least
+    /// this high at p95 per request make a suspect.
+    #[arg(long = "n1-p95", value_name = "CALLS", default_value_t = Rule::default().p95)]
+    pub p95: u64,
+    /// So does a Spearman rank correlation with the response's size of at
+    /// least this (-1 to 1), over a sample of 256 requests per class, when
+    /// the count reaches 3 at p95.
+    #[arg(long = "n1-rho", value_name = "RHO", default_value_t = Rule::default().rho,
+          value_parser = rho)]
+    pub rho: f64,
+    /// The count field that stands for the response's size; by default the
+    /// first of `response_bytes`, another `..bytes`, then `..rows` /
+    /// `..items` (each also with `_n`) that the class's lines carry.
+    #[arg(long = "n1-size", value_name = "KEY")]
+    pub size_key: Option<String>,
+}
+
+fn rho(text: &str) -> Result<f64, String> {
+    let value: f64 = text.parse().map_err(|e| format!("{e}"))?;
+    if (-1.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("{value} is not between -1 and 1"))
+    }
+}
+
+impl SuspectArgs {
+    fn rule(&self) -> Rule {
+        Rule {
+            min_requests: self.min_requests,
+            p95: self.p95,
+            rho: self.rho,
+            size_key: self.size_key.clone(),
+        }
+    }
+}
+
 /// `perf-trace summary`.
 #[derive(Debug, Args)]
 pub struct SummaryArgs {
@@ -126,6 +181,9 @@ pub struct SummaryArgs {
     /// Which lines count.
     #[command(flatten)]
     pub filter: FilterArgs,
+    /// How N+1 suspects are found.
+    #[command(flatten)]
+    pub suspects: SuspectArgs,
 }
 
 /// `perf-trace diff`.
@@ -165,6 +223,9 @@ pub struct ReportArgs {
     /// Which lines count.
     #[command(flatten)]
     pub filter: FilterArgs,
+    /// How N+1 suspects are found.
+    #[command(flatten)]
+    pub suspects: SuspectArgs,
 }
 
 /// Says once on standard error what was skipped or folded.
@@ -205,7 +266,7 @@ fn write_file(path: &PathBuf, text: &str) -> anyhow::Result<()> {
 
 fn summary(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
     let (agg, counts) = read(&args.logs, &args.filter)?;
-    let summary = summary::summarize(&agg, counts);
+    let summary = summary::summarize(&agg, counts, &args.suspects.rule());
     let mut out = std::io::stdout().lock();
     match args.format {
         Format::Table => output::write_table(&mut out, &summary, args.filter.top)?,
@@ -262,7 +323,8 @@ fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.logs.join(" ")
     };
-    write_file(&args.output, &html::report_page(&names, &agg, &counts))?;
+    let page = html::report_page(&names, &agg, &counts, &args.suspects.rule());
+    write_file(&args.output, &page)?;
     Ok(ExitCode::SUCCESS)
 }
 
