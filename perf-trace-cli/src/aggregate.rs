@@ -34,6 +34,11 @@ pub const MAX_NAME: usize = 256;
 /// cut, ending in `…`.
 pub const MAX_KEPT_LINE: usize = 4096;
 
+/// Distinct values a class's count keeps exact; past them it keeps 8
+/// significant bits (see [`CountDist::bounded`]), so a count that takes a
+/// new value on every request (a response's bytes) holds a bounded table.
+pub const EXACT_COUNT_VALUES: usize = 1024;
+
 /// How many classes and keys an aggregate holds at most.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -115,7 +120,7 @@ pub struct SlowRequest {
 }
 
 /// Everything known about one endpoint class.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ClassAgg {
     /// Requests (lines) of the class.
     pub requests: u64,
@@ -135,6 +140,21 @@ pub struct ClassAgg {
     pub sample: RequestSample,
     /// The slowest requests, fastest on top (a min-heap of size `top`).
     slowest: BinaryHeap<Reverse<SlowRequest>>,
+}
+
+impl Default for ClassAgg {
+    fn default() -> Self {
+        ClassAgg {
+            requests: 0,
+            statuses: BTreeMap::new(),
+            elapsed: TimeDist::default(),
+            figures: HashMap::new(),
+            store_total: CountDist::bounded(EXACT_COUNT_VALUES),
+            store_total_us: TimeDist::default(),
+            sample: RequestSample::default(),
+            slowest: BinaryHeap::new(),
+        }
+    }
 }
 
 impl ClassAgg {
@@ -167,7 +187,7 @@ impl ClassAgg {
     fn figure(&mut self, name: &str, unit: Unit) -> &mut Figure {
         if !self.figures.contains_key(name) {
             let fresh = match unit {
-                Unit::Count => Figure::Count(CountDist::default()),
+                Unit::Count => Figure::Count(CountDist::bounded(EXACT_COUNT_VALUES)),
                 Unit::Micros => Figure::Time(TimeDist::default()),
             };
             self.figures.insert(name.to_owned(), fresh);

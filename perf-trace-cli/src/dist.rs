@@ -25,6 +25,12 @@ use serde::Serialize;
 /// Exact counts per request: a table of value to requests, so it serves any
 /// whole-number figure whose percentiles must be exact (a latency in
 /// microseconds too, at the cost of one entry per distinct value).
+///
+/// [`CountDist::bounded`] makes one whose table stops growing: past a
+/// number of distinct values it keeps each value at 8 significant bits
+/// (percentiles within 0.8 %, the sum, mean and largest value exact), as
+/// the command's aggregates do for a count that takes a new value on
+/// every request, such as a response's bytes.
 #[derive(Debug, Clone, Default)]
 pub struct CountDist {
     /// Value to number of requests with it (zeros not stored).
@@ -32,6 +38,22 @@ pub struct CountDist {
     /// Requests recorded with a value (zeros included).
     present: u64,
     sum: u64,
+    /// The largest value recorded (exact when the table is not).
+    max: u64,
+    /// Distinct values kept exact; `None`: all of them.
+    exact_values: Option<usize>,
+    /// Whether the table holds values at 8 significant bits.
+    coarse: bool,
+}
+
+/// `value` with all but its 8 highest significant bits cleared.
+fn coarsen(value: u64) -> u64 {
+    let bits = 64 - value.leading_zeros();
+    if bits <= 8 {
+        return value;
+    }
+    let shift = bits - 8;
+    (value >> shift) << shift
 }
 
 /// A count's figures over every request of a class.
@@ -52,12 +74,42 @@ pub struct CountStats {
 }
 
 impl CountDist {
+    /// One that keeps `exact_values` distinct values exact, then the rest
+    /// (and those) at 8 significant bits, so its table holds at most
+    /// `max(exact_values, 7,424)` entries.
+    pub fn bounded(exact_values: usize) -> Self {
+        CountDist {
+            exact_values: Some(exact_values),
+            ..CountDist::default()
+        }
+    }
+
+    /// Whether every value is held exactly.
+    pub fn is_exact(&self) -> bool {
+        !self.coarse
+    }
+
     /// Records one request's value.
     pub fn record(&mut self, value: u64) {
         self.present += 1;
         self.sum = self.sum.saturating_add(value);
+        self.max = self.max.max(value);
         if value > 0 {
-            *self.table.entry(value).or_default() += 1;
+            self.add_requests(value, 1);
+        }
+    }
+
+    /// Adds `n` requests of `value` to the table, coarsening it when it
+    /// outgrows its bound.
+    fn add_requests(&mut self, value: u64, n: u64) {
+        let key = if self.coarse { coarsen(value) } else { value };
+        *self.table.entry(key).or_default() += n;
+        if !self.coarse && self.exact_values.is_some_and(|cap| self.table.len() > cap) {
+            self.coarse = true;
+            let exact = std::mem::take(&mut self.table);
+            for (value, n) in exact {
+                *self.table.entry(coarsen(value)).or_default() += n;
+            }
         }
     }
 
@@ -78,6 +130,10 @@ impl CountDist {
         let mut seen = requests - nonzero;
         if rank <= seen {
             return 0;
+        }
+        if rank == requests {
+            // The largest is kept exact even when the table is not.
+            return self.max;
         }
         for (&value, &n) in &self.table {
             seen += n;
@@ -110,12 +166,17 @@ impl CountDist {
         self.table.iter().map(|(&v, &n)| (v, n))
     }
 
-    /// Adds another distribution's requests.
+    /// Adds another distribution's requests (at 8 significant bits when
+    /// either holds them so).
     pub fn merge(&mut self, other: &CountDist) {
         self.present += other.present;
         self.sum = self.sum.saturating_add(other.sum);
+        self.max = self.max.max(other.max);
+        if other.coarse && !self.coarse {
+            self.exact_values = Some(0);
+        }
         for (&value, &n) in &other.table {
-            *self.table.entry(value).or_default() += n;
+            self.add_requests(value, n);
         }
     }
 }
@@ -327,6 +388,42 @@ mod tests {
         assert_eq!(d.percentile(33.0, 6), 0);
         assert_eq!(d.percentile(34.0, 6), 13);
         assert_eq!(CountDist::default().stats(0), CountStats::default());
+    }
+
+    #[test]
+    fn a_bounded_count_keeps_eight_significant_bits_past_its_bound() {
+        let mut d = CountDist::bounded(1000);
+        let mut exact = CountDist::default();
+        for v in 1..=100_000u64 {
+            d.record(v * 7);
+            exact.record(v * 7);
+        }
+        assert!(!d.is_exact() && exact.is_exact());
+        assert!(d.table.len() <= 7424, "{}", d.table.len());
+        let (s, e) = (d.stats(100_000), exact.stats(100_000));
+        assert_eq!(
+            (s.max, s.mean, s.requests_with),
+            (e.max, e.mean, e.requests_with)
+        );
+        for (got, want) in [(s.p50, e.p50), (s.p95, e.p95), (s.min, e.min)] {
+            assert!(
+                got <= want && (want - got) as f64 / want as f64 <= 1.0 / 128.0,
+                "{got} {want}"
+            );
+        }
+        // Up to the bound it is exact.
+        let mut few = CountDist::bounded(1000);
+        (1..=1000).for_each(|v| few.record(v * 1_000_003));
+        assert!(few.is_exact());
+        assert_eq!(few.percentile(50.0, 1000), 500 * 1_000_003);
+        assert_eq!(
+            (coarsen(255), coarsen(256), coarsen(1023)),
+            (255, 256, 1020)
+        );
+        // Merging a coarse one makes the other coarse too.
+        few.merge(&d);
+        assert!(!few.is_exact());
+        assert_eq!(few.stats(101_000).max, 1000 * 1_000_003);
     }
 
     #[test]
