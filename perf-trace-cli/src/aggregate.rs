@@ -105,6 +105,16 @@ pub enum Figure {
     Time(TimeDist),
 }
 
+impl Figure {
+    /// Records one request's value.
+    pub fn record(&mut self, value: u64) {
+        match self {
+            Figure::Count(d) => d.record(value),
+            Figure::Time(d) => d.record(value),
+        }
+    }
+}
+
 /// One of the slowest requests of a class.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct SlowRequest {
@@ -195,9 +205,18 @@ impl ClassAgg {
         self.figures.get_mut(name).expect("inserted above")
     }
 
-    /// Whether `name` has a figure here or may get one under the budget.
-    fn admits(&self, name: &str, budget: &mut KeyBudget) -> bool {
-        if self.figures.contains_key(name) {
+    /// Records `value` under `name`, making its figure when the key budget
+    /// allows; `false` when the key is to be folded.
+    fn record_within(
+        &mut self,
+        name: &str,
+        unit: Unit,
+        value: u64,
+        budget: &mut KeyBudget,
+    ) -> bool {
+        // One lookup for a key already held, the common case.
+        if let Some(figure) = self.figures.get_mut(name) {
+            figure.record(value);
             return true;
         }
         if name.len() > MAX_NAME || budget.free == 0 {
@@ -205,14 +224,12 @@ impl ClassAgg {
             return false;
         }
         budget.free -= 1;
+        self.record(name, unit, value);
         true
     }
 
     fn record(&mut self, name: &str, unit: Unit, value: u64) {
-        match self.figure(name, unit) {
-            Figure::Count(d) => d.record(value),
-            Figure::Time(d) => d.record(value),
-        }
+        self.figure(name, unit).record(value);
     }
 
     /// Adds one request.
@@ -255,15 +272,13 @@ impl ClassAgg {
                     continue;
                 }
             };
-            if !self.admits(name, budget) {
+            if !self.record_within(name, unit, *value, budget) {
                 let sum = match unit {
                     Unit::Count => &mut other_n,
                     Unit::Micros => &mut other_us,
                 };
                 *sum = Some(sum.unwrap_or(0).saturating_add(*value));
-                continue;
             }
-            self.record(name, unit, *value);
         }
         if let Some(n) = other_n {
             self.record(OTHER, Unit::Count, n);
