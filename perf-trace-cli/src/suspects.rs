@@ -14,7 +14,8 @@
 //! The response's size is the class's first count field, by name, of
 //! `response_bytes`, then any other `..bytes`, then `..rows` / `..items`
 //! (each also with `_n`), unless [`Rule::size_key`] names one. A class
-//! whose lines carry none is judged by the percentile alone.
+//! whose lines carry none is judged by the percentile alone. The class
+//! `(other)`, where classes past the class bound are folded, is not judged.
 //!
 //! Percentiles are exact (over every request); the correlation is over a
 //! uniform sample of [`SAMPLE`] requests per class ([`RequestSample`]), so
@@ -24,7 +25,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::aggregate::{ClassAgg, Figure};
+use crate::aggregate::{ClassAgg, Figure, OTHER};
 use crate::dist::CountStats;
 use crate::line::{classify, FigureKind, Unit};
 
@@ -257,7 +258,9 @@ pub struct Suspect {
 
 /// The suspects of one class, by key.
 pub fn of_class(endpoint: &str, class: &ClassAgg, rule: &Rule) -> Vec<Suspect> {
-    if class.requests < rule.min_requests {
+    // The classes folded past the class bound are many endpoints' requests
+    // together: their spread is not one endpoint's.
+    if class.requests < rule.min_requests || endpoint == OTHER {
         return Vec::new();
     }
     let sample = &class.sample;
@@ -321,6 +324,36 @@ mod tests {
         let r = spearman(&[1, 1, 2, 2], &[1, 2, 3, 4]).unwrap();
         assert!((r - 0.894_427).abs() < 1e-5, "{r}");
         assert_eq!(ranks(&[5, 1, 5, 3]), [3.5, 1.0, 3.5, 2.0]);
+    }
+
+    #[test]
+    fn a_class_is_judged_on_enough_requests_and_other_is_not() {
+        let mut agg = crate::aggregate::Aggregate::new(0);
+        for i in 0..30 {
+            let text = format!(
+                r#"{{"msg":"perf_trace","endpoint":"a","elapsed_us":1,"store_X_n":50,"store_Y_n":{},"rows":{}}}"#,
+                i % 5 + 1,
+                i % 5
+            );
+            let crate::line::Parsed::Perf(line) = crate::line::parse(&text) else {
+                panic!("{text}")
+            };
+            agg.add(&line, &text);
+            if i == 18 {
+                assert!(of_class("a", &agg.classes["a"], &Rule::default()).is_empty());
+            }
+        }
+        let class = &agg.classes["a"];
+        let found = of_class("a", class, &Rule::default());
+        let keys: Vec<&str> = found.iter().map(|s| s.key.as_str()).collect();
+        assert_eq!(keys, ["store_X_n", "store_Y_n"]);
+        assert_eq!(found[0].why, ["p95 50 >= 20"]);
+        assert_eq!(
+            found[0].rho, None,
+            "a constant count has no rank correlation"
+        );
+        assert_eq!(found[1].why, ["grows with rows (rho 1.00 >= 0.5)"]);
+        assert!(of_class(OTHER, class, &Rule::default()).is_empty());
     }
 
     #[test]

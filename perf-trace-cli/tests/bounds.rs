@@ -194,6 +194,11 @@ fn twenty_thousand_new_classes_and_keys_fold_into_other() {
     assert_eq!(s["input"]["folded_key_values"], 30_000);
     let counters = field_of_each(&other["counters"], "name");
     assert!(counters.contains(&"(other)"), "{counters:?}");
+    assert_eq!(
+        s["suspects"],
+        serde_json::json!([]),
+        "(other) is not judged"
+    );
     for note in [
         "19000 perf_trace line(s) of classes past the 1000-class bound read as (other) (--max-classes)",
         "30000 figure(s) of keys past the 10000-key bound added to their class's (other) (--max-keys)",
