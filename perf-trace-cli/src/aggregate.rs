@@ -8,8 +8,10 @@
 //! Classes and keys are bounded ([`Limits`]): a class past the bound, or
 //! whose name is longer than [`MAX_NAME`], is read as the class
 //! [`OTHER`]; a key past the bound (or too long a name) adds its value to
-//! the class's [`OTHER`] count or [`OTHER_US`] time for that request. What
-//! was folded is counted in [`Folded`].
+//! the class's [`OTHER`] count or [`OTHER_US`] time for that request. The
+//! figures' tables and histograms together take at most
+//! [`Limits::figure_bytes`]; past that every value is recorded in place,
+//! approximately. What was folded or approximated is counted in [`Folded`].
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -32,7 +34,7 @@ pub const MAX_NAME: usize = 256;
 
 /// The longest slowest-request line kept (in bytes); a longer one is kept
 /// cut, ending in `…`.
-pub const MAX_KEPT_LINE: usize = 4096;
+pub const MAX_KEPT_LINE: usize = 2048;
 
 /// Distinct values a class's count keeps exact; past them it keeps 8
 /// significant bits (see [`CountDist::bounded`]), so a count that takes a
@@ -47,6 +49,10 @@ pub struct Limits {
     /// Keys (figure names) over every class, each class's [`OTHER`] and
     /// [`OTHER_US`] aside.
     pub keys: usize,
+    /// Bytes the figures' tables and histograms may take; past them a
+    /// figure records in place (see [`CountDist::record_in_place`] and
+    /// [`TimeDist::record_in_place`]).
+    pub figure_bytes: usize,
 }
 
 impl Default for Limits {
@@ -54,6 +60,7 @@ impl Default for Limits {
         Limits {
             classes: 1_000,
             keys: 10_000,
+            figure_bytes: 16 << 20,
         }
     }
 }
@@ -65,13 +72,81 @@ pub struct Folded {
     pub class_lines: u64,
     /// Figures added to a class's [`OTHER`] key (their key past the bound).
     pub key_values: u64,
+    /// Values recorded approximately, the figures' bytes spent.
+    pub approximated: u64,
 }
 
-/// The keys still free under [`Limits::keys`], and what was folded.
+/// What one line may still take under the bounds, and what it folded or
+/// recorded approximately.
 #[derive(Debug, Clone, Copy)]
-struct KeyBudget {
-    free: usize,
+struct Budget {
+    keys_free: usize,
     folded: u64,
+    bytes_free: usize,
+    approximated: u64,
+}
+
+/// A distribution recorded into under the byte bound.
+trait Held {
+    fn record(&mut self, value: u64);
+    fn record_in_place(&mut self, value: u64) -> bool;
+    fn heap_bytes(&self) -> usize;
+}
+
+/// [`Held`] by a distribution's own methods of the same names.
+macro_rules! held {
+    ($($dist:ident),*) => {$(
+        impl Held for $dist {
+            fn record(&mut self, value: u64) {
+                $dist::record(self, value);
+            }
+            fn record_in_place(&mut self, value: u64) -> bool {
+                $dist::record_in_place(self, value)
+            }
+            fn heap_bytes(&self) -> usize {
+                $dist::heap_bytes(self)
+            }
+        }
+    )*};
+}
+
+held!(CountDist, TimeDist);
+
+impl Held for Figure {
+    fn record(&mut self, value: u64) {
+        match self {
+            Figure::Count(d) => d.record(value),
+            Figure::Time(d) => d.record(value),
+        }
+    }
+    fn record_in_place(&mut self, value: u64) -> bool {
+        match self {
+            Figure::Count(d) => d.record_in_place(value),
+            Figure::Time(d) => d.record_in_place(value),
+        }
+    }
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Figure::Count(d) => d.heap_bytes(),
+            Figure::Time(d) => d.heap_bytes(),
+        }
+    }
+}
+
+/// Records `value` into `dist`, its growth paid from the budget; in place
+/// once the budget is spent.
+fn put(dist: &mut impl Held, value: u64, budget: &mut Budget) {
+    if budget.bytes_free == 0 {
+        if !dist.record_in_place(value) {
+            budget.approximated += 1;
+        }
+        return;
+    }
+    let before = dist.heap_bytes();
+    dist.record(value);
+    let after = dist.heap_bytes();
+    // A count's table shrinks when it turns to 8 significant bits.
+    budget.bytes_free = (budget.bytes_free + before).saturating_sub(after);
 }
 
 /// `text` cut to at most `max` bytes at a character's edge, `…` marking a cut.
@@ -83,7 +158,11 @@ pub fn cut(text: &str, max: usize) -> String {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}…", &text[..end])
+    // Sized exactly: a kept line's room is what bounds the slowest lists.
+    let mut out = String::with_capacity(end + '…'.len_utf8());
+    out.push_str(&text[..end]);
+    out.push('…');
+    out
 }
 
 /// The status class of an HTTP status: `2xx`, ..., or `other` outside 100
@@ -103,16 +182,6 @@ pub enum Figure {
     Count(CountDist),
     /// A duration.
     Time(TimeDist),
-}
-
-impl Figure {
-    /// Records one request's value.
-    pub fn record(&mut self, value: u64) {
-        match self {
-            Figure::Count(d) => d.record(value),
-            Figure::Time(d) => d.record(value),
-        }
-    }
 }
 
 /// One of the slowest requests of a class.
@@ -207,45 +276,32 @@ impl ClassAgg {
 
     /// Records `value` under `name`, making its figure when the key budget
     /// allows; `false` when the key is to be folded.
-    fn record_within(
-        &mut self,
-        name: &str,
-        unit: Unit,
-        value: u64,
-        budget: &mut KeyBudget,
-    ) -> bool {
+    fn record_within(&mut self, name: &str, unit: Unit, value: u64, budget: &mut Budget) -> bool {
         // One lookup for a key already held, the common case.
         if let Some(figure) = self.figures.get_mut(name) {
-            figure.record(value);
+            put(figure, value, budget);
             return true;
         }
-        if name.len() > MAX_NAME || budget.free == 0 {
+        if name.len() > MAX_NAME || budget.keys_free == 0 {
             budget.folded += 1;
             return false;
         }
-        budget.free -= 1;
-        self.record(name, unit, value);
+        budget.keys_free -= 1;
+        self.record(name, unit, value, budget);
         true
     }
 
-    fn record(&mut self, name: &str, unit: Unit, value: u64) {
-        self.figure(name, unit).record(value);
+    fn record(&mut self, name: &str, unit: Unit, value: u64, budget: &mut Budget) {
+        put(self.figure(name, unit), value, budget);
     }
 
     /// Adds one request.
-    fn add(
-        &mut self,
-        line: &PerfLine<'_>,
-        text: &str,
-        seq: u64,
-        top: usize,
-        budget: &mut KeyBudget,
-    ) {
+    fn add(&mut self, line: &PerfLine<'_>, text: &str, seq: u64, top: usize, budget: &mut Budget) {
         self.requests += 1;
         if let Some(status) = line.status {
             *self.statuses.entry(status_class(status)).or_default() += 1;
         }
-        self.elapsed.record(line.elapsed_us);
+        put(&mut self.elapsed, line.elapsed_us, budget);
         let (mut store_n, mut store_us, mut has_store_us) = (0u64, 0u64, false);
         let (mut total_n, mut total_us) = (None, None);
         // The values of keys past the bound, summed for this request.
@@ -281,14 +337,14 @@ impl ClassAgg {
             }
         }
         if let Some(n) = other_n {
-            self.record(OTHER, Unit::Count, n);
+            self.record(OTHER, Unit::Count, n, budget);
         }
         if let Some(us) = other_us {
-            self.record(OTHER_US, Unit::Micros, us);
+            self.record(OTHER_US, Unit::Micros, us, budget);
         }
-        self.store_total.record(total_n.unwrap_or(store_n));
+        put(&mut self.store_total, total_n.unwrap_or(store_n), budget);
         if let Some(us) = total_us.or(has_store_us.then_some(store_us)) {
-            self.store_total_us.record(us);
+            put(&mut self.store_total_us, us, budget);
         }
         // Only keys held (not folded) are sampled, so the key bound bounds
         // the sample too.
@@ -343,6 +399,8 @@ pub struct Aggregate {
     limits: Limits,
     /// Keys held over every class ([`OTHER`] and [`OTHER_US`] aside).
     keys: usize,
+    /// Bytes the figures take, about.
+    figure_bytes: usize,
     seq: u64,
 }
 
@@ -382,14 +440,18 @@ impl Aggregate {
             Some(class) => class,
             None => self.classes.get_mut(OTHER).expect("made above"),
         };
-        let mut budget = KeyBudget {
-            free: self.limits.keys.saturating_sub(self.keys),
+        let mut budget = Budget {
+            keys_free: self.limits.keys.saturating_sub(self.keys),
             folded: 0,
+            bytes_free: self.limits.figure_bytes.saturating_sub(self.figure_bytes),
+            approximated: 0,
         };
-        let free = budget.free;
+        let (keys_free, bytes_free) = (budget.keys_free, budget.bytes_free);
         class.add(line, text, self.seq, self.top, &mut budget);
-        self.keys += free - budget.free;
+        self.keys += keys_free - budget.keys_free;
+        self.figure_bytes = (self.figure_bytes + bytes_free).saturating_sub(budget.bytes_free);
         self.folded.key_values += budget.folded;
+        self.folded.approximated += budget.approximated;
     }
 
     /// Requests over every class.
@@ -452,7 +514,8 @@ mod tests {
             agg.folded,
             Folded {
                 class_lines: 1,
-                key_values: 2
+                key_values: 2,
+                approximated: 0
             }
         );
         assert!(matches!(&class.figures[OTHER], Figure::Count(d) if d.sum() == 2));
@@ -463,6 +526,44 @@ mod tests {
         assert_eq!(slow.line.len(), MAX_KEPT_LINE + "…".len());
         assert!(slow.line.ends_with('…') && slow.request_id.ends_with('…'));
         assert_eq!(cut("héllo", 2), "h…");
+    }
+
+    #[test]
+    fn past_the_figures_bytes_values_are_recorded_in_place() {
+        let limits = Limits {
+            figure_bytes: 64 << 10,
+            ..Limits::default()
+        };
+        let mut agg = Aggregate::with_limits(0, limits);
+        // Each key's 40 values spread to an hour: a histogram each, about
+        // 26 KiB, so the third key's is past the 64 KiB.
+        for i in 0..40u64 {
+            let text = format!(
+                r#"{{"msg":"perf_trace","endpoint":"a","elapsed_us":1,"t1_us":{0},"t2_us":{0},"t3_us":{0},"n":{1}}}"#,
+                (i + 1) * 90_000_000,
+                i * 1000
+            );
+            add(&mut agg, &text);
+        }
+        assert!(
+            agg.figure_bytes <= (64 << 10) + (32 << 10),
+            "{}",
+            agg.figure_bytes
+        );
+        assert!(agg.folded.approximated > 0);
+        let class = &agg.classes["a"];
+        let Figure::Time(t3) = &class.figures["t3_us"] else {
+            panic!()
+        };
+        // Sampled or held in place, the count, sum and largest stay exact.
+        assert_eq!(t3.len(), 40);
+        assert_eq!(t3.stats().max_us, 40 * 90_000_000);
+        assert_eq!(t3.sum(), (1..=40).map(|i| i * 90_000_000).sum::<u64>());
+        let Figure::Count(n) = &class.figures["n"] else {
+            panic!()
+        };
+        assert_eq!(n.stats(40).max, 39_000);
+        assert!(n.heap_bytes() <= 40 * 40);
     }
 
     #[test]

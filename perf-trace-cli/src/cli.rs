@@ -109,6 +109,7 @@ impl FilterArgs {
             limits: Limits {
                 classes: self.max_classes,
                 keys: self.max_keys,
+                ..Limits::default()
             },
         }
     }

@@ -99,6 +99,46 @@ impl CountDist {
         }
     }
 
+    /// Records one request's value without growing a table that has
+    /// entries: a value it holds no entry for is counted at the nearest one
+    /// it holds. Returns whether the value was kept as
+    /// [`CountDist::record`] would have kept it.
+    pub fn record_in_place(&mut self, value: u64) -> bool {
+        self.present += 1;
+        self.sum = self.sum.saturating_add(value);
+        self.max = self.max.max(value);
+        if value == 0 {
+            return true;
+        }
+        let key = if self.coarse { coarsen(value) } else { value };
+        if let Some(n) = self.table.get_mut(&key) {
+            *n += 1;
+            return true;
+        }
+        let below = self.table.range(..key).next_back().map(|(&k, _)| k);
+        let above = self.table.range(key..).next().map(|(&k, _)| k);
+        let nearest = match (below, above) {
+            (Some(b), Some(a)) => Some(if key - b <= a - key { b } else { a }),
+            (b, a) => b.or(a),
+        };
+        match nearest {
+            Some(k) => {
+                *self.table.get_mut(&k).expect("a key of the table") += 1;
+                false
+            }
+            None => {
+                // An empty table takes its first value: one entry.
+                self.table.insert(key, 1);
+                true
+            }
+        }
+    }
+
+    /// Heap bytes held, about (a B-tree entry with its share of a node).
+    pub fn heap_bytes(&self) -> usize {
+        self.table.len() * 40
+    }
+
     /// Adds `n` requests of `value` to the table, coarsening it when it
     /// outgrows its bound.
     fn add_requests(&mut self, value: u64, n: u64) {
@@ -190,10 +230,14 @@ pub fn nearest_rank(p: f64, n: u64) -> u64 {
 /// Durations in microseconds (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct TimeDist {
-    /// The values while there are at most [`TimeDist::EXACT`] of them.
+    /// The values while there are at most [`TimeDist::EXACT`] of them and
+    /// no histogram; a uniform sample of them when
+    /// [`TimeDist::record_in_place`] could not make one.
     exact: Vec<u64>,
     /// Every value once there were more.
     hist: Option<Box<Histogram<u64>>>,
+    /// Values recorded.
+    count: u64,
     sum: u64,
     /// Exact extremes (the histogram reports its bucket's edges).
     min: u64,
@@ -224,6 +268,7 @@ impl Default for TimeDist {
         TimeDist {
             exact: Vec::new(),
             hist: None,
+            count: 0,
             sum: 0,
             min: u64::MAX,
             max: 0,
@@ -231,12 +276,20 @@ impl Default for TimeDist {
     }
 }
 
-/// Records into a histogram that grows to take the value; past its
+/// Records `n` of a value into a histogram that grows to take it; past its
 /// largest trackable value it keeps its top bucket.
-fn record_in(hist: &mut Histogram<u64>, us: u64) {
-    if hist.record(us).is_err() {
-        hist.saturating_record(us);
+fn record_in(hist: &mut Histogram<u64>, us: u64, n: u64) {
+    if hist.record_n(us, n).is_err() {
+        hist.saturating_record_n(us, n);
     }
+}
+
+/// splitmix64 of `x`: a fixed pseudo-random sequence, so a sample repeats.
+pub(crate) fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 impl TimeDist {
@@ -245,37 +298,90 @@ impl TimeDist {
 
     /// Records one duration.
     pub fn record(&mut self, us: u64) {
+        let room = self.exact.len() < Self::EXACT && !self.is_sampled();
         match &mut self.hist {
-            Some(hist) => record_in(hist, us),
-            None if self.exact.len() < Self::EXACT => self.exact.push(us),
-            None => record_in(self.histogram(), us),
+            Some(hist) => record_in(hist, us, 1),
+            None if room => self.exact.push(us),
+            None => record_in(self.histogram(), us, 1),
         }
+        self.note(us);
+    }
+
+    /// Records one duration without taking more memory than it holds: a
+    /// histogram does not grow (a value past its range is counted in its
+    /// top bucket), and past [`TimeDist::EXACT`] values without one the
+    /// values become a uniform sample. Returns whether the value was kept
+    /// as [`TimeDist::record`] would have kept it.
+    pub fn record_in_place(&mut self, us: u64) -> bool {
+        let room = self.exact.len() < Self::EXACT && !self.is_sampled();
+        let kept = match &mut self.hist {
+            Some(hist) if us <= hist.high() => {
+                record_in(hist, us, 1);
+                true
+            }
+            Some(hist) => {
+                let high = hist.high();
+                record_in(hist, high, 1);
+                false
+            }
+            None if room => {
+                self.exact.push(us);
+                true
+            }
+            None => {
+                // Reservoir sampling: the new value replaces a kept one
+                // with the chance a uniform sample gives it.
+                let at = splitmix(self.count) % (self.count + 1);
+                if let Some(slot) = self.exact.get_mut(at as usize) {
+                    *slot = us;
+                }
+                false
+            }
+        };
+        self.note(us);
+        kept
+    }
+
+    fn note(&mut self, us: u64) {
+        self.count += 1;
         self.sum = self.sum.saturating_add(us);
         self.min = self.min.min(us);
         self.max = self.max.max(us);
     }
 
-    /// The histogram, made from the exact values when there is none yet.
+    /// Whether the values are a sample of those recorded (see
+    /// [`TimeDist::record_in_place`]).
+    pub fn is_sampled(&self) -> bool {
+        self.hist.is_none() && self.count > self.exact.len() as u64
+    }
+
+    /// Heap bytes held, about.
+    pub fn heap_bytes(&self) -> usize {
+        self.exact.capacity() * 8 + self.hist.as_ref().map_or(0, |h| h.distinct_values() * 8)
+    }
+
+    /// The histogram, made from the values held when there is none yet.
     fn histogram(&mut self) -> &mut Histogram<u64> {
-        let exact = std::mem::take(&mut self.exact);
-        self.hist.get_or_insert_with(|| {
+        if self.hist.is_none() {
             // Two significant digits, growing to the largest value seen.
             let mut hist = Histogram::new(2).expect("2 significant digits is a valid precision");
-            exact.iter().for_each(|&v| record_in(&mut hist, v));
-            Box::new(hist)
-        })
+            for (v, n) in self.weighted_values() {
+                record_in(&mut hist, v, n);
+            }
+            self.exact = Vec::new();
+            self.hist = Some(Box::new(hist));
+        }
+        self.hist.as_mut().expect("made above")
     }
 
     /// Values recorded.
     pub fn len(&self) -> u64 {
-        self.hist
-            .as_ref()
-            .map_or(self.exact.len() as u64, |h| h.len())
+        self.count
     }
 
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.count == 0
     }
 
     /// The sum of the recorded values (exact).
@@ -322,16 +428,26 @@ impl TimeDist {
         }
     }
 
-    /// The recorded values as `(value, how many)`, by the histogram's
-    /// buckets once there is one.
-    fn values(&self) -> Vec<(u64, u64)> {
-        match &self.hist {
-            Some(hist) => hist
+    /// The recorded values as `(value, how many)`: by the histogram's
+    /// buckets once there is one, each sampled value standing for its share
+    /// of the values when they are a sample.
+    fn weighted_values(&self) -> Vec<(u64, u64)> {
+        if let Some(hist) = &self.hist {
+            return hist
                 .iter_recorded()
                 .map(|b| (b.value_iterated_to(), b.count_at_value()))
-                .collect(),
-            None => self.exact.iter().map(|&v| (v, 1)).collect(),
+                .collect();
         }
+        let kept = self.exact.len() as u64;
+        self.exact
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                // Shares that add up to the count exactly.
+                let share = self.count / kept + u64::from((i as u64) < self.count % kept);
+                (v, share)
+            })
+            .collect()
     }
 
     /// Requests per bin of `bins` log-spaced bins from the smallest to the
@@ -347,7 +463,7 @@ impl TimeDist {
             .map(|i| (low * step.powi(i as i32)).ceil() as u64)
             .collect();
         let mut counts = vec![0u64; bins];
-        for (value, n) in self.values() {
+        for (value, n) in self.weighted_values() {
             let at = bounds.partition_point(|&b| b < value).min(bins - 1);
             counts[at] += n;
         }
@@ -356,14 +472,17 @@ impl TimeDist {
 
     /// Adds another distribution's values.
     pub fn merge(&mut self, other: &TimeDist) {
-        let (sum, min, max) = (self.sum, self.min, self.max);
-        match &other.hist {
-            None => other.exact.iter().for_each(|&v| self.record(v)),
-            Some(theirs) => self
-                .histogram()
-                .add(&**theirs)
-                .expect("auto-resizing histograms of one precision add"),
+        let (count, sum, min, max) = (self.count, self.sum, self.min, self.max);
+        if other.hist.is_none() && !other.is_sampled() {
+            other.exact.iter().for_each(|&v| self.record(v));
+        } else {
+            let theirs = other.weighted_values();
+            let hist = self.histogram();
+            for (v, n) in theirs {
+                record_in(hist, v, n);
+            }
         }
+        self.count = count + other.count;
         self.sum = sum.saturating_add(other.sum);
         self.min = min.min(other.min);
         self.max = max.max(other.max);
@@ -424,6 +543,49 @@ mod tests {
         few.merge(&d);
         assert!(!few.is_exact());
         assert_eq!(few.stats(101_000).max, 1000 * 1_000_003);
+    }
+
+    #[test]
+    fn recording_in_place_takes_no_more_room() {
+        let mut c = CountDist::default();
+        assert!(c.record_in_place(10), "an empty table takes its first");
+        assert!(c.record_in_place(10) && c.record_in_place(0));
+        c.record(100);
+        let bytes = c.heap_bytes();
+        assert!(!c.record_in_place(40), "counted at 10, the nearest");
+        assert!(!c.record_in_place(70), "counted at 100");
+        assert_eq!(c.heap_bytes(), bytes);
+        assert_eq!(c.values().collect::<Vec<_>>(), [(10, 3), (100, 2)]);
+        assert_eq!((c.sum(), c.stats(6).max), (230, 100));
+
+        let mut t = TimeDist::default();
+        for us in 1..=TimeDist::EXACT as u64 {
+            assert!(t.record_in_place(us));
+        }
+        // No histogram can be made: a uniform sample of 32 stands in.
+        for us in 33..=10_000u64 {
+            assert!(!t.record_in_place(us));
+        }
+        assert!(t.is_sampled());
+        assert_eq!((t.len(), t.sum()), (10_000, 5_000 * 10_001));
+        assert_eq!(t.quantile(1.0), 10_000);
+        let median = t.quantile(0.5);
+        assert!((2_000..8_000).contains(&median), "{median}");
+        let bins = t.log_bins(8);
+        assert_eq!(bins.iter().map(|b| b.1).sum::<u64>(), 10_000);
+        // A histogram stays within its range: a later, larger value is
+        // counted in its top bucket.
+        let mut h = TimeDist::default();
+        (1..=100).for_each(|us| h.record(us));
+        let bytes = h.heap_bytes();
+        assert!(!h.record_in_place(1 << 40));
+        assert_eq!(h.heap_bytes(), bytes);
+        assert_eq!((h.len(), h.quantile(1.0)), (101, 1 << 40));
+        // Merging a sample keeps its count.
+        let mut m = TimeDist::default();
+        m.record(5);
+        m.merge(&t);
+        assert_eq!(m.len(), 10_001);
     }
 
     #[test]

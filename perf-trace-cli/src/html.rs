@@ -255,6 +255,10 @@ fn input_note(sources: &str, counts: &Counts) -> String {
             counts.folded_key_values,
             "figures of keys past the bound added to (other)",
         ),
+        (
+            counts.approximated_values,
+            "figure values recorded approximately (memory bound)",
+        ),
     ] {
         if n > 0 {
             let _ = write!(note, " · {n} {}", escape(what));

@@ -62,6 +62,8 @@ pub struct Counts {
     pub folded_class_lines: u64,
     /// Figures whose key was past the key bound, added to `(other)`.
     pub folded_key_values: u64,
+    /// Values recorded approximately once the figures took their bytes.
+    pub approximated_values: u64,
 }
 
 /// How much one read may hold.
@@ -125,6 +127,14 @@ impl Counts {
             notes.push(format!(
                 "{} figure(s) of keys past the {}-key bound added to their class's {OTHER} (--max-keys)",
                 self.folded_key_values, bounds.limits.keys
+            ));
+        }
+        if self.approximated_values > 0 {
+            notes.push(format!(
+                "{} figure value(s) recorded approximately: the figures reached their {} bound \
+                 (a count at the nearest value held, a time in a histogram's top bucket or a sample)",
+                self.approximated_values,
+                size(bounds.limits.figure_bytes as u64)
             ));
         }
         notes
@@ -218,6 +228,7 @@ pub fn read(
     }
     counts.folded_class_lines = agg.folded.class_lines;
     counts.folded_key_values = agg.folded.key_values;
+    counts.approximated_values = agg.folded.approximated;
     Ok((agg, counts))
 }
 

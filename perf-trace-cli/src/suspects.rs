@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::aggregate::{ClassAgg, Figure, OTHER};
-use crate::dist::CountStats;
+use crate::dist::{splitmix, CountStats};
 use crate::line::{classify, FigureKind, Unit};
 
 /// Requests sampled per class for the correlation.
@@ -110,13 +110,10 @@ impl RequestSample {
         }
     }
 
-    /// splitmix64: a fixed sequence, so the sample repeats.
+    /// A fixed sequence, so the sample repeats.
     fn next_random(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.rng = self.rng.wrapping_add(1);
+        splitmix(self.rng)
     }
 
     /// Requests held.

@@ -265,3 +265,44 @@ fn the_report_page_says_what_was_folded_and_skipped() {
         assert!(html.contains(said), "{said}");
     }
 }
+
+#[test]
+fn ten_thousand_hour_long_timers_over_a_thousand_classes_stay_bounded() {
+    // 1,000 classes of 40 requests, each with nine timers of its own and
+    // values reaching an hour, and 3 KB lines among the slowest kept: a
+    // histogram each would be over 250 MiB. Past the figures' bytes the
+    // values are recorded in place.
+    let run = run_fed(&["summary", "--format", "json"], |out| {
+        let pad = "p".repeat(3000);
+        for round in 1..=40u64 {
+            for class in 0..1000u64 {
+                let mut line = format!(
+                    r#"{{"msg":"perf_trace","endpoint":"c{class}","elapsed_us":{},"store_s_n":{round}"#,
+                    round * 90_000_000
+                );
+                for key in 0..9 {
+                    let us = round * 90_000_000 + key;
+                    line.push_str(&format!(r#","k{}_us":{us}"#, class * 10 + key));
+                }
+                writeln!(out, r#"{line},"pad":"{pad}"}}"#).unwrap();
+            }
+        }
+    });
+    assert_bounded(&run);
+    let s = summary_json(&run);
+    assert_eq!(s["input"]["counted"], 40_000);
+    let approximated = s["input"]["approximated_values"].as_u64().unwrap();
+    assert!(approximated > 0, "the figures' bytes were reached");
+    assert!(
+        run.stderr.contains(
+            "figure value(s) recorded approximately: the figures reached their 16.0 MiB bound"
+        ),
+        "{}",
+        run.stderr
+    );
+    // Counts, sums and the largest stay exact.
+    let class = &s["classes"][0];
+    assert_eq!(class["requests"], 40);
+    assert_eq!(class["elapsed"]["max_us"], 3_600_000_000u64);
+    assert_eq!(class["elapsed"]["sum_us"], 90_000_000u64 * 820);
+}
