@@ -71,7 +71,7 @@ pub struct Counts {
 pub struct Bounds {
     /// Lines longer than this many bytes are skipped unread.
     pub max_line: usize,
-    /// Classes and keys.
+    /// Classes, keys and the figures' bytes.
     pub limits: Limits,
 }
 
@@ -84,7 +84,7 @@ impl Default for Bounds {
     }
 }
 
-/// `bytes` in the largest binary unit that keeps it whole or above 1.
+/// `bytes` in the largest binary unit it reaches, to one decimal.
 fn size(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
