@@ -1,6 +1,6 @@
 //! Writes a sample log of the Hub's lines (or a plain service's) of about
 //! the given size, for the throughput script:
-//! `cargo run --release -p perf-trace-cli --example sample_log -- OUT BYTES [hub|plain]`.
+//! `cargo run --release -p perf-trace-cli --example sample_log -- OUT BYTES [hub|plain|catalog|catalog-n1]`.
 
 use std::io::{BufWriter, Write as _};
 
@@ -12,14 +12,16 @@ fn main() -> std::io::Result<()> {
         args.first(),
         args.get(1).and_then(|b| b.parse::<u64>().ok()),
     ) else {
-        eprintln!("usage: sample_log OUT BYTES [hub|plain]");
+        eprintln!("usage: sample_log OUT BYTES [hub|plain|catalog|catalog-n1]");
         std::process::exit(2);
     };
     let profile = match args.get(2).map(String::as_str) {
         None | Some("hub") => Profile::Hub { gcp: false },
         Some("plain") => Profile::Plain,
+        Some("catalog") => Profile::Catalog { n_plus_one: false },
+        Some("catalog-n1") => Profile::Catalog { n_plus_one: true },
         Some(other) => {
-            eprintln!("unknown profile {other}: hub or plain");
+            eprintln!("unknown profile {other}: hub, plain, catalog or catalog-n1");
             std::process::exit(2);
         }
     };

@@ -6,11 +6,13 @@
 //!   (a request shape takes a handful), never with the number of lines.
 //!   Requests whose line has no such field count as 0 (profiles leave empty
 //!   figures out), so its percentiles are over every request of the class.
-//! - [`TimeDist`]: durations in microseconds, in a log-linear histogram at
-//!   two significant digits (HdrHistogram): every percentile is within 1 %
-//!   of the exact one, max and sum are exact, and its size is fixed by the
-//!   largest value (about 25 KiB up to an hour). Only the requests that have
-//!   the figure are in it.
+//! - [`TimeDist`]: durations in microseconds: the first
+//!   [`TimeDist::EXACT`] values as they are (a key seen on a few lines costs
+//!   a few hundred bytes, whatever the values), then a log-linear histogram
+//!   at two significant digits (HdrHistogram): every percentile is within
+//!   1 % of the exact one, max and sum are exact, and its size is fixed by
+//!   the largest value (about 25 KiB up to an hour). Only the requests that
+//!   have the figure are in it.
 //!
 //! Percentiles are nearest-rank: the smallest value with at least `p`
 //! percent of the values at or below it.
@@ -23,6 +25,12 @@ use serde::Serialize;
 /// Exact counts per request: a table of value to requests, so it serves any
 /// whole-number figure whose percentiles must be exact (a latency in
 /// microseconds too, at the cost of one entry per distinct value).
+///
+/// [`CountDist::bounded`] makes one whose table stops growing: past a
+/// number of distinct values it keeps each value at 8 significant bits
+/// (percentiles within 0.8 %, the sum, mean and largest value exact), as
+/// the command's aggregates do for a count that takes a new value on
+/// every request, such as a response's bytes.
 #[derive(Debug, Clone, Default)]
 pub struct CountDist {
     /// Value to number of requests with it (zeros not stored).
@@ -30,6 +38,22 @@ pub struct CountDist {
     /// Requests recorded with a value (zeros included).
     present: u64,
     sum: u64,
+    /// The largest value recorded (exact when the table is not).
+    max: u64,
+    /// Distinct values kept exact; `None`: all of them.
+    exact_values: Option<usize>,
+    /// Whether the table holds values at 8 significant bits.
+    coarse: bool,
+}
+
+/// `value` with all but its 8 highest significant bits cleared.
+fn coarsen(value: u64) -> u64 {
+    let bits = 64 - value.leading_zeros();
+    if bits <= 8 {
+        return value;
+    }
+    let shift = bits - 8;
+    (value >> shift) << shift
 }
 
 /// A count's figures over every request of a class.
@@ -50,12 +74,82 @@ pub struct CountStats {
 }
 
 impl CountDist {
+    /// One that keeps `exact_values` distinct values exact, then the rest
+    /// (and those) at 8 significant bits, so its table holds at most
+    /// `max(exact_values, 7,424)` entries.
+    pub fn bounded(exact_values: usize) -> Self {
+        CountDist {
+            exact_values: Some(exact_values),
+            ..CountDist::default()
+        }
+    }
+
+    /// Whether every value is held exactly.
+    pub fn is_exact(&self) -> bool {
+        !self.coarse
+    }
+
     /// Records one request's value.
     pub fn record(&mut self, value: u64) {
         self.present += 1;
         self.sum = self.sum.saturating_add(value);
+        self.max = self.max.max(value);
         if value > 0 {
-            *self.table.entry(value).or_default() += 1;
+            self.add_requests(value, 1);
+        }
+    }
+
+    /// Records one request's value without growing a table that has
+    /// entries: a value it holds no entry for is counted at the nearest one
+    /// it holds. Returns whether the value was kept as
+    /// [`CountDist::record`] would have kept it.
+    pub fn record_in_place(&mut self, value: u64) -> bool {
+        self.present += 1;
+        self.sum = self.sum.saturating_add(value);
+        self.max = self.max.max(value);
+        if value == 0 {
+            return true;
+        }
+        let key = if self.coarse { coarsen(value) } else { value };
+        if let Some(n) = self.table.get_mut(&key) {
+            *n += 1;
+            return true;
+        }
+        let below = self.table.range(..key).next_back().map(|(&k, _)| k);
+        let above = self.table.range(key..).next().map(|(&k, _)| k);
+        let nearest = match (below, above) {
+            (Some(b), Some(a)) => Some(if key - b <= a - key { b } else { a }),
+            (b, a) => b.or(a),
+        };
+        match nearest {
+            Some(k) => {
+                *self.table.get_mut(&k).expect("a key of the table") += 1;
+                false
+            }
+            None => {
+                // An empty table takes its first value: one entry.
+                self.table.insert(key, 1);
+                true
+            }
+        }
+    }
+
+    /// Heap bytes held, about (a B-tree entry with its share of a node).
+    pub fn heap_bytes(&self) -> usize {
+        self.table.len() * 40
+    }
+
+    /// Adds `n` requests of `value` to the table, coarsening it when it
+    /// outgrows its bound.
+    fn add_requests(&mut self, value: u64, n: u64) {
+        let key = if self.coarse { coarsen(value) } else { value };
+        *self.table.entry(key).or_default() += n;
+        if !self.coarse && self.exact_values.is_some_and(|cap| self.table.len() > cap) {
+            self.coarse = true;
+            let exact = std::mem::take(&mut self.table);
+            for (value, n) in exact {
+                *self.table.entry(coarsen(value)).or_default() += n;
+            }
         }
     }
 
@@ -76,6 +170,10 @@ impl CountDist {
         let mut seen = requests - nonzero;
         if rank <= seen {
             return 0;
+        }
+        if rank == requests {
+            // The largest is kept exact even when the table is not.
+            return self.max;
         }
         for (&value, &n) in &self.table {
             seen += n;
@@ -108,12 +206,17 @@ impl CountDist {
         self.table.iter().map(|(&v, &n)| (v, n))
     }
 
-    /// Adds another distribution's requests.
+    /// Adds another distribution's requests (at 8 significant bits when
+    /// either holds them so).
     pub fn merge(&mut self, other: &CountDist) {
         self.present += other.present;
         self.sum = self.sum.saturating_add(other.sum);
+        self.max = self.max.max(other.max);
+        if other.coarse && !self.coarse {
+            self.exact_values = Some(0);
+        }
         for (&value, &n) in &other.table {
-            *self.table.entry(value).or_default() += n;
+            self.add_requests(value, n);
         }
     }
 }
@@ -127,7 +230,14 @@ pub fn nearest_rank(p: f64, n: u64) -> u64 {
 /// Durations in microseconds (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct TimeDist {
-    hist: Histogram<u64>,
+    /// The values while there are at most [`TimeDist::EXACT`] of them and
+    /// no histogram; a uniform sample of them when
+    /// [`TimeDist::record_in_place`] could not make one.
+    exact: Vec<u64>,
+    /// Every value once there were more.
+    hist: Option<Box<Histogram<u64>>>,
+    /// Values recorded.
+    count: u64,
     sum: u64,
     /// Exact extremes (the histogram reports its bucket's edges).
     min: u64,
@@ -156,8 +266,9 @@ pub struct TimeStats {
 impl Default for TimeDist {
     fn default() -> Self {
         TimeDist {
-            // Two significant digits, growing to the largest value seen.
-            hist: Histogram::new(2).expect("2 significant digits is a valid precision"),
+            exact: Vec::new(),
+            hist: None,
+            count: 0,
             sum: 0,
             min: u64::MAX,
             max: 0,
@@ -165,27 +276,112 @@ impl Default for TimeDist {
     }
 }
 
+/// Records `n` of a value into a histogram that grows to take it; past its
+/// largest trackable value it keeps its top bucket.
+fn record_in(hist: &mut Histogram<u64>, us: u64, n: u64) {
+    if hist.record_n(us, n).is_err() {
+        hist.saturating_record_n(us, n);
+    }
+}
+
+/// splitmix64 of `x`: a fixed pseudo-random sequence, so a sample repeats.
+pub(crate) fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 impl TimeDist {
+    /// Values kept as they are before a histogram is made.
+    pub const EXACT: usize = 32;
+
     /// Records one duration.
     pub fn record(&mut self, us: u64) {
-        // An auto-resizing histogram grows to take the value; past its
-        // largest trackable value it keeps its top bucket.
-        if self.hist.record(us).is_err() {
-            self.hist.saturating_record(us);
+        let room = self.exact.len() < Self::EXACT && !self.is_sampled();
+        match &mut self.hist {
+            Some(hist) => record_in(hist, us, 1),
+            None if room => self.exact.push(us),
+            None => record_in(self.histogram(), us, 1),
         }
+        self.note(us);
+    }
+
+    /// Records one duration without taking more memory than it holds: a
+    /// histogram does not grow (a value past its range is counted in its
+    /// top bucket), and past [`TimeDist::EXACT`] values without one the
+    /// values become a uniform sample. Returns whether the value was kept
+    /// as [`TimeDist::record`] would have kept it.
+    pub fn record_in_place(&mut self, us: u64) -> bool {
+        let room = self.exact.len() < Self::EXACT && !self.is_sampled();
+        let kept = match &mut self.hist {
+            Some(hist) if us <= hist.high() => {
+                record_in(hist, us, 1);
+                true
+            }
+            Some(hist) => {
+                let high = hist.high();
+                record_in(hist, high, 1);
+                false
+            }
+            None if room => {
+                self.exact.push(us);
+                true
+            }
+            None => {
+                // Reservoir sampling: the new value replaces a kept one
+                // with the chance a uniform sample gives it.
+                let at = splitmix(self.count) % (self.count + 1);
+                if let Some(slot) = self.exact.get_mut(at as usize) {
+                    *slot = us;
+                }
+                false
+            }
+        };
+        self.note(us);
+        kept
+    }
+
+    fn note(&mut self, us: u64) {
+        self.count += 1;
         self.sum = self.sum.saturating_add(us);
         self.min = self.min.min(us);
         self.max = self.max.max(us);
     }
 
+    /// Whether the values are a sample of those recorded (see
+    /// [`TimeDist::record_in_place`]).
+    pub fn is_sampled(&self) -> bool {
+        self.hist.is_none() && self.count > self.exact.len() as u64
+    }
+
+    /// Heap bytes held, about.
+    pub fn heap_bytes(&self) -> usize {
+        self.exact.capacity() * 8 + self.hist.as_ref().map_or(0, |h| h.distinct_values() * 8)
+    }
+
+    /// The histogram, made from the values held when there is none yet.
+    fn histogram(&mut self) -> &mut Histogram<u64> {
+        if self.hist.is_none() {
+            // Two significant digits, growing to the largest value seen.
+            let mut hist = Histogram::new(2).expect("2 significant digits is a valid precision");
+            for (v, n) in self.weighted_values() {
+                record_in(&mut hist, v, n);
+            }
+            self.exact = Vec::new();
+            self.hist = Some(Box::new(hist));
+        }
+        self.hist.as_mut().expect("made above")
+    }
+
     /// Values recorded.
     pub fn len(&self) -> u64 {
-        self.hist.len()
+        self.count
     }
 
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
-        self.hist.is_empty()
+        self.count == 0
     }
 
     /// The sum of the recorded values (exact).
@@ -194,7 +390,8 @@ impl TimeDist {
     }
 
     /// The value at quantile `q` (0 to 1), as the histogram resolves it
-    /// (within 1 %); the largest value exactly at 1.
+    /// (within 1 %; exact while the values are few); the largest value
+    /// exactly at 1.
     pub fn quantile(&self, q: f64) -> u64 {
         if self.is_empty() {
             return 0;
@@ -202,7 +399,15 @@ impl TimeDist {
         if q >= 1.0 {
             return self.max;
         }
-        self.hist.value_at_quantile(q).clamp(self.min, self.max)
+        match &self.hist {
+            Some(hist) => hist.value_at_quantile(q).clamp(self.min, self.max),
+            None => {
+                let mut sorted = self.exact.clone();
+                sorted.sort_unstable();
+                let rank = nearest_rank(q * 100.0, sorted.len() as u64);
+                sorted[rank as usize - 1]
+            }
+        }
     }
 
     /// The figures of the recorded values.
@@ -223,6 +428,28 @@ impl TimeDist {
         }
     }
 
+    /// The recorded values as `(value, how many)`: by the histogram's
+    /// buckets once there is one, each sampled value standing for its share
+    /// of the values when they are a sample.
+    fn weighted_values(&self) -> Vec<(u64, u64)> {
+        if let Some(hist) = &self.hist {
+            return hist
+                .iter_recorded()
+                .map(|b| (b.value_iterated_to(), b.count_at_value()))
+                .collect();
+        }
+        let kept = self.exact.len() as u64;
+        self.exact
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                // Shares that add up to the count exactly.
+                let share = self.count / kept + u64::from((i as u64) < self.count % kept);
+                (v, share)
+            })
+            .collect()
+    }
+
     /// Requests per bin of `bins` log-spaced bins from the smallest to the
     /// largest value: `(upper bound in µs, requests)`.
     pub fn log_bins(&self, bins: usize) -> Vec<(u64, u64)> {
@@ -236,22 +463,29 @@ impl TimeDist {
             .map(|i| (low * step.powi(i as i32)).ceil() as u64)
             .collect();
         let mut counts = vec![0u64; bins];
-        for bucket in self.hist.iter_recorded() {
-            let value = bucket.value_iterated_to();
+        for (value, n) in self.weighted_values() {
             let at = bounds.partition_point(|&b| b < value).min(bins - 1);
-            counts[at] += bucket.count_at_value();
+            counts[at] += n;
         }
         bounds.into_iter().zip(counts).collect()
     }
 
     /// Adds another distribution's values.
     pub fn merge(&mut self, other: &TimeDist) {
-        self.hist
-            .add(&other.hist)
-            .expect("auto-resizing histograms of one precision add");
-        self.sum = self.sum.saturating_add(other.sum);
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
+        let (count, sum, min, max) = (self.count, self.sum, self.min, self.max);
+        if other.hist.is_none() && !other.is_sampled() {
+            other.exact.iter().for_each(|&v| self.record(v));
+        } else {
+            let theirs = other.weighted_values();
+            let hist = self.histogram();
+            for (v, n) in theirs {
+                record_in(hist, v, n);
+            }
+        }
+        self.count = count + other.count;
+        self.sum = sum.saturating_add(other.sum);
+        self.min = min.min(other.min);
+        self.max = max.max(other.max);
     }
 }
 
@@ -273,6 +507,85 @@ mod tests {
         assert_eq!(d.percentile(33.0, 6), 0);
         assert_eq!(d.percentile(34.0, 6), 13);
         assert_eq!(CountDist::default().stats(0), CountStats::default());
+    }
+
+    #[test]
+    fn a_bounded_count_keeps_eight_significant_bits_past_its_bound() {
+        let mut d = CountDist::bounded(1000);
+        let mut exact = CountDist::default();
+        for v in 1..=100_000u64 {
+            d.record(v * 7);
+            exact.record(v * 7);
+        }
+        assert!(!d.is_exact() && exact.is_exact());
+        assert!(d.table.len() <= 7424, "{}", d.table.len());
+        let (s, e) = (d.stats(100_000), exact.stats(100_000));
+        assert_eq!(
+            (s.max, s.mean, s.requests_with),
+            (e.max, e.mean, e.requests_with)
+        );
+        for (got, want) in [(s.p50, e.p50), (s.p95, e.p95), (s.min, e.min)] {
+            assert!(
+                got <= want && (want - got) as f64 / want as f64 <= 1.0 / 128.0,
+                "{got} {want}"
+            );
+        }
+        // Up to the bound it is exact.
+        let mut few = CountDist::bounded(1000);
+        (1..=1000).for_each(|v| few.record(v * 1_000_003));
+        assert!(few.is_exact());
+        assert_eq!(few.percentile(50.0, 1000), 500 * 1_000_003);
+        assert_eq!(
+            (coarsen(255), coarsen(256), coarsen(1023)),
+            (255, 256, 1020)
+        );
+        // Merging a coarse one makes the other coarse too.
+        few.merge(&d);
+        assert!(!few.is_exact());
+        assert_eq!(few.stats(101_000).max, 1000 * 1_000_003);
+    }
+
+    #[test]
+    fn recording_in_place_takes_no_more_room() {
+        let mut c = CountDist::default();
+        assert!(c.record_in_place(10), "an empty table takes its first");
+        assert!(c.record_in_place(10) && c.record_in_place(0));
+        c.record(100);
+        let bytes = c.heap_bytes();
+        assert!(!c.record_in_place(40), "counted at 10, the nearest");
+        assert!(!c.record_in_place(70), "counted at 100");
+        assert_eq!(c.heap_bytes(), bytes);
+        assert_eq!(c.values().collect::<Vec<_>>(), [(10, 3), (100, 2)]);
+        assert_eq!((c.sum(), c.stats(6).max), (230, 100));
+
+        let mut t = TimeDist::default();
+        for us in 1..=TimeDist::EXACT as u64 {
+            assert!(t.record_in_place(us));
+        }
+        // No histogram can be made: a uniform sample of 32 stands in.
+        for us in 33..=10_000u64 {
+            assert!(!t.record_in_place(us));
+        }
+        assert!(t.is_sampled());
+        assert_eq!((t.len(), t.sum()), (10_000, 5_000 * 10_001));
+        assert_eq!(t.quantile(1.0), 10_000);
+        let median = t.quantile(0.5);
+        assert!((2_000..8_000).contains(&median), "{median}");
+        let bins = t.log_bins(8);
+        assert_eq!(bins.iter().map(|b| b.1).sum::<u64>(), 10_000);
+        // A histogram stays within its range: a later, larger value is
+        // counted in its top bucket.
+        let mut h = TimeDist::default();
+        (1..=100).for_each(|us| h.record(us));
+        let bytes = h.heap_bytes();
+        assert!(!h.record_in_place(1 << 40));
+        assert_eq!(h.heap_bytes(), bytes);
+        assert_eq!((h.len(), h.quantile(1.0)), (101, 1 << 40));
+        // Merging a sample keeps its count.
+        let mut m = TimeDist::default();
+        m.record(5);
+        m.merge(&t);
+        assert_eq!(m.len(), 10_001);
     }
 
     #[test]

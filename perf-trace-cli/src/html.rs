@@ -7,9 +7,10 @@ use std::fmt::Write as _;
 
 use crate::aggregate::{Aggregate, ClassAgg};
 use crate::diff::{count_change, ratio_text, Diff};
-use crate::output::ms;
+use crate::output::{ms, rho_text};
 use crate::scan::Counts;
 use crate::summary::{summarize_class, ClassSummary};
+use crate::suspects::{self, Rule, Suspect};
 use crate::svg::{escape, latency_histogram, phase_bar, phase_colour, spread, OUTSIDE};
 
 const STYLE: &str = "
@@ -162,8 +163,35 @@ fn counters(out: &mut String, class: &ClassSummary) {
     table(out, &["figure", "mean", "p50", "p95", "max"], &rows);
 }
 
-/// One class: its figures, charts and slowest requests.
-pub fn class_section(class: &ClassSummary, agg: &ClassAgg) -> String {
+fn suspects_table(out: &mut String, suspects: &[Suspect]) {
+    if suspects.is_empty() {
+        return;
+    }
+    out.push_str("<h3 class=\"moved\">N+1 suspects (calls per request; rho: rank correlation with the size)</h3>");
+    let rows: Vec<Vec<String>> = suspects
+        .iter()
+        .map(|s| {
+            vec![
+                escape(&s.key),
+                s.calls.p50.to_string(),
+                s.calls.p95.to_string(),
+                s.calls.max.to_string(),
+                rho_text(s),
+                escape(s.size_key.as_deref().unwrap_or("-")),
+                escape(&s.why.join("; ")),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &["key", "p50", "p95", "max", "rho", "size", "why"],
+        &rows,
+    );
+}
+
+/// One class: its figures, charts, N+1 suspects (none on a diff's page)
+/// and slowest requests.
+pub fn class_section(class: &ClassSummary, agg: &ClassAgg, suspects: &[Suspect]) -> String {
     let e = &class.elapsed;
     let statuses: Vec<String> = class
         .statuses
@@ -184,6 +212,7 @@ pub fn class_section(class: &ClassSummary, agg: &ClassAgg) -> String {
     out.push_str("<h3>Latency (requests per elapsed time, log scale)</h3>");
     out.push_str(&latency_histogram(&agg.elapsed));
     store(&mut out, class);
+    suspects_table(&mut out, suspects);
     counters(&mut out, class);
     if !class.slowest.is_empty() {
         out.push_str("<h3>Slowest requests</h3>");
@@ -216,12 +245,31 @@ fn input_note(sources: &str, counts: &Counts) -> String {
     if let Some(m) = counts.malformed_note() {
         let _ = write!(note, " · {}", escape(&m));
     }
+    for (n, what) in [
+        (counts.too_long, "over-long lines skipped unread"),
+        (
+            counts.folded_class_lines,
+            "lines of classes past the bound read as (other)",
+        ),
+        (
+            counts.folded_key_values,
+            "figures of keys past the bound added to (other)",
+        ),
+        (
+            counts.approximated_values,
+            "figure values recorded approximately (memory bound)",
+        ),
+    ] {
+        if n > 0 {
+            let _ = write!(note, " · {n} {}", escape(what));
+        }
+    }
     note.push_str("</p>\n");
     note
 }
 
-/// The page of one read.
-pub fn report_page(sources: &str, agg: &Aggregate, counts: &Counts) -> String {
+/// The page of one read, with the N+1 suspects by `rule`.
+pub fn report_page(sources: &str, agg: &Aggregate, counts: &Counts, rule: &Rule) -> String {
     let mut body = String::from("<h1>perf_trace report</h1>");
     body.push_str(&input_note(sources, counts));
     body.push_str("<p>");
@@ -229,8 +277,38 @@ pub fn report_page(sources: &str, agg: &Aggregate, counts: &Counts) -> String {
         let _ = write!(body, "<a href=\"#{0}\">{0}</a> ", escape(name));
     }
     body.push_str("</p>\n");
-    for (name, class) in &agg.classes {
-        body.push_str(&class_section(&summarize_class(name, class), class));
+    let found: Vec<(&String, &ClassAgg, Vec<Suspect>)> = agg
+        .classes
+        .iter()
+        .map(|(name, class)| (name, class, suspects::of_class(name, class, rule)))
+        .collect();
+    let named: Vec<String> = found
+        .iter()
+        .flat_map(|(_, _, s)| s)
+        .map(|s| {
+            format!(
+                "<a href=\"#{}\">{}</a> {}",
+                escape(&s.endpoint),
+                escape(&s.endpoint),
+                escape(&s.key)
+            )
+        })
+        .collect();
+    if named.is_empty() {
+        body.push_str("<p class=\"ok\">No N+1 suspects.</p>\n");
+    } else {
+        let _ = writeln!(
+            body,
+            "<p class=\"moved\">N+1 suspects: {}</p>",
+            named.join(", ")
+        );
+    }
+    for (name, class, suspects) in &found {
+        body.push_str(&class_section(
+            &summarize_class(name, class),
+            class,
+            suspects,
+        ));
     }
     page("perf_trace report", &body)
 }
@@ -300,7 +378,9 @@ pub fn diff_page(names: [&str; 2], sides: [(&Aggregate, &Counts); 2], d: &Diff) 
                 input_note(names[side], counts)
             );
             match agg.classes.get(&class.endpoint) {
-                Some(c) => body.push_str(&class_section(&summarize_class(&class.endpoint, c), c)),
+                Some(c) => {
+                    body.push_str(&class_section(&summarize_class(&class.endpoint, c), c, &[]))
+                }
                 None => body.push_str("<p>No requests of this class.</p>"),
             }
             body.push_str("</div>");

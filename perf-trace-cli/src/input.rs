@@ -121,29 +121,102 @@ pub fn open(source: &Source) -> anyhow::Result<(Box<dyn BufRead>, ProgressBar)> 
     Ok((reader, bar))
 }
 
+/// Lines longer than this (the bytes before their `\n`, so a `\r` counts)
+/// are skipped unread by default: 1 MiB, a thousand times a long perf line.
+pub const DEFAULT_MAX_LINE: usize = 1 << 20;
+
+/// One line of input as [`for_each_line_bounded`] hands it over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Line<'a> {
+    /// The line, without its line ending.
+    Whole(&'a [u8]),
+    /// A line longer than the bound: passed over without being held, its
+    /// length in bytes (before its `\n`) given instead.
+    TooLong(u64),
+}
+
 /// Calls `each` with every line of `source` (without its line ending) and
-/// its 1-based number.
+/// its 1-based number. Lines longer than [`DEFAULT_MAX_LINE`] are passed
+/// over; [`for_each_line_bounded`] tells of them.
 pub fn for_each_line(source: &Source, mut each: impl FnMut(&[u8], u64)) -> anyhow::Result<()> {
+    for_each_line_bounded(source, DEFAULT_MAX_LINE, |line, number| {
+        if let Line::Whole(bytes) = line {
+            each(bytes, number);
+        }
+    })
+}
+
+/// Calls `each` with every line of `source` and its 1-based number; a line
+/// longer than `max_line` bytes comes as [`Line::TooLong`], read through
+/// without being kept, so memory stays within the read buffers and
+/// `max_line` whatever the input (a gzip bomb of zeros is one such line).
+pub fn for_each_line_bounded(
+    source: &Source,
+    max_line: usize,
+    mut each: impl FnMut(Line<'_>, u64),
+) -> anyhow::Result<()> {
     let (mut reader, bar) = open(source)?;
-    let mut buf = Vec::with_capacity(8 << 10);
+    // The part of a line that spans buffer refills; never above `max_line`.
+    let mut buf: Vec<u8> = Vec::new();
+    // The length so far of a line found to be too long.
+    let mut too_long: Option<u64> = None;
     let mut number = 0u64;
     loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
+        let chunk = reader
+            .fill_buf()
             .with_context(|| format!("read {} after line {number}", source.name()))?;
-        if n == 0 {
+        if chunk.is_empty() {
+            if too_long.is_some() || !buf.is_empty() {
+                number += 1;
+                deliver(&mut each, &mut buf, &mut too_long, number);
+            }
             break;
         }
-        number += 1;
-        let mut line = buf.as_slice();
-        if let Some(rest) = line.strip_suffix(b"\n") {
-            line = rest.strip_suffix(b"\r").unwrap_or(rest);
+        let (part, used, ends) = match memchr::memchr(b'\n', chunk) {
+            Some(at) => (&chunk[..at], at + 1, true),
+            None => (chunk, chunk.len(), false),
+        };
+        if ends && buf.is_empty() && too_long.is_none() && part.len() <= max_line {
+            // The whole line in the buffer: handed over without a copy.
+            number += 1;
+            each(Line::Whole(trim_cr(part)), number);
+        } else {
+            match &mut too_long {
+                Some(len) => *len += part.len() as u64,
+                None if buf.len() + part.len() > max_line => {
+                    too_long = Some((buf.len() + part.len()) as u64);
+                    buf.clear();
+                }
+                None => buf.extend_from_slice(part),
+            }
+            if ends {
+                number += 1;
+                deliver(&mut each, &mut buf, &mut too_long, number);
+            }
         }
-        each(line, number);
+        reader.consume(used);
     }
     bar.finish_and_clear();
     Ok(())
+}
+
+/// Hands over the line gathered in `buf` (or the too-long one) and starts
+/// the next.
+fn deliver(
+    each: &mut impl FnMut(Line<'_>, u64),
+    buf: &mut Vec<u8>,
+    too_long: &mut Option<u64>,
+    number: u64,
+) {
+    match too_long.take() {
+        Some(len) => each(Line::TooLong(len), number),
+        None => each(Line::Whole(trim_cr(buf)), number),
+    }
+    buf.clear();
+}
+
+fn trim_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
 }
 
 #[cfg(test)]
@@ -169,6 +242,47 @@ mod tests {
             let want = [("one", 1), ("two", 2), ("three", 3)].map(|(s, n)| (s.to_owned(), n));
             assert_eq!(lines, want);
         }
+    }
+
+    #[test]
+    fn lines_over_the_bound_are_told_by_length_across_refills() {
+        // Lines of 1 to 299 bytes over several read buffers, so that lines
+        // straddle refills; those over 200 bytes must come as too long.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mixed.log");
+        let mut text = Vec::new();
+        let mut want = Vec::new();
+        let mut len = 1usize;
+        while text.len() < 3 * BUFFER + 1000 {
+            let line = vec![b'a' + (len % 26) as u8; len];
+            // A `\r` before the `\n` counts towards the bound.
+            let cr = len.is_multiple_of(7);
+            let raw = (len + usize::from(cr)) as u64;
+            want.push(if raw > 200 {
+                Err(raw)
+            } else {
+                Ok(line.clone())
+            });
+            text.extend_from_slice(&line);
+            text.extend_from_slice(if cr { b"\r\n" } else { b"\n" });
+            len = len * 31 % 299 + 1;
+        }
+        // The last line has no line end.
+        text.extend_from_slice(b"tail");
+        want.push(Ok(b"tail".to_vec()));
+        std::fs::write(&path, &text).unwrap();
+        let mut got = Vec::new();
+        for_each_line_bounded(&Source::File(path), 200, |line, number| {
+            assert_eq!(number, got.len() as u64 + 1);
+            got.push(match line {
+                Line::Whole(bytes) => Ok(bytes.to_vec()),
+                Line::TooLong(len) => Err(len),
+            });
+        })
+        .unwrap();
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "a line read wrong");
+        assert!(want.iter().any(Result::is_err) && want.iter().any(Result::is_ok));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //!   malformed lines.
 //! - [`dist`]: exact count tables (exact percentiles for any whole-number
 //!   figure) and fixed-size time histograms; [`aggregate`]: per endpoint
-//!   class; [`summary`]: what `summary` reports.
+//!   class; [`summary`]: what `summary` reports; [`suspects`]: the N+1
+//!   suspects among a class's store and SQL counts.
 //! - [`output`]: table, JSON and CSV; [`html`] and [`svg`]: the report page.
 //! - [`bootstrap`]: the ratio of medians and its interval; [`diff`]: what moved.
 //! - [`sample`]: sample logs in the lines' real shapes, for tests and the
@@ -26,4 +27,5 @@ pub mod output;
 pub mod sample;
 pub mod scan;
 pub mod summary;
+pub mod suspects;
 pub mod svg;

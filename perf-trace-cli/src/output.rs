@@ -8,6 +8,7 @@ use comfy_table::{CellAlignment, Table};
 
 use crate::dist::{CountStats, TimeStats};
 use crate::summary::{ClassSummary, Summary};
+use crate::suspects::Suspect;
 
 /// Microseconds as milliseconds with two decimals.
 pub fn ms(us: u64) -> String {
@@ -124,18 +125,57 @@ pub fn class_table(class: &ClassSummary, top: usize) -> String {
     out
 }
 
-/// Every class as text tables, separated by blank lines.
+/// A suspect's correlation as text: `0.98`, or `-` when there is none.
+pub fn rho_text(suspect: &Suspect) -> String {
+    suspect
+        .rho
+        .map_or_else(|| "-".to_owned(), |r| format!("{r:.2}"))
+}
+
+/// The N+1 suspects as one table, or a line saying there are none.
+pub fn suspects_table(suspects: &[Suspect]) -> String {
+    if suspects.is_empty() {
+        return "== N+1 suspects: none\n".to_owned();
+    }
+    let mut t = table(&[
+        "class", "key", "requests", "p50", "p95", "max", "rho", "size", "why",
+    ]);
+    for s in suspects {
+        t.add_row(vec![
+            s.endpoint.clone(),
+            s.key.clone(),
+            s.requests.to_string(),
+            s.calls.p50.to_string(),
+            s.calls.p95.to_string(),
+            s.calls.max.to_string(),
+            rho_text(s),
+            s.size_key.clone().unwrap_or_else(|| "-".to_owned()),
+            s.why.join("; "),
+        ]);
+    }
+    for text in [1, 7, 8] {
+        if let Some(column) = t.column_mut(text) {
+            column.set_cell_alignment(CellAlignment::Left);
+        }
+    }
+    format!(
+        "== N+1 suspects: {} (calls per request; rho: rank correlation with the size)\n{t}\n",
+        suspects.len()
+    )
+}
+
+/// Every class as text tables, separated by blank lines, then the N+1
+/// suspects.
 pub fn write_table(out: &mut impl Write, summary: &Summary, top: usize) -> std::io::Result<()> {
     if summary.classes.is_empty() {
         writeln!(out, "no perf_trace lines counted")?;
+        return Ok(());
     }
-    for (i, class) in summary.classes.iter().enumerate() {
-        if i > 0 {
-            writeln!(out)?;
-        }
+    for class in &summary.classes {
         write!(out, "{}", class_table(class, top))?;
+        writeln!(out)?;
     }
-    Ok(())
+    write!(out, "{}", suspects_table(&summary.suspects))
 }
 
 /// The summary as one JSON document.
@@ -222,6 +262,20 @@ pub fn write_csv(out: &mut impl Write, summary: &Summary) -> anyhow::Result<()> 
                 slow.elapsed_us,
             ));
         }
+        for row in rows {
+            w.write_record(&row)?;
+        }
+    }
+    for s in &summary.suspects {
+        let (e, key) = (s.endpoint.as_str(), s.key.as_str());
+        let mut rows = count_rows([e, "suspect", key], &s.calls);
+        if let Some(rho) = s.rho {
+            rows.push(row(e, "suspect", key, "rho", rho));
+        }
+        if let Some(size) = &s.size_key {
+            rows.push(row(e, "suspect", key, "size_key", size));
+        }
+        rows.push(row(e, "suspect", key, "why", s.why.join("; ")));
         for row in rows {
             w.write_record(&row)?;
         }

@@ -1,8 +1,10 @@
 //! Sample logs in the lines' real shapes, for the tests and the throughput
 //! script: the Hub's (Scion profile, the contract's example line with its
-//! figures varied) and a plain service's (the orders example's, with a
-//! status), among other log output. The counts of each request shape are
-//! fixed, as in a real workload; durations vary.
+//! figures varied), a plain service's (the orders example's, with a
+//! status) and a catalog service's whose listings vary in size (with or
+//! without planted N+1s), among other log output. The counts of each
+//! request shape are fixed, as in a real workload (the catalog's follow its
+//! listings' sizes); durations vary.
 
 use std::io::{self, Write};
 
@@ -19,6 +21,16 @@ pub enum Profile {
     },
     /// The orders example's lines in the plain profile.
     Plain,
+    /// A catalog service's lines (plain profile) whose listings' sizes vary:
+    /// each carries `rows` and `response_bytes`, its store calls and its SQL
+    /// wrapper's counts (`sql_select_n`, `sql_repeated_n`).
+    Catalog {
+        /// Plant two N+1s: a price read per listed row (`store_get_price_n`
+        /// = rows on `catalog.list`), and a SELECT per search hit run as
+        /// repeats of one statement (`sql_repeated_n` = hits - 1 on
+        /// `catalog.search`). Without it both are batched: one call each.
+        n_plus_one: bool,
+    },
 }
 
 /// What to write.
@@ -128,6 +140,38 @@ fn plain_line(i: u64, rng: &mut StdRng, sample: &Sample) -> String {
     )
 }
 
+fn catalog_line(i: u64, rng: &mut StdRng, sample: &Sample, n_plus_one: bool) -> String {
+    let head = format!(
+        r#"{{"time":"{}","level":"INFO","msg":"perf_trace","component":"catalog","subsystem":"catalog.perf-trace""#,
+        time(i)
+    );
+    let id = format!("5a1e0000-0000-4000-8000-{i:012}");
+    let slower = 100 + sample.slower_percent;
+    if i.is_multiple_of(2) {
+        let rows = rng.random_range(1..=40u64);
+        let prices = if n_plus_one { rows } else { 1 } + sample.extra_calls;
+        let bytes = 120 + rows * 310 + rng.random_range(0..50u64);
+        let elapsed = (300 + prices * 40 + rng.random_range(0..200u64)) * slower / 100;
+        return format!(
+            r#"{head},"endpoint":"catalog.list","elapsed_us":{elapsed},"status":200,"store_get_price_n":{prices},"store_get_price_us":{},"store_list_products_n":1,"store_list_products_us":{},"rows":{rows},"response_bytes":{bytes},"method":"GET","request_id":"{id}"}}"#,
+            prices * 35,
+            rng.random_range(50..150u64),
+        );
+    }
+    let hits = rng.random_range(0..=12u64);
+    let (selects, repeated) = if n_plus_one {
+        (1 + hits, hits.saturating_sub(1))
+    } else {
+        (2, 0)
+    };
+    let bytes = 80 + hits * 200 + rng.random_range(0..30u64);
+    let elapsed = (200 + selects * 60 + rng.random_range(0..100u64)) * slower / 100;
+    format!(
+        r#"{head},"endpoint":"catalog.search","elapsed_us":{elapsed},"status":200,"store_search_n":1,"store_search_us":{},"sql_select_n":{selects},"sql_repeated_n":{repeated},"rows":{hits},"response_bytes":{bytes},"method":"GET","request_id":"{id}"}}"#,
+        selects * 50,
+    )
+}
+
 /// Writes the sample: its perf lines with a line of other output every
 /// 20 lines.
 pub fn write(out: &mut impl Write, sample: &Sample) -> io::Result<()> {
@@ -143,6 +187,7 @@ pub fn write(out: &mut impl Write, sample: &Sample) -> io::Result<()> {
         let line = match sample.profile {
             Profile::Hub { gcp } => hub_line(i, &mut rng, sample, gcp),
             Profile::Plain => plain_line(i, &mut rng, sample),
+            Profile::Catalog { n_plus_one } => catalog_line(i, &mut rng, sample, n_plus_one),
         };
         writeln!(out, "{line}")?;
     }
@@ -160,6 +205,8 @@ mod tests {
             Profile::Hub { gcp: false },
             Profile::Hub { gcp: true },
             Profile::Plain,
+            Profile::Catalog { n_plus_one: true },
+            Profile::Catalog { n_plus_one: false },
         ] {
             let mut out = Vec::new();
             let sample = Sample {

@@ -6,8 +6,8 @@ use std::time::SystemTime;
 use anyhow::Context as _;
 use serde::Serialize;
 
-use crate::aggregate::Aggregate;
-use crate::input::{self, Source};
+use crate::aggregate::{Aggregate, Limits, OTHER};
+use crate::input::{self, Line, Source};
 use crate::line::{self, Parsed, PerfLine, NEEDLE};
 
 /// Which perf lines count.
@@ -54,6 +54,44 @@ pub struct Counts {
     /// Perf lines left out because a time window was asked for and the line
     /// has no readable `time`.
     pub without_time: u64,
+    /// Lines longer than the line bound, skipped unread (perf lines or not).
+    pub too_long: u64,
+    /// The first of them: `source:line: N bytes`.
+    pub first_too_long: Option<String>,
+    /// Perf lines whose class was past the class bound, read as `(other)`.
+    pub folded_class_lines: u64,
+    /// Figures whose key was past the key bound, added to `(other)`.
+    pub folded_key_values: u64,
+    /// Values recorded approximately once the figures took their bytes.
+    pub approximated_values: u64,
+}
+
+/// How much one read may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Lines longer than this many bytes are skipped unread.
+    pub max_line: usize,
+    /// Classes, keys and the figures' bytes.
+    pub limits: Limits,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            max_line: input::DEFAULT_MAX_LINE,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// `bytes` in the largest binary unit it reaches, to one decimal.
+fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} bytes"),
+    }
 }
 
 impl Counts {
@@ -65,6 +103,41 @@ impl Counts {
             self.malformed,
             if self.malformed == 1 { "" } else { "s" }
         ))
+    }
+
+    /// The messages about what the bounds left out or folded, given the
+    /// bounds of the read.
+    pub fn bound_notes(&self, bounds: &Bounds) -> Vec<String> {
+        let mut notes = Vec::new();
+        if let Some(first) = &self.first_too_long {
+            notes.push(format!(
+                "{} line{} longer than the {} line bound skipped unread (first at {first}; --max-line-bytes)",
+                self.too_long,
+                if self.too_long == 1 { "" } else { "s" },
+                size(bounds.max_line as u64),
+            ));
+        }
+        if self.folded_class_lines > 0 {
+            notes.push(format!(
+                "{} perf_trace line(s) of classes past the {}-class bound read as {OTHER} (--max-classes)",
+                self.folded_class_lines, bounds.limits.classes
+            ));
+        }
+        if self.folded_key_values > 0 {
+            notes.push(format!(
+                "{} figure(s) of keys past the {}-key bound added to their class's {OTHER} (--max-keys)",
+                self.folded_key_values, bounds.limits.keys
+            ));
+        }
+        if self.approximated_values > 0 {
+            notes.push(format!(
+                "{} figure value(s) recorded approximately: the figures reached their {} bound \
+                 (a count at the nearest value held, a time in a histogram's top bucket or a sample)",
+                self.approximated_values,
+                size(bounds.limits.figure_bytes as u64)
+            ));
+        }
+        notes
     }
 
     /// The one message about lines the time window could not place.
@@ -104,18 +177,29 @@ impl Filter {
     }
 }
 
-/// Reads every source into one aggregate.
+/// Reads every source into one aggregate, within `bounds`.
 pub fn read(
     sources: &[Source],
     filter: &Filter,
     top: usize,
+    bounds: &Bounds,
 ) -> anyhow::Result<(Aggregate, Counts)> {
-    let mut agg = Aggregate::new(top);
+    let mut agg = Aggregate::with_limits(top, bounds.limits);
     let mut counts = Counts::default();
     for source in sources {
         let name = source.name();
-        input::for_each_line(source, |bytes, number| {
+        input::for_each_line_bounded(source, bounds.max_line, |line, number| {
             counts.lines += 1;
+            let bytes = match line {
+                Line::Whole(bytes) => bytes,
+                Line::TooLong(len) => {
+                    counts.too_long += 1;
+                    if counts.first_too_long.is_none() {
+                        counts.first_too_long = Some(format!("{name}:{number}: {len} bytes"));
+                    }
+                    return;
+                }
+            };
             if memchr::memmem::find(bytes, NEEDLE).is_none() {
                 return;
             }
@@ -142,6 +226,9 @@ pub fn read(
             }
         })?;
     }
+    counts.folded_class_lines = agg.folded.class_lines;
+    counts.folded_key_values = agg.folded.key_values;
+    counts.approximated_values = agg.folded.approximated;
     Ok((agg, counts))
 }
 

@@ -10,6 +10,7 @@ use crate::aggregate::{Aggregate, ClassAgg, Figure, SlowRequest};
 use crate::dist::{CountDist, CountStats, TimeDist, TimeStats};
 use crate::line::{classify, FigureKind, Unit};
 use crate::scan::Counts;
+use crate::suspects::{self, Rule, Suspect};
 
 /// One phase of a class.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -88,6 +89,8 @@ pub struct Summary {
     pub input: Counts,
     /// Per class, by name.
     pub classes: Vec<ClassSummary>,
+    /// The N+1 suspects, by class and key.
+    pub suspects: Vec<Suspect>,
 }
 
 fn count(class: &ClassAgg, name: &str) -> CountStats {
@@ -195,14 +198,19 @@ pub fn summarize_class(endpoint: &str, class: &ClassAgg) -> ClassSummary {
     }
 }
 
-/// Summarizes every class of an aggregate.
-pub fn summarize(agg: &Aggregate, input: Counts) -> Summary {
+/// Summarizes every class of an aggregate, its N+1 suspects by `rule`.
+pub fn summarize(agg: &Aggregate, input: Counts, rule: &Rule) -> Summary {
     Summary {
         input,
         classes: agg
             .classes
             .iter()
             .map(|(name, class)| summarize_class(name, class))
+            .collect(),
+        suspects: agg
+            .classes
+            .iter()
+            .flat_map(|(name, class)| suspects::of_class(name, class, rule))
             .collect(),
     }
 }
@@ -224,7 +232,7 @@ mod tests {
             };
             agg.add(&line, text);
         }
-        let s = summarize(&agg, Counts::default());
+        let s = summarize(&agg, Counts::default(), &Rule::default());
         let c = &s.classes[0];
         assert_eq!((c.endpoint.as_str(), c.requests), ("orders.get", 2));
         assert_eq!(c.statuses["2xx"], 1);
