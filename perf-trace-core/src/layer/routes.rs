@@ -27,6 +27,7 @@ type HeadersAllowed = Arc<dyn Fn(&http::Extensions) -> bool + Send + Sync>;
 /// [`perf_headers_for`](Self::perf_headers_for) says who may have them.
 pub struct RoutePolicy<S> {
     headers_allowed: Option<HeadersAllowed>,
+    incoming_request_id: bool,
     _schema: PhantomData<fn() -> S>,
 }
 
@@ -35,6 +36,7 @@ impl<S> RoutePolicy<S> {
     pub fn new() -> Self {
         RoutePolicy {
             headers_allowed: None,
+            incoming_request_id: false,
             _schema: PhantomData,
         }
     }
@@ -72,6 +74,17 @@ impl<S> RoutePolicy<S> {
         self.headers_allowed = Some(Arc::new(allowed));
         self
     }
+
+    /// Adopts the request id a caller sends in the request-id header
+    /// (`X-Request-ID` unless the profile renames it) when it is 1 to 64
+    /// bytes of `[A-Za-z0-9._:-]` and no outer `SetRequestIdLayer` set one
+    /// (see [`TracePolicy::adopts_incoming_request_id`]). Off by default:
+    /// turn it on when callers' ids are worth keeping (a gateway in front
+    /// sets them, or clients join their logs to the service's).
+    pub fn adopt_incoming_request_id(mut self, adopt: bool) -> Self {
+        self.incoming_request_id = adopt;
+        self
+    }
 }
 
 impl<S> Default for RoutePolicy<S> {
@@ -84,6 +97,7 @@ impl<S> Clone for RoutePolicy<S> {
     fn clone(&self) -> Self {
         RoutePolicy {
             headers_allowed: self.headers_allowed.clone(),
+            incoming_request_id: self.incoming_request_id,
             _schema: PhantomData,
         }
     }
@@ -93,6 +107,7 @@ impl<S> fmt::Debug for RoutePolicy<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RoutePolicy")
             .field("perf_headers", &self.headers_allowed.is_some())
+            .field("incoming_request_id", &self.incoming_request_id)
             .finish()
     }
 }
@@ -111,5 +126,9 @@ impl<S: Schema> TracePolicy<S> for RoutePolicy<S> {
         self.headers_allowed
             .as_ref()
             .is_some_and(|allowed| allowed(request.extensions()))
+    }
+
+    fn adopts_incoming_request_id(&self) -> bool {
+        self.incoming_request_id
     }
 }
