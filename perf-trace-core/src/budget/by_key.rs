@@ -270,19 +270,24 @@ mod tests {
         recorder.snapshot()
     }
 
+    /// The one-row snapshot's count held exactly to its old baseline, 1.
+    fn exact_one(snapshot: &crate::Snapshot) -> Budget<'_> {
+        Budget::for_snapshot("one-row", snapshot)
+            .exact()
+            .counter(Batch::Count, 1)
+    }
+
+    const EXACT_FAILURE: &str =
+        "one-row: batch_count = 2 is over its budget 1 (baseline 1 + margin 0)";
+
     #[test]
     fn an_exact_bound_fails_on_one_extra_count_where_the_default_margin_passes() {
         let snapshot = one_row_read_twice();
         let loose = Budget::for_snapshot("one-row", &snapshot).counter(Batch::Count, 1);
         assert!(loose.check().is_ok());
-        let exact = Budget::for_snapshot("one-row", &snapshot)
-            .exact()
-            .counter(Batch::Count, 1)
-            .check()
-            .unwrap_err();
         assert_eq!(
-            exact.failures,
-            ["one-row: batch_count = 2 is over its budget 1 (baseline 1 + margin 0)"]
+            exact_one(&snapshot).check().unwrap_err().failures,
+            [EXACT_FAILURE]
         );
         // Only the keys after `exact` are exact.
         let mixed = Budget::for_snapshot("one-row", &snapshot)
@@ -302,18 +307,18 @@ mod tests {
     #[test]
     fn an_unwrapped_failure_prints_its_messages() {
         let snapshot = one_row_read_twice();
-        let failure = Budget::for_snapshot("one-row", &snapshot)
-            .exact()
-            .counter(Batch::Count, 1)
-            .check()
-            .unwrap_err();
+        let failure = exact_one(&snapshot).check().unwrap_err();
         assert_eq!(
             format!("{failure:?}"),
-            "over budget:\none-row: batch_count = 2 is over its budget 1 (baseline 1 + margin 0)"
+            format!("over budget:\n{EXACT_FAILURE}")
         );
-        let panic = std::panic::catch_unwind(|| Err::<(), _>(failure).unwrap()).unwrap_err();
+        let budget = exact_one(&snapshot);
+        let panic = std::panic::catch_unwind(|| budget.check().unwrap()).unwrap_err();
         let message = panic.downcast_ref::<String>().expect("a formatted message");
-        assert!(message.ends_with("over budget:\none-row: batch_count = 2 is over its budget 1 (baseline 1 + margin 0)"), "{message}");
+        assert!(
+            message.ends_with(&format!("over budget:\n{EXACT_FAILURE}")),
+            "{message}"
+        );
         assert!(!message.contains("BudgetExceeded {"), "{message}");
     }
 }
