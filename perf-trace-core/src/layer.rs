@@ -28,6 +28,8 @@ use crate::snapshot::SseStage;
 use crate::trace_context::{TraceContext, TRACEPARENT, TRACERESPONSE};
 
 mod adopt;
+#[cfg(feature = "axum")]
+pub(crate) mod route_check;
 mod routes;
 #[cfg(feature = "tracing")]
 mod span;

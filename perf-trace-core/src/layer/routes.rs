@@ -23,11 +23,24 @@ type HeadersAllowed = Arc<dyn Fn(&http::Extensions) -> bool + Send + Sync>;
 /// each route, so that the router has matched); else, and without the
 /// feature, the request's path is matched against the routes.
 ///
+/// A route key no route of the service matches (a typo:
+/// `GET /acounts/{id}`) compiles, and the requests it meant land in the
+/// default class. [`testing::assert_routes`](crate::testing::assert_routes)
+/// finds it in a test; at run time, with axum, the first request to each
+/// route of the service that lands in the default class while a key is a
+/// typo (two edits) away from it writes one warning (a `tracing` event of
+/// target `perf_trace` with the feature `tracing`, else a JSON line on
+/// standard error): at most one per route.
+///
 /// The perf headers go to no one unless
 /// [`perf_headers_for`](Self::perf_headers_for) says who may have them.
 pub struct RoutePolicy<S> {
     headers_allowed: Option<HeadersAllowed>,
     incoming_request_id: bool,
+    /// The router's routes classed in the default class, each checked
+    /// once for a mistyped route key.
+    #[cfg(feature = "axum")]
+    unmatched: Arc<super::route_check::UnmatchedRoutes>,
     _schema: PhantomData<fn() -> S>,
 }
 
@@ -37,6 +50,8 @@ impl<S> RoutePolicy<S> {
         RoutePolicy {
             headers_allowed: None,
             incoming_request_id: false,
+            #[cfg(feature = "axum")]
+            unmatched: Arc::default(),
             _schema: PhantomData,
         }
     }
@@ -98,6 +113,8 @@ impl<S> Clone for RoutePolicy<S> {
         RoutePolicy {
             headers_allowed: self.headers_allowed.clone(),
             incoming_request_id: self.incoming_request_id,
+            #[cfg(feature = "axum")]
+            unmatched: Arc::clone(&self.unmatched),
             _schema: PhantomData,
         }
     }
@@ -117,7 +134,11 @@ impl<S: Schema> TracePolicy<S> for RoutePolicy<S> {
         let method = method_name(request.method());
         #[cfg(feature = "axum")]
         if let Some(route) = request.extensions().get::<axum::extract::MatchedPath>() {
-            return S::Endpoint::from_route(method, route.as_str());
+            let class = S::Endpoint::from_route(method, route.as_str());
+            if class == S::Endpoint::DEFAULT {
+                self.unmatched.check::<S::Endpoint>(method, route.as_str());
+            }
+            return class;
         }
         S::Endpoint::from_route(method, request.uri().path())
     }
