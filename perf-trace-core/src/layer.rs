@@ -228,12 +228,22 @@ impl<S: Schema, P: TracePolicy<S>> PerfTraceLayer<S, P> {
     /// # struct App;
     /// # impl Schema for App { type Phase = Phase; type StoreMethod = Method; type Endpoint = Endpoint; }
     /// # let emitter = Emitter::new(LineFormat::plain("svc", "svc.perf"), LineSink::memory().0);
-    /// // Outside, tower-http's `TraceLayer` declares the fields:
-    /// // .make_span_with(|request: &http::Request<_>| tracing::info_span!(
-    /// //     "request", method = %request.method(), request_id = tracing::field::Empty,
-    /// //     endpoint = tracing::field::Empty))
-    /// let layer = PerfTraceLayer::new(RoutePolicy::<App>::new(), emitter).record_in_span();
-    /// # let _ = layer;
+    /// use tower::ServiceBuilder;
+    /// use tower_http::trace::TraceLayer;
+    ///
+    /// let stack = ServiceBuilder::new()
+    ///     // Outside: the span, declaring `request_id` and `endpoint` empty.
+    ///     .layer(TraceLayer::new_for_http().make_span_with(|request: &http::Request<String>| {
+    ///         tracing::info_span!(
+    ///             "request",
+    ///             method = %request.method(),
+    ///             request_id = tracing::field::Empty,
+    ///             endpoint = tracing::field::Empty,
+    ///         )
+    ///     }))
+    ///     // Inside: the perf layer, recording into it.
+    ///     .layer(PerfTraceLayer::new(RoutePolicy::<App>::new(), emitter).record_in_span());
+    /// # let _ = stack;
     /// ```
     #[cfg(feature = "tracing")]
     pub fn record_in_span(mut self) -> Self {

@@ -10,7 +10,7 @@ mod common;
 use std::convert::Infallible;
 
 use bytes::Bytes;
-use common::{Captured, TestSchema};
+use common::{Captured, Endpoint, TestSchema};
 use http::{HeaderValue, Request, Response};
 use http_body_util::{BodyExt, Full};
 use perf_trace_core::layer::{RequestSpan, RoutePolicy, TracePolicy};
@@ -35,9 +35,13 @@ fn plain() -> LineFormat {
 }
 
 /// A handler that logs one `tracing` line and answers `[]`, setting
-/// `X-Request-ID` itself when the request asks with `x-set-own-id`.
+/// `X-Request-ID` itself when the request asks with `x-set-own-id`, and
+/// refining its endpoint class on `/things`.
 async fn handler(request: Request<String>) -> Result<Response<Full<Bytes>>, Infallible> {
     tracing::info!("transfers listed");
+    if request.uri().path() == "/things" {
+        perf_trace_core::record::set_endpoint(Endpoint::ThingsList);
+    }
     let mut response = Response::new(Full::new(Bytes::from_static(b"[]")));
     if let Some(own) = request.headers().get("x-set-own-id") {
         response.headers_mut().insert(X_REQUEST_ID, own.clone());
@@ -224,6 +228,26 @@ async fn tower_http_s_id_is_the_header_s_the_line_s_and_every_tracing_line_s() {
         ]
     );
     assert_eq!(logs[2]["span"]["endpoint"], "other");
+}
+
+#[tokio::test]
+async fn the_span_s_class_is_the_one_the_handler_refined_from_the_response_on() {
+    let request = Request::get("/things").body(String::new()).unwrap();
+    let (_, _, logs) = serve_stacked(request, false).await;
+    let classes: Vec<_> = logs
+        .iter()
+        .map(|log| log["span"]["endpoint"].clone())
+        .collect();
+    // None before the perf layer runs; classed by the policy when it is
+    // called; refined by the handler, and recorded again as the response
+    // starts.
+    let expected = [
+        serde_json::Value::Null,
+        "other".into(),
+        "things.list".into(),
+        "things.list".into(),
+    ];
+    assert_eq!(classes, expected);
 }
 
 #[tokio::test]
