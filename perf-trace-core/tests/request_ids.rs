@@ -166,7 +166,7 @@ async fn serve_stacked(
     request: Request<String>,
     trusted: bool,
 ) -> (String, String, Vec<serde_json::Value>) {
-    let (logs, lines) = (Captured::default(), Captured::default());
+    let lines = Captured::default();
     let perf = PerfTraceLayer::new(policy(trusted), emitter(plain(), &lines)).record_in_span();
     let service = ServiceBuilder::new()
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
@@ -174,6 +174,24 @@ async fn serve_stacked(
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(perf)
         .service(service_fn(handler));
+    serve_logged(service, request, &lines).await
+}
+
+/// Serves `request` on `service` with its `tracing` lines (from `DEBUG`
+/// up) written as JSON; returns the response's `X-Request-ID`, the
+/// `request_id` of the one perf line in `lines`, and the `tracing` lines.
+async fn serve_logged<Svc, B, RB>(
+    service: Svc,
+    request: Request<B>,
+    lines: &Captured,
+) -> (String, String, Vec<serde_json::Value>)
+where
+    Svc: tower::Service<Request<B>, Response = Response<RB>>,
+    Svc::Error: std::fmt::Debug,
+    RB: http_body::Body,
+    RB::Error: std::fmt::Debug,
+{
+    let logs = Captured::default();
     let subscriber = tracing_subscriber::fmt()
         .json()
         .with_current_span(true)
@@ -187,7 +205,7 @@ async fn serve_stacked(
     let response = service.oneshot(request).await.unwrap();
     let header = header_text(&response.headers()[X_REQUEST_ID]);
     response.into_body().collect().await.unwrap();
-    (header, line_id(&lines), logs.json_lines())
+    (header, line_id(lines), logs.json_lines())
 }
 
 /// Each `tracing` line's span `request_id`, with its message.
@@ -283,4 +301,37 @@ async fn an_id_tower_http_kept_but_that_could_break_a_line_is_replaced_everywher
         assert_eq!(id, &line, "{message}");
     }
     assert!(!logs.iter().any(|log| log.to_string().contains("xxxx")));
+}
+
+#[tokio::test]
+async fn an_axum_router_s_ids_are_joined_the_same_way() {
+    let lines = Captured::default();
+    let perf = PerfTraceLayer::new(policy(false), emitter(plain(), &lines)).record_in_span();
+    let transfers = || async {
+        tracing::info!("transfers listed");
+        "[]"
+    };
+    let app = axum::Router::new()
+        .route("/accounts/{id}/transfers", axum::routing::get(transfers))
+        .layer(perf)
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+                .layer(TraceLayer::new_for_http().make_span_with(RequestSpan))
+                .layer(PropagateRequestIdLayer::x_request_id()),
+        );
+    let request = Request::get("/accounts/7/transfers")
+        .header(X_REQUEST_ID, "ledger-client-42")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let (header, line, logs) = serve_logged(app, request, &lines).await;
+    assert_eq!(
+        (header.as_str(), line.as_str()),
+        ("ledger-client-42", "ledger-client-42")
+    );
+    let ids = logged_ids(&logs);
+    assert_eq!(ids.len(), 4, "{ids:?}");
+    for (message, id) in ids {
+        assert_eq!(id, "ledger-client-42", "{message}");
+    }
 }
