@@ -173,7 +173,7 @@ impl LineFormat {
 
     /// Whether this is the Scion contract's profile, whose request id is
     /// always the layer's own random one.
-    pub fn is_scion(&self) -> bool {
+    pub(crate) fn is_scion(&self) -> bool {
         self.scion
     }
 
