@@ -38,7 +38,7 @@ const MAX_COMPARED: usize = 96;
 
 /// Levenshtein distance between `a` and `b`, ignoring ASCII case; `None` when
 /// either is longer than [`MAX_COMPARED`].
-const fn edit_distance(a: &[u8], b: &[u8]) -> Option<usize> {
+pub(crate) const fn edit_distance(a: &[u8], b: &[u8]) -> Option<usize> {
     if a.len() > MAX_COMPARED || b.len() > MAX_COMPARED {
         return None;
     }

@@ -27,9 +27,18 @@ use crate::sink::Emitter;
 use crate::snapshot::SseStage;
 use crate::trace_context::{TraceContext, TRACEPARENT, TRACERESPONSE};
 
+mod adopt;
+#[cfg(feature = "axum")]
+pub(crate) mod route_check;
 mod routes;
+#[cfg(feature = "tracing")]
+mod span;
 
 pub use routes::RoutePolicy;
+#[cfg(all(feature = "tracing", feature = "tower-http"))]
+pub use span::RequestSpan;
+#[cfg(feature = "tracing")]
+pub use span::{ENDPOINT_FIELD, REQUEST_ID_FIELD};
 
 /// What the service decides about each request. [`RoutePolicy`] is the
 /// common case (classes by route, headers for whom a closure allows);
@@ -44,6 +53,15 @@ pub trait TracePolicy<S: Schema>: Clone + Send + Sync + 'static {
     /// from the authenticated principal (the layer sits inside
     /// authentication, so its extensions are set).
     fn headers_allowed<B>(&self, request: &Request<B>) -> bool;
+
+    /// Whether the layer may adopt the request id a caller sent in the
+    /// request-id header (plain profile only; see [`PerfTraceLayer`] for
+    /// which id wins when). No by default: a caller's id is kept only when
+    /// the service says so. [`RoutePolicy::adopt_incoming_request_id`]
+    /// turns it on.
+    fn adopts_incoming_request_id(&self) -> bool {
+        false
+    }
 }
 
 /// What every clone of a layer and its services shares, read by every
@@ -67,6 +85,13 @@ struct Shared<P> {
     /// An exit asked for W3C trace context: read `traceparent`, answer
     /// `traceresponse`.
     trace_context: bool,
+    /// The plain profile: adopt the id a request carries, and keep a
+    /// request-id header the service set. (The Scion contract's id is
+    /// always the layer's own.)
+    adopt_ids: bool,
+    /// Record the request id and class into the current `tracing` span.
+    #[cfg(feature = "tracing")]
+    record_in_span: bool,
 }
 
 impl<P> Shared<P> {
@@ -80,6 +105,30 @@ impl<P> Shared<P> {
 
 /// Traces every request of the wrapped service. Install it innermost, inside
 /// authentication, and only when tracing is on.
+///
+/// # Request ids
+///
+/// Every line carries a `request_id`, also sent in the response's
+/// request-id header (`X-Request-ID` unless the profile renames it). Which
+/// id that is:
+///
+/// - **The Scion profile** ([`LineFormat::scion`](crate::LineFormat::scion)):
+///   always a random UUID drawn by the layer, set on the response whatever
+///   the service set (the contract's).
+/// - **The plain profile**: the id the request already carries, when it is
+///   1 to 64 bytes of `[A-Za-z0-9._:-]`: first tower-http's `RequestId`
+///   extension, which an outer `SetRequestIdLayer` sets (feature
+///   `tower-http`, on by default); else, when the policy
+///   [adopts callers' ids](TracePolicy::adopts_incoming_request_id), the
+///   request's own request-id header. Otherwise (none, or one with other
+///   bytes or longer) a random UUID, so no caller's byte that could break
+///   a log line is written. A request-id header the service set on the
+///   response is kept; else the layer sets its id there.
+///
+/// So with tower-http's `SetRequestIdLayer` and `PropagateRequestIdLayer`
+/// outside this layer, the response header, the line and (see
+/// `record_in_span`, feature `tracing`) the service's `tracing` lines all
+/// carry the same id.
 pub struct PerfTraceLayer<S, P> {
     shared: Arc<Shared<P>>,
     _schema: PhantomData<fn() -> S>,
@@ -124,6 +173,7 @@ impl<S: Schema, P: TracePolicy<S>> PerfTraceLayer<S, P> {
             .collect();
         let trigger = name(suffix::TRIGGER);
         let request_id = request_id_header(format.request_id_header_name());
+        let adopt_ids = !format.is_scion();
         clock::warm_up();
         PerfTraceLayer {
             shared: Arc::new(Shared {
@@ -134,6 +184,9 @@ impl<S: Schema, P: TracePolicy<S>> PerfTraceLayer<S, P> {
                 trigger,
                 request_id,
                 names,
+                adopt_ids,
+                #[cfg(feature = "tracing")]
+                record_in_span: false,
             }),
             _schema: PhantomData,
         }
@@ -143,6 +196,58 @@ impl<S: Schema, P: TracePolicy<S>> PerfTraceLayer<S, P> {
     pub fn with_pool(mut self, pool: Arc<dyn PoolStats>) -> Self {
         // Clones of this layer made earlier keep their own configuration.
         Arc::make_mut(&mut self.shared).pool = Some(pool);
+        self
+    }
+
+    /// Records each request's id and endpoint class into the service's
+    /// request span, the `tracing` span current when the layer is called:
+    /// into its fields [`request_id`](REQUEST_ID_FIELD) and
+    /// [`endpoint`](ENDPOINT_FIELD) (the class again at response start, a
+    /// handler may refine it), when the span declares them. Every
+    /// `tracing` line of the request then carries the id its perf line
+    /// has (feature `tracing`).
+    ///
+    /// Install this layer inside the layer that opens the span (tower-http's
+    /// `TraceLayer`, whose span is entered while the inner service is
+    /// called), and declare the fields there: [`RequestSpan`] does (two
+    /// lines of wiring in all, `TraceLayer::new_for_http().make_span_with(RequestSpan)`
+    /// and this call), or a span of the service's own declares them empty:
+    ///
+    /// ```
+    /// # use perf_trace_core::{Emitter, KeySet, LineFormat, LineSink, PerfTraceLayer, Schema};
+    /// # use perf_trace_core::layer::RoutePolicy;
+    /// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    /// # #[key_set(phases)]
+    /// # enum Phase { Load }
+    /// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    /// # #[key_set(store_methods)]
+    /// # enum Method { GetItem }
+    /// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+    /// # #[key_set(endpoints)]
+    /// # enum Endpoint { #[key(default)] Other }
+    /// # struct App;
+    /// # impl Schema for App { type Phase = Phase; type StoreMethod = Method; type Endpoint = Endpoint; }
+    /// # let emitter = Emitter::new(LineFormat::plain("svc", "svc.perf"), LineSink::memory().0);
+    /// use tower::ServiceBuilder;
+    /// use tower_http::trace::TraceLayer;
+    ///
+    /// let stack = ServiceBuilder::new()
+    ///     // Outside: the span, declaring `request_id` and `endpoint` empty.
+    ///     .layer(TraceLayer::new_for_http().make_span_with(|request: &http::Request<String>| {
+    ///         tracing::info_span!(
+    ///             "request",
+    ///             method = %request.method(),
+    ///             request_id = tracing::field::Empty,
+    ///             endpoint = tracing::field::Empty,
+    ///         )
+    ///     }))
+    ///     // Inside: the perf layer, recording into it.
+    ///     .layer(PerfTraceLayer::new(RoutePolicy::<App>::new(), emitter).record_in_span());
+    /// # let _ = stack;
+    /// ```
+    #[cfg(feature = "tracing")]
+    pub fn record_in_span(mut self) -> Self {
+        Arc::make_mut(&mut self.shared).record_in_span = true;
         self
     }
 }
@@ -249,7 +354,21 @@ where
         let reused = current();
         let drew_id = reused.is_none();
         let recorder = reused.unwrap_or_else(|| {
-            let id = request_id::draw();
+            let adopted = if shared.adopt_ids {
+                let header = shared.request_id.as_ref();
+                let header = header.filter(|_| shared.policy.adopts_incoming_request_id());
+                adopt::incoming_id(&request, header)
+            } else {
+                None
+            };
+            let drawn;
+            let id = match adopted {
+                Some(id) => id,
+                None => {
+                    drawn = request_id::draw();
+                    drawn.as_str()
+                }
+            };
             let pool = shared.pool.as_ref().map(|pool| {
                 let baseline = pool::take_handed().or_else(|| {
                     let baseline = request.extensions().get::<PoolBaseline>();
@@ -259,12 +378,16 @@ where
             });
             let start = RequestStart {
                 method: method_name(request.method()),
-                request_id: id.as_str(),
+                request_id: id,
                 pool,
             };
             Recorder::for_request::<S>(start)
         });
         recorder.set_endpoint(shared.policy.classify(&request));
+        #[cfg(feature = "tracing")]
+        if shared.record_in_span {
+            span::record_ids(&recorder);
+        }
         let want_headers = shared
             .trigger
             .as_ref()
@@ -283,6 +406,9 @@ where
                 recorder: ManuallyDrop::new(recorder),
                 want_headers,
                 drew_id,
+                keep_service_id: shared.adopt_ids,
+                #[cfg(feature = "tracing")]
+                record_in_span: shared.record_in_span,
                 facts: RequestFacts {
                     status: None,
                     perf_headers: want_headers,
@@ -340,9 +466,14 @@ struct RequestTrace {
     /// Taken by `drop`, which hands it to the emitter.
     recorder: ManuallyDrop<Recorder>,
     want_headers: bool,
-    /// Whether this layer drew the recorder's request id (not so for a
-    /// recorder found in scope, whose id is its own).
+    /// Whether this layer drew or adopted the recorder's request id (not so
+    /// for a recorder found in scope, whose id is its own).
     drew_id: bool,
+    /// The plain profile: a request-id header the service set is kept.
+    keep_service_id: bool,
+    /// Record the endpoint class into the current span at response start.
+    #[cfg(feature = "tracing")]
+    record_in_span: bool,
     /// The status (set at response start) and trace, for the exits.
     facts: RequestFacts,
     layer: Arc<dyn LayerParts>,
@@ -356,21 +487,28 @@ impl RequestTrace {
         let status = response.status().as_u16();
         self.facts.status = Some(status);
         self.recorder.0.set_status(status);
+        #[cfg(feature = "tracing")]
+        if self.record_in_span {
+            span::record_endpoint(&self.recorder);
+        }
         let headers = response.headers_mut();
         if let Some(trace) = &self.facts.trace {
             insert_traceresponse(trace, headers);
         }
         if let Some(name) = self.layer.request_id() {
-            let id = self.recorder.request_id();
-            let value = if self.drew_id {
-                Some(request_id::header_value(id))
-            } else {
-                Some(id)
-                    .filter(|id| !id.is_empty())
-                    .and_then(|id| HeaderValue::from_str(id).ok())
-            };
-            if let Some(value) = value {
-                headers.insert(name.clone(), value);
+            // The plain profile keeps a request id the service set.
+            if !(self.keep_service_id && headers.contains_key(name)) {
+                let id = self.recorder.request_id();
+                let value = if self.drew_id {
+                    Some(request_id::header_value(id))
+                } else {
+                    Some(id)
+                        .filter(|id| !id.is_empty())
+                        .and_then(|id| HeaderValue::from_str(id).ok())
+                };
+                if let Some(value) = value {
+                    headers.insert(name.clone(), value);
+                }
             }
         }
         if self.want_headers {

@@ -95,11 +95,6 @@
 #![doc = document_features::document_features!()]
 #![warn(missing_docs)]
 
-// The README's example compiles and runs as a doctest too.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;
-
 // The derives name `::perf_trace_core`: so they work in the crate's own tests.
 #[cfg(test)]
 extern crate self as perf_trace_core;

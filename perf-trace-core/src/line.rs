@@ -171,6 +171,12 @@ impl LineFormat {
         format!("{}{suffix}", self.header_prefix)
     }
 
+    /// Whether this is the Scion contract's profile, whose request id is
+    /// always the layer's own random one.
+    pub(crate) fn is_scion(&self) -> bool {
+        self.scion
+    }
+
     /// The name of the response header that carries the request id.
     pub fn request_id_header_name(&self) -> &str {
         &self.request_id_header

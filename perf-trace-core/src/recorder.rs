@@ -485,6 +485,13 @@ impl Recorder {
         self.0.set_endpoint(endpoint);
     }
 
+    /// The endpoint class's name as the line writes it.
+    #[cfg(feature = "tracing")]
+    pub(crate) fn endpoint_name(&self) -> &'static str {
+        let inner = &self.0;
+        inner.schema.endpoints.names[inner.endpoint.load(Relaxed) as usize]
+    }
+
     /// Whether `record::discard_line` was called in its scope.
     pub(crate) fn is_discarded(&self) -> bool {
         self.0.discarded.load(Relaxed)

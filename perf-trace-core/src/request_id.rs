@@ -1,5 +1,5 @@
 //! The ids the layer draws for requests: random (version 4) UUIDs in their
-//! hyphenated lowercase form.
+//! hyphenated lowercase form; and which ids it adopts from a request.
 
 use bytes::Bytes;
 use http::HeaderValue;
@@ -21,16 +21,35 @@ impl DrawnId {
     }
 }
 
-/// A drawn id (`id`, as the request's recorder holds it) as a header value,
-/// in bytes of its own. (Ids sliced from a block drawn per thread saved the
+/// The longest id the layer adopts.
+pub(crate) const ADOPTED_MAX: usize = 64;
+
+/// `id` as text when the layer may adopt it: 1 to [`ADOPTED_MAX`] bytes of
+/// `[A-Za-z0-9._:-]`. Nothing else a client sends reaches a line or a
+/// header: no quote, space, control byte or non-ASCII byte, which a log
+/// pipeline splitting or parsing lines could trip on.
+#[inline]
+pub(crate) fn adoptable(id: &[u8]) -> Option<&str> {
+    let fits = !id.is_empty()
+        && id.len() <= ADOPTED_MAX
+        && id
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'));
+    // The bytes are ASCII, so UTF-8.
+    fits.then(|| std::str::from_utf8(id).ok()).flatten()
+}
+
+/// A drawn or adopted id (`id`, as the request's recorder holds it) as a
+/// header value, in bytes of its own. (Ids sliced from a block drawn per thread saved the
 /// allocation, but every response's header then wrote the block's shared
 /// reference count from whichever core dropped it: under load that cost
 /// more than the allocation.)
 #[inline]
 pub(crate) fn header_value(id: &str) -> HeaderValue {
-    debug_assert!(id.len() == LENGTH && HeaderValue::from_str(id).is_ok());
-    // SAFETY: a drawn id is hex digits and hyphens, every one valid in a
-    // header value; checking them again was a tenth of the layer's own cost.
+    debug_assert!(id.len() == LENGTH || adoptable(id.as_bytes()).is_some());
+    // SAFETY: a drawn id is hex digits and hyphens, an adopted one passed
+    // `adoptable`: every byte valid in a header value; checking them again
+    // was a tenth of the layer's own cost.
     unsafe { HeaderValue::from_maybe_shared_unchecked(Bytes::copy_from_slice(id.as_bytes())) }
 }
 
@@ -88,6 +107,19 @@ mod tests {
             assert_eq!(uuid.hyphenated().to_string(), *text);
             // The header value is the same bytes.
             assert_eq!(header_value(id.as_str()).as_bytes(), text.as_bytes());
+        }
+    }
+
+    #[test]
+    fn only_short_ids_of_safe_bytes_are_adopted() {
+        for id in ["my-own-id-123", "a", "req_1.2:3", &"x".repeat(ADOPTED_MAX)] {
+            assert_eq!(adoptable(id.as_bytes()), Some(id), "{id:?}");
+            assert_eq!(header_value(id).as_bytes(), id.as_bytes());
+        }
+        let long = "x".repeat(ADOPTED_MAX + 1);
+        let refused = ["", "a\nb", "a b", "a\"b", "é", "a/b", "a,b", "{}", &long];
+        for id in refused {
+            assert_eq!(adoptable(id.as_bytes()), None, "{id:?}");
         }
     }
 

@@ -10,6 +10,12 @@ use crate::keys::Schema;
 use crate::recorder::Recorder;
 use crate::snapshot::Snapshot;
 
+#[cfg(feature = "axum")]
+mod routes;
+
+#[cfg(feature = "axum")]
+pub use routes::{assert_routes, check_routes, UnmatchedRouteKey};
+
 /// A response collected whole, with the snapshot of its request.
 #[derive(Debug, Clone)]
 pub struct TracedResponse {

@@ -10,7 +10,7 @@ use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use perf_trace_core::budget::Budget;
 use perf_trace_core::layer::RoutePolicy;
-use perf_trace_core::testing::perf_traced_request;
+use perf_trace_core::testing::{assert_routes, perf_traced_request};
 use perf_trace_core::{assert_counts_snapshot, sink::MemoryLines, LineSink};
 use quickstart::{app, Inventory, ItemStoreMethod, Phase, Shelf, Stock};
 use tower::ServiceExt;
@@ -143,6 +143,13 @@ async fn the_item_list_counts() {
         .await
         .unwrap();
     assert_counts_snapshot!("items-list", &response);
+}
+
+/// Every route key of the quick start names a route its router has.
+#[tokio::test]
+async fn its_route_keys_match_its_routes() {
+    let app = app(Shelf::sample(), LineSink::memory().0, RoutePolicy::new());
+    assert_routes::<Inventory>(&app).await;
 }
 
 /// The crate's README and the repository's show this service and the two

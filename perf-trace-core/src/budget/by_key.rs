@@ -3,7 +3,7 @@
 use crate::keys::{CounterKey, KeySet, PairedCounterKey, PhaseKey, StoreMethodKey, TimerKey};
 use crate::snapshot::Snapshot;
 
-use super::{BudgetCheck, BudgetExceeded, BudgetOutcome};
+use super::{BudgetCheck, BudgetExceeded, BudgetOutcome, Margin};
 
 /// The budgets of one traced request, each named by its key and measured
 /// from the request's snapshot: the count a key's line field holds is
@@ -50,10 +50,48 @@ use super::{BudgetCheck, BudgetExceeded, BudgetOutcome};
 ///     .unwrap_err();
 /// assert!(failure.to_string().contains("items-list: store_get_stock_n = 12 is over its budget 3"));
 /// ```
+///
+/// The default margin, `max(2, 2%)`, lets a count pass its baseline by two:
+/// a per-row N+1 over one or two rows fits in it. Bound such counts
+/// exactly, and one extra call fails:
+///
+/// ```
+/// # use perf_trace_core::budget::Budget;
+/// # use perf_trace_core::{KeySet, Recorder, Schema};
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(phases)]
+/// # enum Phase { Load }
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(endpoints)]
+/// # enum Endpoint { #[key(default)] Other }
+/// # #[perf_trace_core::counted_store]
+/// # trait ItemStore { fn get_stock(&self, sku: u32) -> u32; }
+/// # struct App;
+/// # impl Schema for App { type Phase = Phase; type StoreMethod = ItemStoreMethod; type Endpoint = Endpoint; }
+/// # struct Mem;
+/// # impl ItemStore for Mem { fn get_stock(&self, _: u32) -> u32 { 1 } }
+/// # let store = CountedItemStore::new(Mem);
+/// let recorder = Recorder::new::<App>();
+/// // Two rows, each read twice: one read too many per row.
+/// recorder.in_scope(|| (1..=4).for_each(|sku| { store.get_stock(sku); }));
+/// let snapshot = recorder.snapshot();
+///
+/// let loose = Budget::for_snapshot("two-rows", &snapshot).store(ItemStoreMethod::GetStock, 2);
+/// assert!(loose.check().is_ok());
+/// let exact = Budget::for_snapshot("two-rows", &snapshot)
+///     .exact()
+///     .store(ItemStoreMethod::GetStock, 2);
+/// assert_eq!(
+///     exact.check().unwrap_err().to_string(),
+///     "two-rows: store_get_stock_n = 4 is over its budget 2 (baseline 2 + margin 0)"
+/// );
+/// ```
 #[derive(Debug, Clone)]
 pub struct Budget<'a> {
     snapshot: &'a Snapshot,
     check: BudgetCheck,
+    /// The margin of the counts bounded from here on.
+    margin: Margin,
 }
 
 impl<'a> Budget<'a> {
@@ -62,8 +100,24 @@ impl<'a> Budget<'a> {
     pub fn for_snapshot(request: impl Into<String>, snapshot: &'a Snapshot) -> Self {
         Budget {
             snapshot,
-            check: BudgetCheck::new(request, "this test's baselines"),
+            check: BudgetCheck::new(request, ""),
+            margin: Margin::Count,
         }
+    }
+
+    /// Bounds the counts that follow exactly: each may not pass its
+    /// baseline at all (the margin [`Margin::EXACT`]). Call it first to
+    /// bound every count of the budget exactly, or between keys to bound
+    /// only the keys after it; [`margin`](Self::margin) changes it back.
+    pub fn exact(self) -> Self {
+        self.margin(Margin::EXACT)
+    }
+
+    /// The margin of the counts bounded after this call (by default
+    /// [`Margin::Count`], `max(2, ceil(2%))`).
+    pub fn margin(mut self, margin: Margin) -> Self {
+        self.margin = margin;
+        self
     }
 
     /// Where the baselines were measured (`main <sha>`, a change), for the
@@ -74,7 +128,7 @@ impl<'a> Budget<'a> {
     }
 
     fn count(mut self, name: String, measured: u64, baseline: u64) -> Self {
-        self.check = self.check.count(name, measured, baseline);
+        self.check = self.check.bounded(name, measured, baseline, self.margin);
         self
     }
 
@@ -203,5 +257,68 @@ mod tests {
             over.failures,
             ["items: batch_count = 5 is over its budget 3 (baseline 1 + margin 2; baselines from main abc)"]
         );
+    }
+
+    /// A per-row N+1 over one row: two reads where one was the baseline.
+    fn one_row_read_twice() -> crate::Snapshot {
+        let recorder = Recorder::new::<Bare>();
+        recorder.in_scope(|| {
+            for _ in 0..2 {
+                count(Batch::Count);
+            }
+        });
+        recorder.snapshot()
+    }
+
+    /// The one-row snapshot's count held exactly to its old baseline, 1.
+    fn exact_one(snapshot: &crate::Snapshot) -> Budget<'_> {
+        Budget::for_snapshot("one-row", snapshot)
+            .exact()
+            .counter(Batch::Count, 1)
+    }
+
+    const EXACT_FAILURE: &str =
+        "one-row: batch_count = 2 is over its budget 1 (baseline 1 + margin 0)";
+
+    #[test]
+    fn an_exact_bound_fails_on_one_extra_count_where_the_default_margin_passes() {
+        let snapshot = one_row_read_twice();
+        let loose = Budget::for_snapshot("one-row", &snapshot).counter(Batch::Count, 1);
+        assert!(loose.check().is_ok());
+        assert_eq!(
+            exact_one(&snapshot).check().unwrap_err().failures,
+            [EXACT_FAILURE]
+        );
+        // Only the keys after `exact` are exact.
+        let mixed = Budget::for_snapshot("one-row", &snapshot)
+            .counter(Batch::Count, 1)
+            .exact()
+            .counter(Batch::Count, 2)
+            .margin(Margin::Count)
+            .counter(Batch::Count, 0);
+        assert!(mixed.check().is_ok());
+        // Below an exact baseline is a stale baseline.
+        let stale = Budget::for_snapshot("one-row", &snapshot)
+            .exact()
+            .counter(Batch::Count, 3);
+        assert_eq!(stale.evaluate().notes.len(), 1);
+    }
+
+    #[test]
+    fn an_unwrapped_failure_prints_its_messages() {
+        let snapshot = one_row_read_twice();
+        let failure = exact_one(&snapshot).check().unwrap_err();
+        assert_eq!(
+            format!("{failure:?}"),
+            format!("over budget:\n{EXACT_FAILURE}")
+        );
+        let budget = exact_one(&snapshot);
+        let panic = std::panic::catch_unwind(|| budget.check().unwrap()).unwrap_err();
+        let message = panic.downcast_ref::<String>().expect("a formatted message");
+        assert!(
+            message.ends_with(&format!("over budget:\n{EXACT_FAILURE}")),
+            "{message}"
+        );
+        assert!(!message.contains("BudgetExceeded {"), "{message}");
     }
 }

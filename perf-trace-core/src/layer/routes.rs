@@ -23,10 +23,24 @@ type HeadersAllowed = Arc<dyn Fn(&http::Extensions) -> bool + Send + Sync>;
 /// each route, so that the router has matched); else, and without the
 /// feature, the request's path is matched against the routes.
 ///
+/// A route key no route of the service matches (a typo:
+/// `GET /acounts/{id}`) compiles, and the requests it meant land in the
+/// default class. [`testing::assert_routes`](crate::testing::assert_routes)
+/// finds it in a test; at run time, with axum, the first request to each
+/// route of the service that lands in the default class while a key is a
+/// typo (two edits) away from it writes one warning (a `tracing` event of
+/// target `perf_trace` with the feature `tracing`, else a JSON line on
+/// standard error): at most one per route.
+///
 /// The perf headers go to no one unless
 /// [`perf_headers_for`](Self::perf_headers_for) says who may have them.
 pub struct RoutePolicy<S> {
     headers_allowed: Option<HeadersAllowed>,
+    incoming_request_id: bool,
+    /// The router's routes classed in the default class, each checked
+    /// once for a mistyped route key.
+    #[cfg(feature = "axum")]
+    unmatched: Arc<super::route_check::UnmatchedRoutes>,
     _schema: PhantomData<fn() -> S>,
 }
 
@@ -35,6 +49,9 @@ impl<S> RoutePolicy<S> {
     pub fn new() -> Self {
         RoutePolicy {
             headers_allowed: None,
+            incoming_request_id: false,
+            #[cfg(feature = "axum")]
+            unmatched: Arc::default(),
             _schema: PhantomData,
         }
     }
@@ -72,6 +89,17 @@ impl<S> RoutePolicy<S> {
         self.headers_allowed = Some(Arc::new(allowed));
         self
     }
+
+    /// Adopts the request id a caller sends in the request-id header
+    /// (`X-Request-ID` unless the profile renames it) when it is 1 to 64
+    /// bytes of `[A-Za-z0-9._:-]` and no outer `SetRequestIdLayer` set one
+    /// (see [`TracePolicy::adopts_incoming_request_id`]). Off by default:
+    /// turn it on when callers' ids are worth keeping (a gateway in front
+    /// sets them, or clients join their logs to the service's).
+    pub fn adopt_incoming_request_id(mut self, adopt: bool) -> Self {
+        self.incoming_request_id = adopt;
+        self
+    }
 }
 
 impl<S> Default for RoutePolicy<S> {
@@ -84,6 +112,9 @@ impl<S> Clone for RoutePolicy<S> {
     fn clone(&self) -> Self {
         RoutePolicy {
             headers_allowed: self.headers_allowed.clone(),
+            incoming_request_id: self.incoming_request_id,
+            #[cfg(feature = "axum")]
+            unmatched: Arc::clone(&self.unmatched),
             _schema: PhantomData,
         }
     }
@@ -93,6 +124,7 @@ impl<S> fmt::Debug for RoutePolicy<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RoutePolicy")
             .field("perf_headers", &self.headers_allowed.is_some())
+            .field("incoming_request_id", &self.incoming_request_id)
             .finish()
     }
 }
@@ -102,7 +134,12 @@ impl<S: Schema> TracePolicy<S> for RoutePolicy<S> {
         let method = method_name(request.method());
         #[cfg(feature = "axum")]
         if let Some(route) = request.extensions().get::<axum::extract::MatchedPath>() {
-            return S::Endpoint::from_route(method, route.as_str());
+            let class = S::Endpoint::from_route(method, route.as_str());
+            // A schema without route keys has none to mistype.
+            if class == S::Endpoint::DEFAULT && !S::Endpoint::ROUTES.is_empty() {
+                self.unmatched.check::<S::Endpoint>(method, route.as_str());
+            }
+            return class;
         }
         S::Endpoint::from_route(method, request.uri().path())
     }
@@ -111,5 +148,9 @@ impl<S: Schema> TracePolicy<S> for RoutePolicy<S> {
         self.headers_allowed
             .as_ref()
             .is_some_and(|allowed| allowed(request.extensions()))
+    }
+
+    fn adopts_incoming_request_id(&self) -> bool {
+        self.incoming_request_id
     }
 }

@@ -70,7 +70,8 @@ impl Recorder {
         inner.method_plain = true;
         inner.request_id.clear();
         inner.request_id.push_str(start.request_id);
-        // The layer's id is a UUID: hex digits and hyphens.
+        // The layer's id is a UUID (hex digits and hyphens) or one it
+        // adopted, of `[A-Za-z0-9._:-]` only.
         debug_assert!(!needs_escape(start.request_id));
         inner.request_id_plain = true;
         let kept = inner.pool.take();
