@@ -11,7 +11,7 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::ApiError;
-use crate::authz::{AuditEmitter, Authorizer, Principal};
+use crate::authz::{AuditEmitter, Principal};
 use crate::replicas::Invalidation;
 use crate::settings::hub::{self, InvalidSetting, MAX_VALUE_BYTES};
 use crate::settings::yaml::{self, Limits, YamlError};
@@ -236,7 +236,7 @@ pub async fn put_server_config<S: AuthzStore, A: AuditEmitter>(
 ) -> Result<Response, ApiError> {
     let body = body?;
     let keys = perf_trace_core::scope::spawn_blocking(move || {
-        let authz = Authorizer::new(state.store(), state.audit(), &principal);
+        let authz = state.authorizer(&principal);
         if !authz.allow_hub_admin()? {
             return Err(ApiError::forbidden());
         }
@@ -263,7 +263,7 @@ pub async fn get_cache<S: AuthzStore, A: AuditEmitter>(
     Extension(principal): Extension<Principal>,
 ) -> Result<Response, ApiError> {
     let report = perf_trace_core::scope::spawn_blocking(move || {
-        let authz = Authorizer::new(state.store(), state.audit(), &principal);
+        let authz = state.authorizer(&principal);
         if !authz.allow_hub_admin()? {
             return Err(ApiError::forbidden());
         }
