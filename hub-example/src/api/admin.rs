@@ -8,6 +8,8 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use bytes::Bytes;
+use std::collections::HashSet;
+
 use serde_json::{json, Value};
 
 use super::ApiError;
@@ -228,6 +230,18 @@ pub fn parse_server_config(body: &[u8]) -> Result<Vec<(String, Value)>, ApiError
         .collect()
 }
 
+/// Whether storing `settings` over the `stored` keys keeps at most
+/// [`hub::MAX_STORED`] settings.
+fn room_for(stored: &[String], settings: &[(String, Value)]) -> bool {
+    let stored: HashSet<&str> = stored.iter().map(String::as_str).collect();
+    let new: HashSet<&str> = settings
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .filter(|k| !stored.contains(k))
+        .collect();
+    stored.len() + new.len() <= hub::MAX_STORED
+}
+
 /// `PUT /api/v1/admin/server-config`.
 pub async fn put_server_config<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
@@ -241,6 +255,11 @@ pub async fn put_server_config<S: AuthzStore, A: AuditEmitter>(
             return Err(ApiError::forbidden());
         }
         let settings = parse_server_config(&body)?;
+        // Checked before the write, so two PUTs at once may pass it by at
+        // most one body's settings.
+        if !room_for(&settings::hub_setting_keys(state.db())?, &settings) {
+            return Err(ApiError::bad_request("at most 1000 settings may be stored"));
+        }
         let stored: Vec<(String, String)> = settings
             .iter()
             .map(|(k, v)| (k.clone(), v.to_string()))
@@ -397,6 +416,19 @@ mod tests {
         );
         let big = format!(r#"{{"ui.banner":"{}"}}"#, "b".repeat(hub::MAX_VALUE_BYTES));
         assert_eq!(refused(&big), "ui.banner must be at most 4 KiB of JSON");
+    }
+
+    #[test]
+    fn at_most_max_stored_settings_are_kept() {
+        let stored: Vec<String> = (0..hub::MAX_STORED - 1).map(|i| format!("k{i}")).collect();
+        let put = |keys: &[&str]| -> Vec<(String, Value)> {
+            keys.iter().map(|k| ((*k).to_owned(), json!(1))).collect()
+        };
+        assert!(room_for(&stored, &put(&["new", "k0", "k1", "new"])));
+        assert!(!room_for(&stored, &put(&["new", "newer"])));
+        let full: Vec<String> = (0..hub::MAX_STORED).map(|i| format!("k{i}")).collect();
+        assert!(room_for(&full, &put(&["k5"])), "a stored key can change");
+        assert!(!room_for(&full, &put(&["k5", "new"])));
     }
 
     #[test]

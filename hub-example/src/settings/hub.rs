@@ -23,6 +23,9 @@ pub const READINESS_MARKS: &str = "profiling.readiness_marks";
 /// The longest stored value (its JSON text) of any setting: rows are read
 /// per request, so none may grow without bound.
 pub const MAX_VALUE_BYTES: usize = 4 * 1024;
+/// The most settings stored: each is read by a scan on SQLite, and no
+/// Hub needs this many.
+pub const MAX_STORED: usize = 1000;
 /// The longest role name.
 const MAX_ROLE_NAME: usize = 64;
 /// What the creator role takes.

@@ -24,6 +24,14 @@ pub(super) fn hub_setting_on<E: Engine>(engine: &E, key: &str) -> Result<Option<
     })
 }
 
+/// The key of every stored hub setting.
+pub fn hub_setting_keys(db: &Db) -> Result<Vec<String>, DbError> {
+    let store = Store::open(db);
+    store.query(store.statements().hub_setting_keys, &[], |r| {
+        Ok(r.text(0)?.to_owned())
+    })
+}
+
 /// Stores hub settings (key, JSON value) in one transaction.
 pub fn put_hub_settings(
     db: &Db,

@@ -88,6 +88,7 @@ statements! {
         agent = concat!("SELECT ", agent_columns!(), " FROM agents WHERE id = $1"),
         project = "SELECT id, slug, name, created_by, created_at FROM projects WHERE id = $1",
         project_membership = "SELECT role FROM project_memberships WHERE project_id = $1 AND user_id = $2",
+        hub_setting_keys = "SELECT key FROM hub_settings",
         put_hub_setting = "INSERT INTO hub_settings (key, value, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
         insert_access_token = "INSERT INTO user_access_tokens (id, user_id, project_id, name, token_hash, created_at, expires_at)
