@@ -16,7 +16,6 @@
 use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::SystemTime;
 
 use perf_trace_core::{record::DecisionBatch, record::Outcome};
@@ -25,7 +24,7 @@ use super::audit::{AuditEmitter, AuditOutcome, AuditRecord, Resource};
 use super::{Action, AuthzMemo, Permissions, Principal};
 use crate::model::{AccessConstraint, Agent, BindingScope, Id, PrincipalRef, RoleBinding};
 use crate::perf::keys::AuthzBatch;
-use crate::settings::hub::{creator_role, CreatorRoles};
+use crate::settings::hub::CreatorRoles;
 use crate::store::{AuthzStore, StoreResult};
 
 pub use crate::settings::hub::{CREATOR_ROLE as CREATOR_ROLE_SETTING, DEFAULT_CREATOR_ROLE};
@@ -258,12 +257,10 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
             return Ok(*p);
         }
         let stored = self.memo.hub_setting(CREATOR_ROLE_SETTING)?;
-        let name: Arc<str> = match (self.roles, stored.as_deref()) {
-            (Some(roles), stored) => roles.role(stored),
-            (None, Some(stored)) => creator_role(stored)
-                .map(Arc::from)
-                .unwrap_or_else(|_| DEFAULT_CREATOR_ROLE.into()),
-            (None, None) => DEFAULT_CREATOR_ROLE.into(),
+        let name = match self.roles {
+            Some(roles) => roles.role(stored.as_deref()),
+            // Unshared: checked for this request alone, reported nowhere.
+            None => CreatorRoles::default().role(stored.as_deref()),
         };
         let perms = self
             .memo
