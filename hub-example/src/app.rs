@@ -45,12 +45,15 @@ use crate::perf::exits::HubExits;
 use crate::perf::{trace_layers, HubTraceLayer, WebTraceLayer};
 use crate::replicas::ReplicaInbox;
 use crate::server::{Listener, ServerCounters};
+use crate::settings::hub::{self, CreatorRoles, InvalidSetting};
 use crate::settings::AuditSettings;
 use crate::settings::ServerLimits;
 use crate::settings::{Settings, PERF_TRACE_KEY};
 use crate::state::AppState;
+use crate::store::db::postgres::runtime::off_runtime;
 use crate::store::db::Db;
 use crate::store::outbox::Outbox;
+use crate::store::settings;
 use crate::store::{with_authz_store, AuthzStore, CountedAuthzStore, WithAuthzStore};
 
 /// Records the audit queue holds before it rejects.
@@ -286,6 +289,7 @@ impl Hub {
                 bus: bus.clone(),
                 signer: signer.clone(),
                 cache: cache.clone(),
+                creator_roles: checked_hub_settings(&db, &logger),
                 extra: with_admin_routes(extra, &exits),
                 trace,
             },
@@ -615,6 +619,7 @@ struct StateParts {
     bus: EventBus,
     signer: TokenSigner,
     cache: ResponseCache,
+    creator_roles: Arc<CreatorRoles>,
     extra: Option<Router>,
     trace: Option<HubTraceLayer>,
 }
@@ -627,8 +632,9 @@ impl StateParts {
         store: S,
         audit: A,
     ) -> (Router, &'static str, &'static str) {
-        let state =
-            AppState::new(store, audit, self.db, self.bus, self.signer).with_cache(self.cache);
+        let state = AppState::new(store, audit, self.db, self.bus, self.signer)
+            .with_cache(self.cache)
+            .with_creator_roles(self.creator_roles);
         (
             build_router_with(state, self.trace, self.extra),
             std::any::type_name::<S>(),
@@ -692,6 +698,37 @@ fn audit_backend(db: &Db, logger: &Logger) -> Box<dyn AuditBackend> {
             Box::new(MemoryAuditBackend)
         }
     }
+}
+
+/// Checks the stored hub settings the Hub reads at run time: one it cannot
+/// use (stored by hand, bypassing the API) is named in one warning line,
+/// without its value, and its default is used. The creator role's later
+/// changes are checked, and reported, by the returned [`CreatorRoles`].
+fn checked_hub_settings(db: &Db, logger: &Logger) -> Arc<CreatorRoles> {
+    let report = {
+        let logger = logger.clone();
+        move |invalid: &InvalidSetting| {
+            let fields = [
+                ("setting", invalid.key.clone().into()),
+                ("expected", invalid.expected.into()),
+            ];
+            logger.warn(hub::IGNORED_MESSAGE, &fields);
+        }
+    };
+    let roles = CreatorRoles::new(report.clone());
+    for key in hub::KNOWN {
+        // A database that cannot be read now fails each request instead,
+        // as it would have without this check.
+        let Ok(Some(stored)) = off_runtime(|| settings::hub_setting(db, key)) else {
+            continue;
+        };
+        if key == hub::CREATOR_ROLE {
+            roles.role(Some(&stored));
+        } else if let Err(invalid) = hub::check_stored(key, &stored) {
+            report(&invalid);
+        }
+    }
+    Arc::new(roles)
 }
 
 /// A Hub serving in the background.

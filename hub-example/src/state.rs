@@ -5,10 +5,11 @@
 use std::sync::Arc;
 
 use crate::auth::tokens::TokenSigner;
-use crate::authz::AuditEmitter;
+use crate::authz::{AuditEmitter, Authorizer, Principal};
 use crate::cache::ResponseCache;
 use crate::events::EventBus;
 use crate::replicas::{Invalidation, ReplicaMessage};
+use crate::settings::hub::CreatorRoles;
 use crate::settings::CacheSettings;
 use crate::store::db::Db;
 use crate::store::AuthzStore;
@@ -27,6 +28,8 @@ struct Shared<S, A> {
 pub struct AppState<S, A> {
     shared: Arc<Shared<S, A>>,
     cache: ResponseCache,
+    /// The creator role as last read, shared by every request.
+    creator_roles: Arc<CreatorRoles>,
     /// Authentication puts the pool's figures in each request's extensions
     /// first (a traced Hub: see `perf::pool_baseline`).
     pool_baseline: bool,
@@ -37,6 +40,7 @@ impl<S, A> Clone for AppState<S, A> {
         AppState {
             shared: Arc::clone(&self.shared),
             cache: self.cache.clone(),
+            creator_roles: Arc::clone(&self.creator_roles),
             pool_baseline: self.pool_baseline,
         }
     }
@@ -55,6 +59,7 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
                 signer,
             }),
             cache: ResponseCache::new(CacheSettings::disabled()),
+            creator_roles: Arc::default(),
             pool_baseline: false,
         }
     }
@@ -63,6 +68,31 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
     pub fn with_cache(mut self, cache: ResponseCache) -> Self {
         self.cache = cache;
         self
+    }
+
+    /// The same state with `roles` keeping the creator role as last read
+    /// (one that reports nothing otherwise).
+    pub fn with_creator_roles(mut self, roles: Arc<CreatorRoles>) -> Self {
+        self.creator_roles = roles;
+        self
+    }
+
+    /// The authorization service for one request by `principal`, reading
+    /// the creator role through the state's [`CreatorRoles`].
+    pub fn authorizer<'a>(&'a self, principal: &'a Principal) -> Authorizer<'a, S, A> {
+        Authorizer::new(self.store(), self.audit(), principal)
+            .with_creator_roles(&self.creator_roles)
+    }
+
+    /// An authorizer whose audit records go to `audit` instead of the
+    /// Hub's pipeline (a stream's re-check collects them, to write only
+    /// the outcomes that changed).
+    pub fn authorizer_reporting_to<'a, E: AuditEmitter>(
+        &'a self,
+        principal: &'a Principal,
+        audit: &'a E,
+    ) -> Authorizer<'a, S, E> {
+        Authorizer::new(self.store(), audit, principal).with_creator_roles(&self.creator_roles)
     }
 
     /// Has authentication note the pool's figures as each request arrives,

@@ -8,16 +8,27 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use bytes::Bytes;
+use std::collections::HashSet;
+
 use serde_json::{json, Value};
 
 use super::ApiError;
-use crate::authz::{AuditEmitter, Authorizer, Principal};
+use crate::authz::{AuditEmitter, Principal};
 use crate::replicas::Invalidation;
+use crate::settings::hub::{self, InvalidSetting, MAX_VALUE_BYTES};
+use crate::settings::yaml::{self, Limits, YamlError};
 use crate::state::AppState;
 use crate::store::{settings, AuthzStore};
 
 /// Settings that can only be set at startup, in normalized form.
 const LAYER0_KEYS: [(&str, &str); 1] = [("server.hub.perftrace", "server.hub.perf_trace")];
+/// What a body may hold once parsed: no aliases (no setting needs them,
+/// and a few KiB of them expand to hundreds of MiB), and no more than its
+/// most settings at their largest.
+const BODY_LIMITS: Limits = Limits {
+    aliases: false,
+    max_bytes: MAX_KEYS * (MAX_KEY_LEN + MAX_VALUE_BYTES),
+};
 /// Most settings in one request.
 const MAX_KEYS: usize = 100;
 /// Longest setting key.
@@ -87,19 +98,21 @@ fn layer0(key: &str) -> Option<&'static str> {
         .find_map(|(n, name)| (norm == *n || norm.starts_with(&format!("{n}."))).then_some(*name))
 }
 
-/// Flattens a settings document to dotted keys and JSON values. An empty
-/// object is a value; a non-empty one is descended into.
-fn flatten(
+fn keys_must_be_strings() -> ApiError {
+    ApiError::bad_request("setting keys must be strings")
+}
+
+/// Flattens a settings document to dotted keys and their values. An empty
+/// mapping is a value; a non-empty one is descended into.
+fn flatten<'v>(
     prefix: &str,
-    value: &serde_yaml::Value,
-    out: &mut Vec<(String, Value)>,
+    value: &'v yaml::Value,
+    out: &mut Vec<(String, &'v yaml::Value)>,
 ) -> Result<(), ApiError> {
     match value {
-        serde_yaml::Value::Mapping(map) if !map.is_empty() => {
+        yaml::Value::Mapping(map) if !map.is_empty() => {
             for (k, v) in map {
-                let k = k
-                    .as_str()
-                    .ok_or_else(|| ApiError::bad_request("setting keys must be strings"))?;
+                let k = k.as_str().ok_or_else(keys_must_be_strings)?;
                 let key = if prefix.is_empty() {
                     k.to_owned()
                 } else {
@@ -109,13 +122,56 @@ fn flatten(
             }
             Ok(())
         }
-        serde_yaml::Value::Tagged(tagged) => flatten(prefix, &tagged.value, out),
         other => {
-            let json = serde_json::to_value(other)
-                .map_err(|_| ApiError::bad_request("setting values must be plain data"))?;
-            out.push((prefix.to_owned(), json));
+            out.push((prefix.to_owned(), other));
             Ok(())
         }
+    }
+}
+
+/// A setting's value as the JSON it is stored as; a number JSON cannot
+/// hold (non-finite, or a whole number past 64 bits) is refused naming
+/// `key`, never showing the value.
+fn to_json(key: &str, value: &yaml::Value) -> Result<Value, ApiError> {
+    Ok(match value {
+        yaml::Value::Null => Value::Null,
+        yaml::Value::Bool(b) => Value::Bool(*b),
+        yaml::Value::Number(n) => Value::Number(n.to_json().ok_or_else(|| {
+            ApiError::bad_request(
+                InvalidSetting::new(key, "a finite number within 64 bits").to_string(),
+            )
+        })?),
+        yaml::Value::String(s) => Value::String(s.clone()),
+        yaml::Value::Sequence(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| to_json(key, item))
+                .collect::<Result<_, _>>()?,
+        ),
+        yaml::Value::Mapping(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let k = k.as_str().ok_or_else(keys_must_be_strings)?;
+                    Ok((k.to_owned(), to_json(key, v)?))
+                })
+                .collect::<Result<_, ApiError>>()?,
+        ),
+    })
+}
+
+/// Parses a body within [`BODY_LIMITS`].
+fn parse_body(body: &[u8]) -> Result<yaml::Value, ApiError> {
+    let not_an_object = || ApiError::bad_request("body must be a JSON or YAML object");
+    let text = std::str::from_utf8(body).map_err(|_| not_an_object())?;
+    match yaml::parse(text, BODY_LIMITS) {
+        Ok(doc) if doc.as_mapping().is_some() => Ok(doc),
+        Ok(_) | Err(YamlError::Syntax(_)) => Err(not_an_object()),
+        Err(YamlError::Aliases) => Err(ApiError::bad_request(
+            "body must not use YAML anchors or aliases",
+        )),
+        Err(YamlError::TooLarge) => Err(ApiError::bad_request(
+            "body is larger once parsed than 100 settings of at most 4 KiB",
+        )),
     }
 }
 
@@ -142,11 +198,7 @@ pub fn parse_server_config(body: &[u8]) -> Result<Vec<(String, Value)>, ApiError
     if nesting_depth(body) > MAX_DEPTH {
         return Err(ApiError::bad_request("body is nested more than 32 levels"));
     }
-    let doc: serde_yaml::Value = serde_yaml::from_slice(body)
-        .map_err(|_| ApiError::bad_request("body must be a JSON or YAML object"))?;
-    if !matches!(doc, serde_yaml::Value::Mapping(_)) {
-        return Err(ApiError::bad_request("body must be a JSON or YAML object"));
-    }
+    let doc = parse_body(body)?;
     let mut settings = Vec::new();
     flatten("", &doc, &mut settings)?;
     let mut rejected: Vec<String> = settings
@@ -168,7 +220,26 @@ pub fn parse_server_config(body: &[u8]) -> Result<Vec<(String, Value)>, ApiError
             "setting keys are dotted names of letters, digits, _ and -",
         ));
     }
-    Ok(settings)
+    settings
+        .into_iter()
+        .map(|(key, value)| {
+            let value = to_json(&key, value)?;
+            hub::check(&key, &value).map_err(|e| ApiError::bad_request(e.to_string()))?;
+            Ok((key, value))
+        })
+        .collect()
+}
+
+/// Whether storing `settings` over the `stored` keys keeps at most
+/// [`hub::MAX_STORED`] settings.
+fn room_for(stored: &[String], settings: &[(String, Value)]) -> bool {
+    let stored: HashSet<&str> = stored.iter().map(String::as_str).collect();
+    let new: HashSet<&str> = settings
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .filter(|k| !stored.contains(k))
+        .collect();
+    stored.len() + new.len() <= hub::MAX_STORED
 }
 
 /// `PUT /api/v1/admin/server-config`.
@@ -179,11 +250,16 @@ pub async fn put_server_config<S: AuthzStore, A: AuditEmitter>(
 ) -> Result<Response, ApiError> {
     let body = body?;
     let keys = perf_trace_core::scope::spawn_blocking(move || {
-        let authz = Authorizer::new(state.store(), state.audit(), &principal);
+        let authz = state.authorizer(&principal);
         if !authz.allow_hub_admin()? {
             return Err(ApiError::forbidden());
         }
         let settings = parse_server_config(&body)?;
+        // Checked before the write, so two PUTs at once may pass it by at
+        // most one body's settings.
+        if !room_for(&settings::hub_setting_keys(state.db())?, &settings) {
+            return Err(ApiError::bad_request("at most 1000 settings may be stored"));
+        }
         let stored: Vec<(String, String)> = settings
             .iter()
             .map(|(k, v)| (k.clone(), v.to_string()))
@@ -206,7 +282,7 @@ pub async fn get_cache<S: AuthzStore, A: AuditEmitter>(
     Extension(principal): Extension<Principal>,
 ) -> Result<Response, ApiError> {
     let report = perf_trace_core::scope::spawn_blocking(move || {
-        let authz = Authorizer::new(state.store(), state.audit(), &principal);
+        let authz = state.authorizer(&principal);
         if !authz.allow_hub_admin()? {
             return Err(ApiError::forbidden());
         }
@@ -278,6 +354,81 @@ mod tests {
             + "v: 1\n";
         let settings = parse_server_config(shallow.as_bytes()).unwrap();
         assert_eq!(settings[0].0, "k0.k1.k2.k3.k4.k5.k6.k7.k8.k9.v");
+    }
+
+    fn refused(body: &str) -> String {
+        let err = parse_server_config(body.as_bytes()).unwrap_err();
+        assert_eq!(err.status(), 400, "{body}");
+        err.body()["error"].as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn aliases_are_refused_whatever_they_expand_to() {
+        // One 8,000-byte scalar aliased 6,000 times: 54 KiB of text.
+        let bomb = yaml::alias_bomb(8_000, 6_000);
+        assert!(bomb.len() < MAX_BODY_BYTES);
+        for body in [bomb.as_str(), "a: &x 1\nb: *x\n"] {
+            assert_eq!(refused(body), "body must not use YAML anchors or aliases");
+        }
+    }
+
+    #[test]
+    fn numbers_json_cannot_hold_are_refused_naming_the_key() {
+        for body in [
+            "ui.zoom: .nan",
+            "ui.zoom: -.inf",
+            "ui:\n  zoom: 1e999999\n",
+            "ui.zoom: [1, .inf]",
+        ] {
+            assert_eq!(
+                refused(body),
+                "ui.zoom must be a finite number within 64 bits",
+                "{body}"
+            );
+        }
+        let settings =
+            parse_server_config(b"ui.zoom: 1.5e3\nui.max: 18446744073709551615").unwrap();
+        assert_eq!(settings[0].1, json!(1500.0));
+        assert_eq!(settings[1].1, json!(u64::MAX));
+    }
+
+    #[test]
+    fn known_keys_are_validated_and_others_bounded() {
+        let role = |value: &str| format!(r#"{{"authz":{{"creator_role":{value}}}}}"#);
+        assert!(parse_server_config(role(r#""project-viewer""#).as_bytes()).is_ok());
+        for bad in [
+            r#""""#,
+            r#""a b""#,
+            "7",
+            "null",
+            r#"["x"]"#,
+            &format!(r#""{}""#, "r".repeat(65)),
+        ] {
+            let message = refused(&role(bad));
+            assert!(
+                message.starts_with("authz.creator_role must be a role name"),
+                "{message}"
+            );
+        }
+        assert_eq!(
+            refused(r#"{"profiling.readiness_marks":"yes"}"#),
+            "profiling.readiness_marks must be true or false"
+        );
+        let big = format!(r#"{{"ui.banner":"{}"}}"#, "b".repeat(hub::MAX_VALUE_BYTES));
+        assert_eq!(refused(&big), "ui.banner must be at most 4 KiB of JSON");
+    }
+
+    #[test]
+    fn at_most_max_stored_settings_are_kept() {
+        let stored: Vec<String> = (0..hub::MAX_STORED - 1).map(|i| format!("k{i}")).collect();
+        let put = |keys: &[&str]| -> Vec<(String, Value)> {
+            keys.iter().map(|k| ((*k).to_owned(), json!(1))).collect()
+        };
+        assert!(room_for(&stored, &put(&["new", "k0", "k1", "new"])));
+        assert!(!room_for(&stored, &put(&["new", "newer"])));
+        let full: Vec<String> = (0..hub::MAX_STORED).map(|i| format!("k{i}")).collect();
+        assert!(room_for(&full, &put(&["k5"])), "a stored key can change");
+        assert!(!room_for(&full, &put(&["k5", "new"])));
     }
 
     #[test]

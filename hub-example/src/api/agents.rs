@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::cached::respond;
 use super::params::{parse_id, parse_id_list, parse_view, Params};
 use super::{ApiError, LazyJson, ListQuota};
-use crate::authz::{Action, AuditEmitter, Authorizer, Principal};
+use crate::authz::{Action, AuditEmitter, Principal};
 use crate::cache::{normalize_query, CacheKey, CallerKey};
 use crate::events::HubEvent;
 use crate::listing::{self, ListRequest, ListShape, ListTarget};
@@ -84,7 +84,7 @@ async fn run_list<S: AuthzStore, A: AuditEmitter>(
             quota.take(&principal.reference())?;
         }
         Ok(perf_trace_core::scope::spawn_blocking(move || {
-            let authz = Authorizer::new(state.store(), state.audit(), &principal);
+            let authz = state.authorizer(&principal);
             listing::list_agents(&authz, state.db(), &request)
         })
         .await??)
@@ -162,7 +162,7 @@ pub async fn get_agent<S: AuthzStore, A: AuditEmitter>(
     let cache = state.cache().clone();
     respond(&cache, key, || async move {
         perf_trace_core::scope::spawn_blocking(move || {
-            let authz = Authorizer::new(state.store(), state.audit(), &principal);
+            let authz = state.authorizer(&principal);
             let agent = authz
                 .memo()
                 .agent(&id)?
@@ -212,7 +212,7 @@ pub async fn put_status<S: AuthzStore, A: AuditEmitter>(
     })?;
     let bus = state.bus().clone();
     let updated = perf_trace_core::scope::spawn_blocking(move || {
-        let authz = Authorizer::new(state.store(), state.audit(), &principal);
+        let authz = state.authorizer(&principal);
         let agent = authz
             .memo()
             .agent(&id)?

@@ -11,7 +11,7 @@ use axum::{Extension, Json};
 
 use super::params::parse_id;
 use super::ApiError;
-use crate::authz::{Action, AuditEmitter, Authorizer, Principal};
+use crate::authz::{Action, AuditEmitter, Principal};
 use crate::model::Id;
 use crate::state::AppState;
 pub use crate::store::agents::{project_delegations, DelegationParty, DelegationView};
@@ -26,7 +26,7 @@ pub async fn get_project_delegations<S: AuthzStore, A: AuditEmitter>(
     let Path(text) = path.map_err(|_| ApiError::bad_request("invalid project id"))?;
     let project: Id = parse_id(&text, "project")?;
     let delegations = perf_trace_core::scope::spawn_blocking(move || {
-        let authz = Authorizer::new(state.store(), state.audit(), &principal);
+        let authz = state.authorizer(&principal);
         if authz.memo().project(&project)?.is_none() {
             return Err(ApiError::not_found("project"));
         }

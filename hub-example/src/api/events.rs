@@ -43,7 +43,7 @@ use crate::auth::bearer::{bearer_token, resolve_credential};
 use crate::auth::session::{resolve_session, session_cookie, BrowserSession};
 use crate::auth::{AuthError, CredentialExpiry};
 use crate::authz::audit::recheck::{CollectedRecords, RepeatedCheck};
-use crate::authz::{AuditEmitter, Authorizer, Principal};
+use crate::authz::{AuditEmitter, Principal};
 use crate::events::{
     authorize_subjects, expand_subjects, parse_subjects, HubEvent, Pattern, Subject,
 };
@@ -166,7 +166,7 @@ fn still_allowed<S: AuthzStore, A: AuditEmitter>(
         Err(e) => return !matches!(e, AuthError::Refused(_)),
     };
     let collected = CollectedRecords::default();
-    let authz = Authorizer::new(state.store(), &collected, &principal);
+    let authz = state.authorizer_reporting_to(&principal, &collected);
     let allowed =
         match expand_subjects(&authz, subjects).and_then(|e| authorize_subjects(&authz, e)) {
             Ok(patterns) => patterns.is_some(),
@@ -272,7 +272,7 @@ pub async fn events<S: AuthzStore, A: AuditEmitter>(
     let st = state.clone();
     let kept_subjects = subjects.clone();
     let patterns = perf_trace_core::scope::spawn_blocking(move || {
-        let authz = Authorizer::new(st.store(), st.audit(), &principal);
+        let authz = st.authorizer(&principal);
         let expanded = expand_subjects(&authz, &subjects)?;
         authorize_subjects(&authz, expanded)
     })

@@ -22,14 +22,15 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::ApiError;
-use crate::authz::{AuditEmitter, Authorizer, Credential, Principal};
+use crate::authz::{AuditEmitter, Credential, Principal};
 use crate::replicas::Invalidation;
+use crate::settings::hub::{Stored, READINESS_MARKS};
 use crate::state::AppState;
 use crate::store::db::{Db, DbError};
 use crate::store::{settings, AuthzStore};
 
 /// The hub settings key of the readiness marks.
-pub const READINESS_MARKS_KEY: &str = "profiling.readiness_marks";
+pub const READINESS_MARKS_KEY: &str = READINESS_MARKS;
 
 /// The profiling settings, as both endpoints write them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,7 +45,7 @@ pub struct ProfilingSettings {
 /// through another Hub sharing the database is seen at once.
 pub fn readiness_marks(db: &Db) -> Result<bool, DbError> {
     let value = settings::hub_setting(db, READINESS_MARKS_KEY)?;
-    Ok(value.as_deref() == Some("true"))
+    Ok(value == Some(Stored::Text("true".to_owned())))
 }
 
 /// Turns readiness marks on or off.
@@ -92,7 +93,7 @@ pub async fn put_profiling<S: AuthzStore, A: AuditEmitter>(
         }
     }
     let settings = perf_trace_core::scope::spawn_blocking(move || {
-        let authz = Authorizer::new(state.store(), state.audit(), &principal);
+        let authz = state.authorizer(&principal);
         if !authz.allow_hub_admin()? {
             return Err(ApiError::forbidden());
         }

@@ -24,12 +24,10 @@ use super::audit::{AuditEmitter, AuditOutcome, AuditRecord, Resource};
 use super::{Action, AuthzMemo, Permissions, Principal};
 use crate::model::{AccessConstraint, Agent, BindingScope, Id, PrincipalRef, RoleBinding};
 use crate::perf::keys::AuthzBatch;
+use crate::settings::hub::CreatorRoles;
 use crate::store::{AuthzStore, StoreResult};
 
-/// The hub setting naming the role a user holds on the agents they created.
-pub const CREATOR_ROLE_SETTING: &str = "authz.creator_role";
-/// The creator role when the setting is absent.
-pub const DEFAULT_CREATOR_ROLE: &str = "agent-creator";
+pub use crate::settings::hub::{CREATOR_ROLE as CREATOR_ROLE_SETTING, DEFAULT_CREATOR_ROLE};
 
 /// Where a caller may list agents across projects.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +46,8 @@ pub struct Authorizer<'a, S: ?Sized, A: ?Sized> {
     me: PrincipalRef,
     scopes: RefCell<HashMap<Option<Id>, Scope>>,
     creator: OnceCell<Permissions>,
+    /// The Hub's creator role as last read, when shared.
+    roles: Option<&'a CreatorRoles>,
 }
 
 /// Everything a decision on an agent reads, for the agents of one project.
@@ -79,7 +79,17 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
             me: principal.reference(),
             scopes: RefCell::new(HashMap::new()),
             creator: OnceCell::new(),
+            roles: None,
         }
+    }
+
+    /// The same service reading the creator role through the Hub's
+    /// `roles`, which checks a stored value once per change and reports an
+    /// unusable one. Without it each request checks the value itself and
+    /// reports nothing.
+    pub fn with_creator_roles(mut self, roles: &'a CreatorRoles) -> Self {
+        self.roles = Some(roles);
+        self
     }
 
     /// The request-local memo (for non-decision reads such as creator names).
@@ -246,10 +256,11 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
         if let Some(p) = self.creator.get() {
             return Ok(*p);
         }
-        let name = match self.memo.hub_setting(CREATOR_ROLE_SETTING)? {
-            Some(json) => serde_json::from_str::<String>(&json)
-                .unwrap_or_else(|_| DEFAULT_CREATOR_ROLE.to_owned()),
-            None => DEFAULT_CREATOR_ROLE.to_owned(),
+        let stored = self.memo.hub_setting(CREATOR_ROLE_SETTING)?;
+        let name = match self.roles {
+            Some(roles) => roles.role(stored.as_deref()),
+            // Unshared: checked for this request alone, reported nowhere.
+            None => CreatorRoles::default().role(stored.as_deref()),
         };
         let perms = self
             .memo

@@ -12,6 +12,7 @@ use crate::model::{
     AccessConstraint, Agent, DelegationEdge, Group, GroupMembership, Id, PrincipalKind,
     PrincipalRef, Project, ProjectMembership, RoleBinding, RoleDefinition, User,
 };
+use crate::settings::hub::Stored;
 use crate::store::{AuthzStore, StoreResult};
 
 /// One memoized input: key to value.
@@ -137,7 +138,7 @@ pub struct AuthzMemo<'s, S: ?Sized> {
     projects: Cache<Id, Option<Rc<Project>>>,
     memberships: Cache<(Id, Id), Option<Rc<ProjectMembership>>>,
     constraints: Cache<Id, Rc<[AccessConstraint]>>,
-    settings: Cache<String, Option<Rc<str>>>,
+    settings: Cache<String, Option<Rc<Stored>>>,
     agents: Cache<Id, Option<Rc<Agent>>>,
     groups_by_slug: Cache<String, Option<Rc<Group>>>,
     parent_groups: Cache<Id, Rc<[Group]>>,
@@ -327,10 +328,10 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
             .unwrap_or_else(|| Rc::from([])))
     }
 
-    /// A hub setting's stored JSON text.
-    pub fn hub_setting(&self, key: &str) -> StoreResult<Option<Rc<str>>> {
+    /// A hub setting's stored JSON text (or size, when oversized).
+    pub fn hub_setting(&self, key: &str) -> StoreResult<Option<Rc<Stored>>> {
         self.settings
-            .get_or_load_named(key, || Ok(self.store.get_hub_setting(key)?.map(Rc::from)))
+            .get_or_load_named(key, || Ok(self.store.get_hub_setting(key)?.map(Rc::new)))
     }
 
     /// One agent.

@@ -16,6 +16,7 @@
 
 use std::time::Duration;
 
+use super::yaml::Value;
 use super::{SettingsError, SettingsSource};
 use crate::authz::audit::admission::DEFAULT_RECORD_RATE;
 use crate::authz::audit::retention::DEFAULT_RETENTION;
@@ -62,12 +63,8 @@ const RECORD_RATE: (&str, &str) = (
     "SCION_SERVER_HUB_AUDIT_RECORD_RATE",
 );
 
-fn text_of(value: &serde_yaml::Value) -> String {
-    match value {
-        serde_yaml::Value::String(s) => s.clone(),
-        serde_yaml::Value::Number(n) => n.to_string(),
-        _ => String::new(),
-    }
+fn text_of(value: &Value) -> String {
+    value.scalar_text().unwrap_or_default()
 }
 
 fn duration(text: &str, name: &'static str) -> Result<Duration, SettingsError> {

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use perf_trace_core::KeySet;
 
+use super::yaml::Value;
 use super::{parse_bool, SettingsError, SettingsSource};
 use crate::perf::keys::CacheRoute;
 
@@ -111,11 +112,9 @@ impl CacheSettings {
     pub fn from_source(source: &SettingsSource<'_>) -> Result<CacheSettings, SettingsError> {
         let mut settings = CacheSettings::default();
         match source.file(CACHE_ENABLED_KEY) {
-            None | Some(serde_yaml::Value::Null) => {}
-            Some(serde_yaml::Value::Bool(b)) => settings.enabled = *b,
-            Some(serde_yaml::Value::String(s)) => {
-                settings.enabled = parse_bool(s, CACHE_ENABLED_KEY)?
-            }
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(b)) => settings.enabled = *b,
+            Some(Value::String(s)) => settings.enabled = parse_bool(s, CACHE_ENABLED_KEY)?,
             Some(_) => {
                 return Err(SettingsError::NotBoolean {
                     name: CACHE_ENABLED_KEY,
@@ -125,10 +124,8 @@ impl CacheSettings {
         for &route in CacheRoute::ALL {
             let key = ttl_key(route);
             let text = match source.file(&key) {
-                None | Some(serde_yaml::Value::Null) => continue,
-                Some(serde_yaml::Value::Number(n)) => n.to_string(),
-                Some(serde_yaml::Value::String(s)) => s.clone(),
-                Some(_) => String::new(),
+                None | Some(Value::Null) => continue,
+                Some(value) => value.scalar_text().unwrap_or_default(),
             };
             settings.ttls[route.index()] = parse_millis(&text, &key)?;
         }

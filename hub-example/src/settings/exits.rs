@@ -23,6 +23,7 @@ use perf_trace_core::exits::sampling::TailSampling;
 use perf_trace_core::KeySet;
 use perf_trace_otel::ENDPOINT_ENV;
 
+use super::yaml::Value;
 use super::{parse_bool, SettingsError, SettingsSource};
 use crate::perf::keys::EndpointClass;
 
@@ -59,19 +60,19 @@ fn invalid(name: &'static str, expected: &'static str) -> SettingsError {
     SettingsError::Invalid { name, expected }
 }
 
-fn yaml_bool(value: &serde_yaml::Value, name: &'static str) -> Result<bool, SettingsError> {
+fn yaml_bool(value: &Value, name: &'static str) -> Result<bool, SettingsError> {
     match value {
-        serde_yaml::Value::Bool(b) => Ok(*b),
-        serde_yaml::Value::Null => Ok(false),
-        serde_yaml::Value::String(s) => parse_bool(s, name),
+        Value::Bool(b) => Ok(*b),
+        Value::Null => Ok(false),
+        Value::String(s) => parse_bool(s, name),
         _ => Err(invalid(name, "true or false")),
     }
 }
 
-fn yaml_u64(value: &serde_yaml::Value, name: &'static str) -> Result<u64, SettingsError> {
+fn yaml_u64(value: &Value, name: &'static str) -> Result<u64, SettingsError> {
     match value {
-        serde_yaml::Value::Number(n) => n.as_u64().ok_or(invalid(name, "a whole number")),
-        serde_yaml::Value::String(s) => text_u64(s, name),
+        Value::Number(n) => n.as_u64().ok_or(invalid(name, "a whole number")),
+        Value::String(s) => text_u64(s, name),
         _ => Err(invalid(name, "a whole number")),
     }
 }
@@ -110,8 +111,8 @@ impl ExitSettings {
         };
         if let Some(v) = source.file(OTLP_KEY) {
             settings.otlp_endpoint = match v {
-                serde_yaml::Value::Null => None,
-                serde_yaml::Value::String(s) => endpoint_url(s, OTLP_KEY)?,
+                Value::Null => None,
+                Value::String(s) => endpoint_url(s, OTLP_KEY)?,
                 _ => return Err(invalid(OTLP_KEY, "an http:// or https:// URL")),
             };
         }

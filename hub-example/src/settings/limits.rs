@@ -146,11 +146,7 @@ impl ServerLimits {
             let Some(value) = source.file(&key) else {
                 continue;
             };
-            let text = match value {
-                serde_yaml::Value::String(s) => s.clone(),
-                serde_yaml::Value::Number(n) => n.to_string(),
-                _ => String::new(),
-            };
+            let text = value.scalar_text().unwrap_or_default();
             limit
                 .set(&mut limits, &key, &text)
                 .map_err(SettingsError::Limit)?;

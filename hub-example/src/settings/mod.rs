@@ -10,7 +10,11 @@
 //! - [`cache`]: the response cache, on or off and a TTL per route
 //!   ([`CacheSettings`]);
 //! - [`exits`]: metrics, OTLP export and tail sampling ([`ExitSettings`]);
-//! - [`audit`]: the audit trail's retention and list rate ([`AuditSettings`]).
+//! - [`audit`]: the audit trail's retention and list rate ([`AuditSettings`]);
+//! - [`yaml`]: the one YAML reader, of this file and of the admin
+//!   server-config body, bounded by what a document expands to;
+//! - [`hub`]: the hub settings that change at run time (rows of
+//!   `hub_settings`), what each takes and how an unusable one is ignored.
 //!
 //! [`StartupSettings`] is everything `serve` reads at start, every group
 //! from one reading of the file.
@@ -18,7 +22,9 @@
 pub mod audit;
 pub mod cache;
 pub mod exits;
+pub mod hub;
 pub mod limits;
+pub mod yaml;
 
 use std::path::Path;
 
@@ -26,6 +32,7 @@ pub use audit::AuditSettings;
 pub use cache::CacheSettings;
 pub use exits::ExitSettings;
 pub use limits::{LimitError, ServerLimits};
+use yaml::{Limits, Value, YamlError};
 
 /// The environment variable that turns tracing on or off.
 pub const PERF_TRACE_ENV: &str = "SCION_SERVER_HUB_PERFTRACE";
@@ -33,6 +40,12 @@ pub const PERF_TRACE_ENV: &str = "SCION_SERVER_HUB_PERFTRACE";
 pub const GCP_LOG_ENV: &str = "SCION_LOG_GCP";
 /// The settings key of request tracing.
 pub const PERF_TRACE_KEY: &str = "server.hub.perf_trace";
+/// What the settings file may hold once parsed, its aliases expanded: far
+/// more than any settings file needs, far less than would hurt the Hub.
+const FILE_LIMITS: Limits = Limits {
+    aliases: true,
+    max_bytes: 1 << 20,
+};
 
 /// Tracing, the log format and the response cache: the settings a Hub is
 /// built with (`HubOptions::settings`).
@@ -102,7 +115,7 @@ fn parse_bool(text: &str, name: &'static str) -> Result<bool, SettingsError> {
 /// Looks up a dotted key in a YAML document, accepting nested maps
 /// (`server: {hub: {perf_trace: true}}`) and dotted keys at any level
 /// (`server.hub.perf_trace: true`, `server: {hub.perf_trace: true}`).
-fn lookup<'a>(value: &'a serde_yaml::Value, dotted: &str) -> Option<&'a serde_yaml::Value> {
+fn lookup<'a>(value: &'a Value, dotted: &str) -> Option<&'a Value> {
     if dotted.is_empty() {
         return Some(value);
     }
@@ -127,7 +140,7 @@ type EnvLookup<'env> = Box<dyn Fn(&str) -> Option<String> + 'env>;
 /// The settings file's document (when there is one and it is not blank)
 /// and the environment: what every group's settings are parsed from.
 pub struct SettingsSource<'env> {
-    document: Option<serde_yaml::Value>,
+    document: Option<Value>,
     env: EnvLookup<'env>,
 }
 
@@ -153,7 +166,7 @@ impl<'env> SettingsSource<'env> {
     }
 
     /// The file's value of a dotted key (see [`lookup`]), if the file sets it.
-    pub(crate) fn file(&self, dotted: &str) -> Option<&serde_yaml::Value> {
+    pub(crate) fn file(&self, dotted: &str) -> Option<&Value> {
         self.document.as_ref().and_then(|doc| lookup(doc, dotted))
     }
 
@@ -164,7 +177,7 @@ impl<'env> SettingsSource<'env> {
 }
 
 /// Reads the settings file, when there is one and it is not blank.
-fn read_document(config: Option<&Path>) -> Result<Option<serde_yaml::Value>, SettingsError> {
+fn read_document(config: Option<&Path>) -> Result<Option<Value>, SettingsError> {
     let Some(path) = config else {
         return Ok(None);
     };
@@ -176,12 +189,16 @@ fn read_document(config: Option<&Path>) -> Result<Option<serde_yaml::Value>, Set
     if text.trim().is_empty() {
         return Ok(None);
     }
-    serde_yaml::from_str(&text)
-        .map(Some)
-        .map_err(|e| SettingsError::Parse {
-            path: shown,
-            message: e.to_string(),
-        })
+    let message = match yaml::parse(&text, FILE_LIMITS) {
+        Ok(document) => return Ok(Some(document)),
+        Err(YamlError::Syntax(message)) => message,
+        Err(YamlError::TooLarge) => "it holds more than 1 MiB once its aliases are expanded".into(),
+        Err(YamlError::Aliases) => "it uses aliases".into(),
+    };
+    Err(SettingsError::Parse {
+        path: shown,
+        message,
+    })
 }
 
 impl Settings {
@@ -190,9 +207,9 @@ impl Settings {
         let mut settings = Settings::default();
         if let Some(v) = source.file(PERF_TRACE_KEY) {
             settings.perf_trace = match v {
-                serde_yaml::Value::Bool(b) => *b,
-                serde_yaml::Value::String(s) => parse_bool(s, PERF_TRACE_KEY)?,
-                serde_yaml::Value::Null => false,
+                Value::Bool(b) => *b,
+                Value::String(s) => parse_bool(s, PERF_TRACE_KEY)?,
+                Value::Null => false,
                 _ => {
                     return Err(SettingsError::NotBoolean {
                         name: PERF_TRACE_KEY,
@@ -338,5 +355,23 @@ mod tests {
         .is_err());
         let f = file("server: [unclosed");
         assert!(load(Some(f.path()), no_env, Settings::from_source).is_err());
+    }
+
+    #[test]
+    fn a_file_is_bounded_by_what_its_aliases_expand_to() {
+        let f = file("on: &on true\nserver:\n  hub:\n    perf_trace: *on\n");
+        let settings = load(Some(f.path()), no_env, Settings::from_source).unwrap();
+        assert!(settings.perf_trace, "aliases within the bound are read");
+
+        // 54 KiB of text, 48 MB once expanded.
+        let f = file(&yaml::alias_bomb(8_000, 6_000));
+        let err = load(Some(f.path()), no_env, Settings::from_source).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "settings file {} is not valid YAML: it holds more than 1 MiB once its aliases are expanded",
+                f.path().display()
+            )
+        );
     }
 }

@@ -9,6 +9,7 @@ use crate::model::{
     AccessConstraint, Agent, DelegationEdge, Group, GroupMembership, Id, PrincipalKind,
     PrincipalRef, Project, ProjectMembership, RoleBinding, RoleDefinition, User, UserAccessToken,
 };
+use crate::settings::hub::Stored;
 use crate::store::db::DbError;
 
 fn effective_groups<E: Engine>(
@@ -179,7 +180,7 @@ impl<E: Engine> AuthzStore for E {
         })
     }
 
-    fn get_hub_setting(&self, key: &str) -> StoreResult<Option<String>> {
+    fn get_hub_setting(&self, key: &str) -> StoreResult<Option<Stored>> {
         super::settings::hub_setting_on(self, key)
     }
 }

@@ -52,6 +52,7 @@ use crate::model::{
     AccessConstraint, Agent, DelegationEdge, Group, GroupMembership, Id, PrincipalRef, Project,
     ProjectMembership, RoleBinding, RoleDefinition, User, UserAccessToken,
 };
+use crate::settings::hub::Stored;
 use crate::store::db::{Db, DbError};
 
 /// A failed store read.
@@ -115,8 +116,9 @@ pub trait AuthzStore: Send + Sync + 'static {
         project_id: &str,
         user_id: &str,
     ) -> StoreResult<Option<ProjectMembership>>;
-    /// A hub setting's stored JSON value.
-    fn get_hub_setting(&self, key: &str) -> StoreResult<Option<String>>;
+    /// A hub setting's stored JSON value (only its size when it is larger
+    /// than any value the Hub stores).
+    fn get_hub_setting(&self, key: &str) -> StoreResult<Option<Stored>>;
 }
 
 /// What is done with the authorization store of a database, whichever its

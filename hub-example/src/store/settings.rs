@@ -1,18 +1,35 @@
 //! Hub settings: rows of `hub_settings` (a key, a JSON value), read on
-//! every use so every Hub sharing a database sees the last write.
+//! every use so every Hub sharing a database sees the last write. A value
+//! larger than any the API stores ([`MAX_VALUE_BYTES`]) is never read
+//! whole: only its size comes back.
 
 use super::dialect::Store;
 use super::engine::{Engine, Param, SqlRow};
+use crate::settings::hub::{Stored, MAX_VALUE_BYTES};
 use crate::store::db::{Db, DbError};
 
-/// A hub setting's stored JSON value.
-pub fn hub_setting(db: &Db, key: &str) -> Result<Option<String>, DbError> {
+/// A hub setting's stored JSON value, or only its size when oversized.
+pub fn hub_setting(db: &Db, key: &str) -> Result<Option<Stored>, DbError> {
     hub_setting_on(&Store::open(db), key)
 }
 
-pub(super) fn hub_setting_on<E: Engine>(engine: &E, key: &str) -> Result<Option<String>, DbError> {
+pub(super) fn hub_setting_on<E: Engine>(engine: &E, key: &str) -> Result<Option<Stored>, DbError> {
     let sql = engine.statements().hub_setting;
-    engine.query_opt(sql, &[Param::Text(key)], |r| Ok(r.text(0)?.to_owned()))
+    let most = i64::try_from(MAX_VALUE_BYTES).unwrap_or(i64::MAX);
+    engine.query_opt(sql, &[Param::Text(key), Param::Int(most)], |r| {
+        Ok(match r.opt_text(0)? {
+            Some(text) => Stored::Text(text.to_owned()),
+            None => Stored::Oversized(u64::try_from(r.int(1)?).unwrap_or_default()),
+        })
+    })
+}
+
+/// The key of every stored hub setting.
+pub fn hub_setting_keys(db: &Db) -> Result<Vec<String>, DbError> {
+    let store = Store::open(db);
+    store.query(store.statements().hub_setting_keys, &[], |r| {
+        Ok(r.text(0)?.to_owned())
+    })
 }
 
 /// Stores hub settings (key, JSON value) in one transaction.

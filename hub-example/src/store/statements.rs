@@ -88,7 +88,7 @@ statements! {
         agent = concat!("SELECT ", agent_columns!(), " FROM agents WHERE id = $1"),
         project = "SELECT id, slug, name, created_by, created_at FROM projects WHERE id = $1",
         project_membership = "SELECT role FROM project_memberships WHERE project_id = $1 AND user_id = $2",
-        hub_setting = "SELECT value FROM hub_settings WHERE key = $1",
+        hub_setting_keys = "SELECT key FROM hub_settings",
         put_hub_setting = "INSERT INTO hub_settings (key, value, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
         insert_access_token = "INSERT INTO user_access_tokens (id, user_id, project_id, name, token_hash, created_at, expires_at)
@@ -117,6 +117,10 @@ statements! {
         access_constraints,
         /// An agent's status change; `updated_at` never goes back.
         update_agent_status,
+        /// A hub setting's value when it is at most `$2` bytes, and its
+        /// size: `octet_length` reads a value's header, not its text, so an
+        /// oversized row stored by hand is skipped without being read.
+        hub_setting,
         /// A column's membership of an id list (`Param::Ids`), its
         /// placeholder written `?`.
         in_ids,

@@ -351,6 +351,48 @@ async fn server_config_refuses_perf_trace_and_stores_the_rest() {
 }
 
 #[tokio::test]
+async fn server_config_keeps_at_most_max_stored_settings() {
+    use hub_example::settings::hub::MAX_STORED;
+
+    let hub = hub(2);
+    let admin = hub.doc().admin_token.clone();
+    let count = |hub: &TestHub| hub.query_row("SELECT COUNT(*) FROM hub_settings", &[])[0].int();
+    let room = MAX_STORED as i64 - count(&hub) - 1;
+    hub.execute(
+        &format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {room})
+             INSERT INTO hub_settings (key, value, updated_at) SELECT 'filler.k' || i, '1', 0 FROM n"
+        ),
+        &[],
+    );
+    let put = |body: &'static str| put_server_config(&hub, &admin, "application/json", body);
+    let full = put(r#"{"ui":{"theme":"dark","zoom":2}}"#).await;
+    assert_eq!(full.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        full.json(),
+        json!({"error": "at most 1000 settings may be stored"})
+    );
+    assert_eq!(
+        count(&hub),
+        MAX_STORED as i64 - 1,
+        "nothing of it is stored"
+    );
+    let last = put(r#"{"ui":{"theme":"dark"},"filler.k1":2}"#).await;
+    assert_eq!(
+        last.status,
+        StatusCode::OK,
+        "one new key and a stored one fit"
+    );
+    assert_eq!(count(&hub), MAX_STORED as i64);
+    let change = put(r#"{"ui.theme":"light"}"#).await;
+    assert_eq!(
+        change.status,
+        StatusCode::OK,
+        "a stored key can always change"
+    );
+}
+
+#[tokio::test]
 async fn scoped_tokens_are_limited_to_their_project_and_revocable() {
     use hub_example::store::tokens::revoke_user_access_token;
 

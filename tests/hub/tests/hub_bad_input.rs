@@ -546,6 +546,31 @@ fn table(hub: &TestHub) -> Vec<Row> {
                 .collect::<String>(),
         ),
         row(
+            "server config aliases",
+            "/api/v1/admin/server-config",
+            &admin,
+            400,
+        )
+        .put(format!(
+            "a: &x \"{}\"\nb: [{}*x]\n",
+            "x".repeat(8_000),
+            "*x, ".repeat(5_999)
+        )),
+        row(
+            "server config not finite",
+            "/api/v1/admin/server-config",
+            &admin,
+            400,
+        )
+        .put("ui:\n  zoom: -.inf\n"),
+        row(
+            "server config creator role",
+            "/api/v1/admin/server-config",
+            &admin,
+            400,
+        )
+        .put(r#"{"authz":{"creator_role":{"nested":"object"}}}"#),
+        row(
             "server config too large",
             "/api/v1/admin/server-config",
             &admin,

@@ -664,3 +664,177 @@ async fn refused_credentials_are_logged_with_a_hash_prefix_only() {
         assert!(!log.contains(needle), "the log names a credential or user");
     }
 }
+
+/// An agent of the main project created by the member, who may stop it
+/// only through the creator role (its member role does not give it).
+fn members_own_agent(hub: &TestHub) -> String {
+    let id = "cccccccc-0000-4000-8000-000000000001";
+    let doc = hub.doc().clone();
+    insert_agent(hub, id, &doc.project_id, &doc.member_user_id);
+    id.to_owned()
+}
+
+/// Whether the member may change its own agent's status.
+async fn creator_may_update(hub: &TestHub, agent: &str) -> bool {
+    rights_of(hub, &hub.doc().member_token.clone(), agent)
+        .await
+        .update
+}
+
+/// `PUT /api/v1/admin/server-config` with `body` as the admin.
+async fn put_config(hub: &TestHub, body: &str) -> hub_support::Reply {
+    let token = hub.doc().admin_token.clone();
+    hub.call(
+        Method::PUT,
+        "/api/v1/admin/server-config",
+        Some(&token),
+        &[("content-type", "application/yaml")],
+        body,
+    )
+    .await
+}
+
+fn stored_creator_role(hub: &TestHub) -> String {
+    hub.query_row(
+        "SELECT value FROM hub_settings WHERE key = 'authz.creator_role'",
+        &[],
+    )[0]
+    .text()
+    .to_owned()
+}
+
+/// The Hub's lines naming a stored setting it does not use.
+fn ignored_settings(hub: &TestHub) -> Vec<serde_json::Value> {
+    hub.lines()
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["msg"] == hub_example::settings::hub::IGNORED_MESSAGE)
+        .collect()
+}
+
+#[tokio::test]
+async fn the_creator_role_follows_each_stored_change_and_a_bad_one_is_refused() {
+    let hub = TestHub::traced(3);
+    let agent = members_own_agent(&hub);
+    assert!(creator_may_update(&hub, &agent).await);
+
+    let viewer = put_config(&hub, "authz:\n  creator_role: project-viewer\n").await;
+    assert_eq!(viewer.status, StatusCode::OK);
+    assert!(
+        !creator_may_update(&hub, &agent).await,
+        "the new role holds from the next request"
+    );
+
+    // 54 KiB of aliases that would expand to 48 MB: refused, nothing stored.
+    let mut bomb = format!(
+        "authz:\n  creator_role: &r \"{}\"\nx: [*r",
+        "r".repeat(8_000)
+    );
+    bomb.push_str(&", *r".repeat(5_999));
+    bomb.push_str("]\n");
+    let body_refusals = [
+        (bomb.as_str(), "body must not use YAML anchors or aliases"),
+        (
+            "authz:\n  creator_role: 7\n",
+            "authz.creator_role must be a role name of 1 to 64 letters, digits, '.', '_' or '-'",
+        ),
+        (
+            "authz.creator_role: \"owner; DROP\"\n",
+            "authz.creator_role must be a role name of 1 to 64 letters, digits, '.', '_' or '-'",
+        ),
+        (
+            "ui.zoom: 1e999999\n",
+            "ui.zoom must be a finite number within 64 bits",
+        ),
+        (
+            "ui.zoom: .nan\n",
+            "ui.zoom must be a finite number within 64 bits",
+        ),
+    ];
+    for (body, message) in body_refusals {
+        let reply = put_config(&hub, body).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+        assert_eq!(reply.json(), serde_json::json!({ "error": message }));
+    }
+    assert_eq!(stored_creator_role(&hub), "\"project-viewer\"");
+    let zoom = hub.query_row(
+        "SELECT COUNT(*) FROM hub_settings WHERE key = 'ui.zoom'",
+        &[],
+    );
+    assert_eq!(zoom[0].int(), 0, "nothing of a refused body is stored");
+
+    let back = put_config(&hub, "{\"authz\":{\"creator_role\":\"agent-creator\"}}").await;
+    assert_eq!(back.status, StatusCode::OK);
+    assert!(creator_may_update(&hub, &agent).await);
+    assert!(ignored_settings(&hub).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_stored_unusable_setting_starts_the_hub_with_the_default_and_says_so() {
+    let marker = "hand-stored-marker";
+    let oversized = format!("\"{marker}{}\"", "x".repeat(8 << 20));
+    let invalid = format!("[\"{marker}\"]");
+    let role_name = "a role name of 1 to 64 letters, digits, '.', '_' or '-'";
+    // The oversized row is never read whole: only its size comes back.
+    for (value, expected) in [
+        (oversized.as_str(), "at most 4 KiB of JSON"),
+        (invalid.as_str(), role_name),
+    ] {
+        let seeded = hub_support::Seeded::new(3);
+        // Behind the API's back, as an operator's hand edit would.
+        hub_support::sql::execute(
+            &seeded.db(),
+            "UPDATE hub_settings SET value = ?1 WHERE key = 'authz.creator_role'",
+            &[value],
+        );
+        let hub = TestHub::over(seeded, hub_example::settings::Settings::default());
+        let agent = members_own_agent(&hub);
+        for _ in 0..2 {
+            assert!(
+                creator_may_update(&hub, &agent).await,
+                "the default creator role applies"
+            );
+        }
+        let lines = ignored_settings(&hub);
+        assert_eq!(lines.len(), 1, "said once: {lines:?}");
+        assert_eq!(lines[0]["level"], "WARN");
+        assert_eq!(lines[0]["setting"], "authz.creator_role");
+        assert_eq!(lines[0]["expected"], expected);
+        assert!(
+            !hub.log.contents().contains(marker),
+            "the value is not logged"
+        );
+
+        // A second hand edit while running: said once more, at its first use.
+        hub.execute(
+            "UPDATE hub_settings SET value = '\"no spaces allowed\"' WHERE key = 'authz.creator_role'",
+            &[],
+        );
+        for _ in 0..2 {
+            assert!(creator_may_update(&hub, &agent).await);
+        }
+        assert_eq!(ignored_settings(&hub).len(), 2);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_known_setting_is_checked_at_start() {
+    let seeded = hub_support::Seeded::new(2);
+    hub_support::sql::execute(
+        &seeded.db(),
+        "INSERT INTO hub_settings (key, value, updated_at) VALUES ('profiling.readiness_marks', '\"maybe\"', 0)",
+        &[],
+    );
+    let hub = TestHub::over(seeded, hub_example::settings::Settings::default());
+    let lines = ignored_settings(&hub);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["setting"], "profiling.readiness_marks");
+    assert_eq!(lines[0]["expected"], "true or false");
+    let profiling = hub
+        .get("/api/v1/profiling", Some(&hub.doc().member_token.clone()))
+        .await;
+    assert_eq!(
+        profiling.json(),
+        serde_json::json!({"readiness_marks": false})
+    );
+}

@@ -21,6 +21,9 @@ const OWN: DialectStatements = DialectStatements {
          WHERE id = $1 RETURNING ",
         agent_columns!()
     ),
+    // TOAST keeps an oversized value apart: its size is read, not its text.
+    hub_setting: "SELECT CASE WHEN CAST(octet_length(value) AS BIGINT) <= $2 THEN value END,
+         CAST(octet_length(value) AS BIGINT) FROM hub_settings WHERE key = $1",
     in_ids: "= ANY(?)",
     placeholder: "$",
 };

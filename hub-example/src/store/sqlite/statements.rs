@@ -20,6 +20,12 @@ const OWN: DialectStatements = DialectStatements {
         "UPDATE agents SET phase = $2, activity = COALESCE($3, activity), updated_at = MAX(updated_at, $4)
          WHERE id = $1 RETURNING ", crate::store::statements::agent_columns!()
     ),
+    // A scan, not a seek (`+key`): `hub_settings` is WITHOUT ROWID, and a
+    // seek loads every whole row it compares its key with, an oversized
+    // one included (100 ms for 48 MB, for any key); a scan of its few rows
+    // reads each value's header only.
+    hub_setting: "SELECT CASE WHEN octet_length(value) <= $2 THEN value END,
+         octet_length(value) FROM hub_settings WHERE +key = $1",
     in_ids: "IN (SELECT value FROM json_each(?))",
     placeholder: "?",
 };

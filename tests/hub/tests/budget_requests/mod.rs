@@ -23,6 +23,7 @@ use hub_example::perf::exits::HubExits;
 use hub_example::perf::keys::HubSchema;
 use hub_example::perf::trace_layer;
 use hub_example::seed::SeedDocument;
+use hub_example::settings::hub::Stored;
 use hub_example::store::agents::{read_agents, RowQuery, RowScope};
 use hub_example::store::db::{Db, Dialect};
 use hub_example::store::{AuthzStore, CountedAuthzStore, PostgresStore, SqliteStore, StoreResult};
@@ -274,7 +275,7 @@ impl<S: AuthzStore> AuthzStore for RereadingStore<S> {
     ) -> StoreResult<Option<ProjectMembership>> {
         self.store.get_project_membership(project_id, user_id)
     }
-    fn get_hub_setting(&self, key: &str) -> StoreResult<Option<String>> {
+    fn get_hub_setting(&self, key: &str) -> StoreResult<Option<Stored>> {
         self.store.get_hub_setting(key)
     }
 }
