@@ -15,7 +15,11 @@
 //! A listener with a cap on its connections is not accepted from while it
 //! holds that many: further clients wait in the kernel's queue and take no
 //! descriptor of the process, so a flood on one port cannot use up the
-//! descriptors the others need.
+//! descriptors the others need. Over every listener, [`ConnectionGate`]
+//! caps the connections below the descriptor limit, keeps headroom for
+//! `/healthz` and callers with a credential, caps each client address, and
+//! shortens the idle timeout as the cap nears (see [`crate::connections`]).
+//! Each request carries its connection's peer as [`ClientAddr`].
 //!
 //! On shutdown every listener is closed at once, the [`ShutdownSignal`] is
 //! given (event streams send a final event and end), connections with
@@ -31,7 +35,7 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -48,7 +52,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tower::ServiceExt;
 
-use crate::api::StreamLimiter;
+use crate::api::{ApiError, StreamLimiter};
+use crate::auth::session::SESSION_COOKIE;
+use crate::connections::{ClientAddr, ConnectionGate, GateSlot, Probation, PROBATION_HEAD_TIMEOUT};
 use crate::log::Logger;
 use crate::settings::ServerLimits;
 use crate::shutdown::ShutdownSignal;
@@ -69,6 +75,11 @@ impl ServerCounters {
 /// "No request head is arriving."
 const NO_HEAD: u64 = u64::MAX;
 
+/// The states of a connection's probation ([`Activity::probation`]).
+const NOT_ON_PROBATION: u8 = 0;
+const PROBATION_HEADROOM: u8 = 1;
+const PROBATION_ADDRESS: u8 = 2;
+
 /// One connection's activity, as its watcher sees it. Times are
 /// milliseconds since the connection was accepted.
 #[derive(Debug)]
@@ -77,18 +88,54 @@ struct Activity {
     last_io: AtomicU64,
     head_since: AtomicU64,
     in_flight: AtomicUsize,
+    /// Until its first request arrives, whether (and why) the connection
+    /// is on probation.
+    probation: AtomicU8,
     counters: Arc<ServerCounters>,
+    gate: Arc<ConnectionGate>,
 }
 
 impl Activity {
-    fn new(counters: Arc<ServerCounters>) -> Self {
+    fn new(
+        counters: Arc<ServerCounters>,
+        gate: Arc<ConnectionGate>,
+        probation: Option<Probation>,
+    ) -> Self {
         Activity {
             accepted: Instant::now(),
             last_io: AtomicU64::new(0),
             // The first head's clock starts when the connection is accepted.
             head_since: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
+            probation: AtomicU8::new(match probation {
+                None => NOT_ON_PROBATION,
+                Some(Probation::Headroom) => PROBATION_HEADROOM,
+                Some(Probation::Address) => PROBATION_ADDRESS,
+            }),
             counters,
+            gate,
+        }
+    }
+
+    fn on_probation(&self) -> bool {
+        self.probation.load(Ordering::Acquire) != NOT_ON_PROBATION
+    }
+
+    /// Ends the probation, at the first request: why it was on it, if it was.
+    fn take_probation(&self) -> Option<Probation> {
+        match self.probation.swap(NOT_ON_PROBATION, Ordering::AcqRel) {
+            PROBATION_HEADROOM => Some(Probation::Headroom),
+            PROBATION_ADDRESS => Some(Probation::Address),
+            _ => None,
+        }
+    }
+
+    /// How often its timeouts are looked at.
+    fn tick(&self, limits: &ServerLimits) -> Duration {
+        match self.on_probation() {
+            true => (PROBATION_HEAD_TIMEOUT.min(limits.header_read_timeout) / 4)
+                .max(Duration::from_millis(10)),
+            false => limits.connection_tick(),
         }
     }
 
@@ -104,7 +151,8 @@ impl Activity {
         if bytes == 0 {
             return;
         }
-        self.last_io.store(now, Ordering::Relaxed);
+        // Never 0: that is "nothing moved yet".
+        self.last_io.store(now.max(1), Ordering::Relaxed);
         if self.in_flight.load(Ordering::Acquire) == 0 {
             let _ =
                 self.head_since
@@ -113,7 +161,7 @@ impl Activity {
     }
 
     fn on_write(&self) {
-        self.last_io.store(self.now(), Ordering::Relaxed);
+        self.last_io.store(self.now().max(1), Ordering::Relaxed);
     }
 
     fn begin_request(self: &Arc<Self>) -> RequestGuard {
@@ -144,11 +192,21 @@ impl Activity {
             return false;
         }
         let head = self.head_since.load(Ordering::Acquire);
+        let last_io = self.last_io.load(Ordering::Relaxed);
         if head != NO_HEAD {
-            return u128::from(now.saturating_sub(head)) > limits.header_read_timeout.as_millis();
+            // A connection that has sent nothing yet is idle too: under
+            // pressure it waits less.
+            let mut limit = match head == 0 && last_io == 0 {
+                true => self.gate.scaled(limits.header_read_timeout),
+                false => limits.header_read_timeout,
+            };
+            if self.on_probation() {
+                limit = limit.min(PROBATION_HEAD_TIMEOUT);
+            }
+            return u128::from(now.saturating_sub(head)) > limit.as_millis();
         }
-        let quiet = now.saturating_sub(self.last_io.load(Ordering::Relaxed));
-        u128::from(quiet) > limits.idle_timeout.as_millis()
+        let quiet = now.saturating_sub(last_io);
+        u128::from(quiet) > self.gate.scaled(limits.idle_timeout).as_millis()
     }
 }
 
@@ -377,11 +435,16 @@ impl Drop for ConnectionSlot {
 /// from `first` on, so that a busy listener cannot starve the others. A
 /// listener at its cap is not polled: the end of one of its connections
 /// (seen by the accept loop) asks again.
-fn accept_any(
-    listeners: &[Listener],
+fn accept_any<'a>(
+    listeners: &'a [Listener],
+    gate: &'a ConnectionGate,
     first: usize,
-) -> impl Future<Output = (usize, io::Result<TcpStream>)> + '_ {
+) -> impl Future<Output = (usize, io::Result<(TcpStream, SocketAddr)>)> + 'a {
     std::future::poll_fn(move |cx| {
+        // At the cap, clients wait in the kernel's queues.
+        if !gate.has_room() {
+            return Poll::Pending;
+        }
         let count = listeners.len();
         for index in (0..count).map(|k| (first + k) % count) {
             let listener = &listeners[index];
@@ -389,23 +452,77 @@ fn accept_any(
                 continue;
             }
             if let Poll::Ready(accepted) = listener.socket.poll_accept(cx) {
-                return Poll::Ready((index, accepted.map(|(stream, _)| stream)));
+                return Poll::Ready((index, accepted));
             }
         }
         Poll::Pending
     })
 }
 
+/// Whether a request may use the headroom kept below the cap: `/healthz`,
+/// or one carrying a credential (checked, as any, by the routes).
+fn may_use_headroom(request: &hyper::Request<Incoming>) -> bool {
+    let headers = request.headers();
+    request.uri().path() == "/healthz"
+        || headers.contains_key(http::header::AUTHORIZATION)
+        || headers
+            .get_all(http::header::COOKIE)
+            .iter()
+            .any(|v| memchr::memmem::find(v.as_bytes(), SESSION_COOKIE.as_bytes()).is_some())
+}
+
+/// The answer to an anonymous request on probation: 503 in the headroom,
+/// 429 past its address's cap; either with `Retry-After`, closing the
+/// connection.
+fn refusal(probation: Probation) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let (status, message) = match probation {
+        Probation::Headroom => (
+            http::StatusCode::SERVICE_UNAVAILABLE,
+            "too many connections; retry later",
+        ),
+        Probation::Address => (
+            http::StatusCode::TOO_MANY_REQUESTS,
+            "too many connections from this address; retry later",
+        ),
+    };
+    let mut error = ApiError::new(status, message);
+    error.set_retry_after(1);
+    let mut response = error.into_response();
+    response.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    response
+}
+
+/// A connection as accepted: its socket, its peer and its place under the
+/// caps.
+struct Accepted {
+    stream: TcpStream,
+    peer: SocketAddr,
+    _listener_slot: ConnectionSlot,
+    _gate_slot: GateSlot,
+    probation: Option<Probation>,
+}
+
 /// Serves one connection until it ends, times out, or is cut off.
 async fn serve_connection(
-    stream: TcpStream,
+    accepted: Accepted,
     router: Router,
     limits: ServerLimits,
     signal: ShutdownSignal,
     counters: Arc<ServerCounters>,
-    _slot: ConnectionSlot,
+    gate: Arc<ConnectionGate>,
 ) {
-    let activity = Arc::new(Activity::new(counters));
+    let Accepted {
+        stream,
+        peer,
+        _listener_slot,
+        _gate_slot,
+        probation,
+    } = accepted;
+    let activity = Arc::new(Activity::new(counters, Arc::clone(&gate), probation));
     let io = TokioIo::new(WatchedStream {
         inner: stream,
         activity: Arc::clone(&activity),
@@ -413,15 +530,30 @@ async fn serve_connection(
     });
     let watched = Arc::clone(&activity);
     let request_signal = signal.clone();
+    let client = ClientAddr(peer);
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let refused = match watched.take_probation() {
+            Some(probation) if !may_use_headroom(&request) => {
+                gate.refuse();
+                Some(refusal(probation))
+            }
+            _ => None,
+        };
         let guard = watched.begin_request();
-        let mut request: Request = request.map(Body::new);
-        request.extensions_mut().insert(request_signal.clone());
-        let response = router.clone().oneshot(request);
+        let routed = refused.is_none().then(|| {
+            let mut request: Request = request.map(Body::new);
+            let extensions = request.extensions_mut();
+            extensions.insert(request_signal.clone());
+            extensions.insert(client);
+            router.clone().oneshot(request)
+        });
         async move {
-            let response = match response.await {
-                Ok(response) => response,
-                Err(never) => match never {},
+            let response = match (routed, refused) {
+                (Some(routed), _) => match routed.await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                },
+                (None, refused) => refused.expect("refused when not routed"),
             };
             Ok::<_, Infallible>(response.map(|body| GuardedBody {
                 body,
@@ -431,7 +563,7 @@ async fn serve_connection(
     });
     let connection = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
     tokio::pin!(connection);
-    let mut tick = tokio::time::interval(limits.connection_tick());
+    let mut tick = tokio::time::interval(activity.tick(&limits));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut shutting_down = false;
     loop {
@@ -446,6 +578,10 @@ async fn serve_connection(
                 // Nothing in flight: a half-sent head or an idle connection
                 // loses nothing when closed at shutdown.
                 if activity.timed_out(&limits) || (shutting_down && activity.idle()) {
+                    // On probation to the end: refused without a request.
+                    if activity.take_probation().is_some() {
+                        activity.gate.refuse();
+                    }
                     return;
                 }
             }
@@ -482,6 +618,7 @@ pub(crate) async fn serve(
     limits: ServerLimits,
     streams: StreamLimiter,
     counters: Arc<ServerCounters>,
+    gate: Arc<ConnectionGate>,
     trigger: impl Future<Output = ()> + Send + 'static,
 ) -> CutOff {
     let signal = ShutdownSignal::new();
@@ -491,18 +628,26 @@ pub(crate) async fn serve(
     loop {
         tokio::select! {
             _ = &mut trigger => break,
-            (index, accepted) = accept_any(&listeners, first) => match accepted {
-                Ok(stream) => {
+            (index, accepted) = accept_any(&listeners, &gate, first) => match accepted {
+                Ok((stream, peer)) => {
                     first = (index + 1) % listeners.len();
                     let listener = &listeners[index];
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(serve_connection(
+                    let (gate_slot, probation) = gate.admit(peer.ip());
+                    let accepted = Accepted {
                         stream,
+                        peer,
+                        _listener_slot: listener.take_slot(),
+                        _gate_slot: gate_slot,
+                        probation,
+                    };
+                    connections.spawn(serve_connection(
+                        accepted,
                         listener.router.clone(),
                         limits,
                         signal.clone(),
                         Arc::clone(&counters),
-                        listener.take_slot(),
+                        Arc::clone(&gate),
                     ));
                 }
                 // Out of file descriptors and the like: wait, then go on
@@ -560,7 +705,9 @@ mod tests {
     }
 
     fn activity() -> Arc<Activity> {
-        Arc::new(Activity::new(Arc::default()))
+        let caps = crate::connections::ConnectionCaps::derive(&ServerLimits::default(), None);
+        let gate = ConnectionGate::new(caps, Default::default());
+        Arc::new(Activity::new(Arc::default(), gate, None))
     }
 
     #[test]

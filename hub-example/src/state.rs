@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::auth::tokens::TokenSigner;
 use crate::authz::AuditEmitter;
 use crate::cache::ResponseCache;
+use crate::connections::ConnectionStats;
 use crate::events::EventBus;
 use crate::replicas::{Invalidation, ReplicaMessage};
 use crate::settings::CacheSettings;
@@ -27,6 +28,7 @@ struct Shared<S, A> {
 pub struct AppState<S, A> {
     shared: Arc<Shared<S, A>>,
     cache: ResponseCache,
+    connections: ConnectionStats,
     /// Authentication puts the pool's figures in each request's extensions
     /// first (a traced Hub: see `perf::pool_baseline`).
     pool_baseline: bool,
@@ -37,6 +39,7 @@ impl<S, A> Clone for AppState<S, A> {
         AppState {
             shared: Arc::clone(&self.shared),
             cache: self.cache.clone(),
+            connections: self.connections.clone(),
             pool_baseline: self.pool_baseline,
         }
     }
@@ -55,6 +58,7 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
                 signer,
             }),
             cache: ResponseCache::new(CacheSettings::disabled()),
+            connections: ConnectionStats::default(),
             pool_baseline: false,
         }
     }
@@ -63,6 +67,18 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
     pub fn with_cache(mut self, cache: ResponseCache) -> Self {
         self.cache = cache;
         self
+    }
+
+    /// The same state reading the connections' figures from `stats` (the
+    /// Hub's, which its accept loop keeps).
+    pub fn with_connections(mut self, stats: ConnectionStats) -> Self {
+        self.connections = stats;
+        self
+    }
+
+    /// The connections' figures.
+    pub fn connections(&self) -> &ConnectionStats {
+        &self.connections
     }
 
     /// Has authentication note the pool's figures as each request arrives,

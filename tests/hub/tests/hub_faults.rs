@@ -405,6 +405,7 @@ fn small_limits() -> ServerLimits {
         max_streams_per_principal: 2,
         max_streams: 3,
         stream_recheck_interval: Duration::from_millis(100),
+        ..ServerLimits::default()
     }
 }
 

@@ -21,6 +21,9 @@ const OWN: DialectStatements = DialectStatements {
          WHERE id = $1 RETURNING ",
         agent_columns!()
     ),
+    // `NO KEY UPDATE`: other inserts referencing the user (its tokens)
+    // take only a key share and are not held up.
+    lock_user_sessions: "SELECT id FROM users WHERE id = $1 FOR NO KEY UPDATE",
     in_ids: "= ANY(?)",
     placeholder: "$",
 };

@@ -20,6 +20,8 @@ const OWN: DialectStatements = DialectStatements {
         "UPDATE agents SET phase = $2, activity = COALESCE($3, activity), updated_at = MAX(updated_at, $4)
          WHERE id = $1 RETURNING ", crate::store::statements::agent_columns!()
     ),
+    // The transaction's first write takes the database's one write lock.
+    lock_user_sessions: "",
     in_ids: "IN (SELECT value FROM json_each(?))",
     placeholder: "?",
 };
