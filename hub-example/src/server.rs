@@ -489,11 +489,16 @@ fn refusal(probation: Probation) -> axum::response::Response {
     let mut error = ApiError::new(status, message);
     error.set_retry_after(1);
     let mut response = error.into_response();
+    close_after(&mut response);
+    response
+}
+
+/// Has hyper close the connection once `response` is written.
+fn close_after<B>(response: &mut http::Response<B>) {
     response.headers_mut().insert(
         http::header::CONNECTION,
         http::HeaderValue::from_static("close"),
     );
-    response
 }
 
 /// A connection as accepted: its socket, its peer and its place under the
@@ -532,7 +537,8 @@ async fn serve_connection(
     let request_signal = signal.clone();
     let client = ClientAddr(peer);
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-        let refused = match watched.take_probation() {
+        let probation = watched.take_probation();
+        let refused = match probation {
             Some(probation) if !may_use_headroom(&request) => {
                 gate.refuse();
                 Some(refusal(probation))
@@ -555,6 +561,11 @@ async fn serve_connection(
                 },
                 (None, refused) => refused.expect("refused when not routed"),
             };
+            // A credential refused on probation keeps no room.
+            let mut response = response;
+            if probation.is_some() && response.status() == http::StatusCode::UNAUTHORIZED {
+                close_after(&mut response);
+            }
             Ok::<_, Infallible>(response.map(|body| GuardedBody {
                 body,
                 _guard: guard,

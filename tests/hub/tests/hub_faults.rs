@@ -900,14 +900,16 @@ async fn idle_anonymous_connections_at_the_cap_leave_healthz_and_callers_answere
     let mut caller = send_get(addr, "/api/v1/profiling", &hub.doc().member_token).await;
     let (head, _) = read_head(&mut caller).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    // A cookie is a credential too (refused here: it is not a session).
+    // A cookie is a credential too; refused (it is no session), it keeps
+    // no room.
     let mut cookie = raw(
         addr,
         "GET /api/v1/profiling HTTP/1.1\r\nHost: x\r\nCookie: scion_session=scws_x\r\n\r\n",
     )
     .await;
-    let (head, _) = read_head(&mut cookie).await;
-    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    let (bytes, closed) = read_to_close(&mut cookie, LIVENESS).await;
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.starts_with("HTTP/1.1 401") && closed, "{text}");
     drop(idle);
     served.stop().await;
 }

@@ -622,3 +622,37 @@ async fn expired_and_revoked_sessions_are_pruned_and_live_ones_kept() {
     assert_session_stored_as_hash(hub.hub.db(), &live, &doc.member_user_id);
     assert!(hub.lines().iter().any(|l| l.contains("sessions pruned")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_web_listener_limits_sign_ins_by_the_connections_peer() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let hub = hub_with_sessions(10, 1_000, 2);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = hub.hub.serving_router(listener, web_router(&hub), async {
+        let _ = stopped.await;
+    });
+    let task = tokio::spawn(serving);
+    let token = hub.doc().member_token.clone();
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "POST /api/v1/auth/session HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+             X-Scion-Client: web\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        answers.push(answer);
+    }
+    assert!(answers[0].starts_with("HTTP/1.1 200"), "{}", answers[0]);
+    assert!(answers[1].starts_with("HTTP/1.1 200"), "{}", answers[1]);
+    let limited = answers[2].to_ascii_lowercase();
+    assert!(limited.starts_with("http/1.1 429"), "{limited}");
+    assert!(limited.contains("\r\nretry-after: ") && !limited.contains("set-cookie"));
+    assert_eq!(session_rows(&hub, &hub.doc().member_user_id), (2, 2));
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
