@@ -461,7 +461,7 @@ fn accept_any<'a>(
 
 /// Whether a request may use the headroom kept below the cap: `/healthz`,
 /// or one carrying a credential (checked, as any, by the routes).
-fn may_use_headroom(request: &hyper::Request<Incoming>) -> bool {
+fn may_use_headroom<B>(request: &http::Request<B>) -> bool {
     let headers = request.headers();
     request.uri().path() == "/healthz"
         || headers.contains_key(http::header::AUTHORIZATION)
@@ -716,9 +716,86 @@ mod tests {
     }
 
     fn activity() -> Arc<Activity> {
-        let caps = crate::connections::ConnectionCaps::derive(&ServerLimits::default(), None);
-        let gate = ConnectionGate::new(caps, Default::default());
-        Arc::new(Activity::new(Arc::default(), gate, None))
+        activity_at(gate(4_096), None)
+    }
+
+    fn gate(capacity: usize) -> Arc<ConnectionGate> {
+        let limits = ServerLimits {
+            max_connections: Some(capacity),
+            ..ServerLimits::default()
+        };
+        let caps = crate::connections::ConnectionCaps::derive(&limits, None);
+        ConnectionGate::new(caps, Default::default())
+    }
+
+    fn activity_at(gate: Arc<ConnectionGate>, probation: Option<Probation>) -> Arc<Activity> {
+        Arc::new(Activity::new(Arc::default(), gate, probation))
+    }
+
+    #[test]
+    fn a_connection_on_probation_has_a_second_for_its_first_head() {
+        let limits = limits(10_000, 60_000);
+        let on_probation = activity_at(gate(16), Some(Probation::Headroom));
+        assert!(!on_probation.timed_out_at(900, &limits));
+        assert!(on_probation.timed_out_at(1_100, &limits));
+        assert!(on_probation.tick(&limits) < limits.connection_tick());
+        assert_eq!(on_probation.take_probation(), Some(Probation::Headroom));
+        assert!(
+            !on_probation.timed_out_at(1_100, &limits),
+            "its request came"
+        );
+        assert!(!activity().timed_out_at(1_100, &limits));
+    }
+
+    #[test]
+    fn at_the_cap_idle_and_silent_connections_wait_less() {
+        let limits = limits(10_000, 60_000);
+        let gate = gate(4);
+        let idle = activity_at(Arc::clone(&gate), None);
+        drop(idle.begin_request());
+        idle.on_write();
+        let silent = activity_at(Arc::clone(&gate), None);
+        assert!(!idle.timed_out_at(1_000, &limits) && !silent.timed_out_at(1_000, &limits));
+        let slots: Vec<_> = (0..4)
+            .map(|_| gate.admit([127, 0, 0, 1].into()).0)
+            .collect();
+        assert!(idle.timed_out_at(1_000, &limits), "idle at the cap");
+        assert!(silent.timed_out_at(1_000, &limits), "silent at the cap");
+        // A head on its way keeps the header-read timeout.
+        let sending = activity_at(Arc::clone(&gate), None);
+        sending.on_read_at(10, 5);
+        assert!(!sending.timed_out_at(1_000, &limits));
+        drop(slots);
+        assert!(!idle.timed_out_at(1_000, &limits), "room again");
+    }
+
+    #[test]
+    fn healthz_and_requests_with_a_credential_may_use_the_headroom() {
+        let request = |uri: &str, header: Option<(&str, &str)>| {
+            let mut builder = http::Request::builder().uri(uri);
+            if let Some((name, value)) = header {
+                builder = builder.header(name, value);
+            }
+            builder.body(()).unwrap()
+        };
+        assert!(may_use_headroom(&request("/healthz", None)));
+        assert!(may_use_headroom(&request(
+            "/api/v1/agents",
+            Some(("authorization", "Bearer x"))
+        )));
+        assert!(may_use_headroom(&request(
+            "/",
+            Some(("cookie", "a=1; scion_session=scws_x"))
+        )));
+        assert!(!may_use_headroom(&request("/api/v1/settings/public", None)));
+        assert!(!may_use_headroom(&request(
+            "/healthz/x",
+            Some(("cookie", "a=1"))
+        )));
+        let refused = refusal(Probation::Address);
+        assert_eq!(refused.status(), http::StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(refused.headers()[http::header::CONNECTION], "close");
+        assert_eq!(refused.headers()[http::header::RETRY_AFTER], "1");
     }
 
     #[test]
