@@ -17,7 +17,7 @@
 //!   closed. Anonymous clients are refused first; the room left is for
 //!   health checks and for callers.
 //! - As connections near the cap, idle keep-alive connections (and ones
-//!   that have sent nothing yet) are closed sooner ([`ConnectionGate::scaled`]).
+//!   that have sent nothing yet) are closed sooner (`ConnectionGate::scaled`).
 //! - `/healthz` shows the figures under `connections`
 //!   ([`ConnectionStats::figures`]) while the Hub serves.
 

@@ -13,6 +13,9 @@
 //!   tracing layers and the exits.
 //! - [`seed`] writes a reproducible data set into a fresh database;
 //!   [`serve::open_for_serving`] opens one for serving.
+//! - [`connections`] bounds the connections the Hub holds open (the
+//!   descriptor limit raised, one cap with headroom, a cap per address);
+//!   [`rate`] keeps the token buckets of the quotas and sign-in rates.
 //! - [`settings`] reads the settings file and the environment once, into a
 //!   plain struct per group (the timeouts and caps `serve` enforces among
 //!   them), and [`shutdown`] holds the signal that ends event streams and
