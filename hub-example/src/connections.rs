@@ -15,7 +15,8 @@
 //!   credential (a bearer header or the session cookie), or the connection
 //!   is answered 503 (429 past the address's cap) with `Retry-After` and
 //!   closed. Anonymous clients are refused first; the room left is for
-//!   health checks and for callers.
+//!   health checks and for callers (a health check's connection, or one
+//!   whose credential is refused, is closed once answered).
 //! - As connections near the cap, idle keep-alive connections (and ones
 //!   that have sent nothing yet) are closed sooner (`ConnectionGate::scaled`).
 //! - `/healthz` shows the figures under `connections`

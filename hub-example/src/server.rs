@@ -459,16 +459,38 @@ fn accept_any<'a>(
     })
 }
 
-/// Whether a request may use the headroom kept below the cap: `/healthz`,
-/// or one carrying a credential (checked, as any, by the routes).
-fn may_use_headroom<B>(request: &http::Request<B>) -> bool {
+/// Whether a request carries a credential (a bearer header or the session
+/// cookie; checked, as any, by the routes).
+fn carries_credential<B>(request: &http::Request<B>) -> bool {
     let headers = request.headers();
-    request.uri().path() == "/healthz"
-        || headers.contains_key(http::header::AUTHORIZATION)
+    headers.contains_key(http::header::AUTHORIZATION)
         || headers
             .get_all(http::header::COOKIE)
             .iter()
             .any(|v| memchr::memmem::find(v.as_bytes(), SESSION_COOKIE.as_bytes()).is_some())
+}
+
+/// How a connection's first request on probation is treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Headroom {
+    /// It carries a credential: served, and the connection kept unless
+    /// the credential is refused.
+    Caller,
+    /// `/healthz` without a credential: served, then the connection closed.
+    HealthCheck,
+    /// Anything else: refused.
+    Refused,
+}
+
+/// What a first request on probation may do with the headroom.
+fn headroom_for<B>(request: &http::Request<B>) -> Headroom {
+    if carries_credential(request) {
+        Headroom::Caller
+    } else if request.uri().path() == "/healthz" {
+        Headroom::HealthCheck
+    } else {
+        Headroom::Refused
+    }
 }
 
 /// The answer to an anonymous request on probation: 503 in the headroom,
@@ -537,9 +559,11 @@ async fn serve_connection(
     let request_signal = signal.clone();
     let client = ClientAddr(peer);
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-        let probation = watched.take_probation();
+        let probation = watched
+            .take_probation()
+            .map(|probation| (probation, headroom_for(&request)));
         let refused = match probation {
-            Some(probation) if !may_use_headroom(&request) => {
+            Some((probation, Headroom::Refused)) => {
                 gate.refuse();
                 Some(refusal(probation))
             }
@@ -561,9 +585,14 @@ async fn serve_connection(
                 },
                 (None, refused) => refused.expect("refused when not routed"),
             };
-            // A credential refused on probation keeps no room.
+            // A health check, or a credential refused, keeps no room.
             let mut response = response;
-            if probation.is_some() && response.status() == http::StatusCode::UNAUTHORIZED {
+            let keeps_no_room = match probation {
+                Some((_, Headroom::HealthCheck)) => true,
+                Some((_, Headroom::Caller)) => response.status() == http::StatusCode::UNAUTHORIZED,
+                _ => false,
+            };
+            if keeps_no_room {
                 close_after(&mut response);
             }
             Ok::<_, Infallible>(response.map(|body| GuardedBody {
@@ -778,20 +807,29 @@ mod tests {
             }
             builder.body(()).unwrap()
         };
-        assert!(may_use_headroom(&request("/healthz", None)));
-        assert!(may_use_headroom(&request(
-            "/api/v1/agents",
-            Some(("authorization", "Bearer x"))
-        )));
-        assert!(may_use_headroom(&request(
-            "/",
-            Some(("cookie", "a=1; scion_session=scws_x"))
-        )));
-        assert!(!may_use_headroom(&request("/api/v1/settings/public", None)));
-        assert!(!may_use_headroom(&request(
-            "/healthz/x",
-            Some(("cookie", "a=1"))
-        )));
+        assert_eq!(
+            headroom_for(&request("/healthz", None)),
+            Headroom::HealthCheck
+        );
+        assert_eq!(
+            headroom_for(&request(
+                "/api/v1/agents",
+                Some(("authorization", "Bearer x"))
+            )),
+            Headroom::Caller
+        );
+        assert_eq!(
+            headroom_for(&request("/", Some(("cookie", "a=1; scion_session=scws_x")))),
+            Headroom::Caller
+        );
+        assert_eq!(
+            headroom_for(&request("/api/v1/settings/public", None)),
+            Headroom::Refused
+        );
+        assert_eq!(
+            headroom_for(&request("/healthz/x", Some(("cookie", "a=1")))),
+            Headroom::Refused
+        );
         let refused = refusal(Probation::Address);
         assert_eq!(refused.status(), http::StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(refused.headers()[http::header::CONNECTION], "close");

@@ -896,6 +896,12 @@ async fn idle_anonymous_connections_at_the_cap_leave_healthz_and_callers_answere
     let open = connections["open"].as_u64().unwrap();
     assert!((21..=23).contains(&open), "{connections}");
     assert_eq!(connections["refused"], 2);
+    // A health check in the headroom is answered, then its connection is
+    // closed even though it asked to keep it.
+    let mut keep_alive = raw(addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let (bytes, closed) = read_to_close(&mut keep_alive, LIVENESS).await;
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.starts_with("HTTP/1.1 200") && closed, "{text}");
 
     let mut caller = send_get(addr, "/api/v1/profiling", &hub.doc().member_token).await;
     let (head, _) = read_head(&mut caller).await;
