@@ -7,7 +7,9 @@
 //! - One cap over every listener ([`ConnectionCaps::capacity`]), below the
 //!   soft limit with room kept for the database, the log and the event
 //!   relay; at it, the accept loop stops accepting and clients wait in the
-//!   kernel's queue.
+//!   kernel's queue. A listener with a cap of its own (the metrics port)
+//!   is bounded by that instead, and its connections, counted here too, are
+//!   never on probation.
 //! - The last [`ConnectionCaps::headroom`] connections below the cap, and
 //!   a client address's connections past [`ConnectionCaps::per_address`],
 //!   are on probation: the first request's head must arrive within

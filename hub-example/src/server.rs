@@ -411,6 +411,11 @@ impl Listener {
         self.name
     }
 
+    /// Whether it has a cap of its own, apart from the Hub's.
+    fn has_own_cap(&self) -> bool {
+        self.max_connections.is_some()
+    }
+
     fn is_full(&self) -> bool {
         self.max_connections
             .is_some_and(|max| self.open.load(Ordering::Acquire) >= max)
@@ -441,14 +446,13 @@ fn accept_any<'a>(
     first: usize,
 ) -> impl Future<Output = (usize, io::Result<(TcpStream, SocketAddr)>)> + 'a {
     std::future::poll_fn(move |cx| {
-        // At the cap, clients wait in the kernel's queues.
-        if !gate.has_room() {
-            return Poll::Pending;
-        }
+        // At the cap, clients wait in the kernel's queues (but those of a
+        // listener with a cap of its own, bounded by it).
+        let room = gate.has_room();
         let count = listeners.len();
         for index in (0..count).map(|k| (first + k) % count) {
             let listener = &listeners[index];
-            if listener.is_full() {
+            if listener.is_full() || !(room || listener.has_own_cap()) {
                 continue;
             }
             if let Poll::Ready(accepted) = listener.socket.poll_accept(cx) {
@@ -674,6 +678,9 @@ pub(crate) async fn serve(
                     let listener = &listeners[index];
                     let _ = stream.set_nodelay(true);
                     let (gate_slot, probation) = gate.admit(peer.ip());
+                    // A listener with a cap of its own (the metrics port)
+                    // is bounded by it, never on probation.
+                    let probation = probation.filter(|_| !listener.has_own_cap());
                     let accepted = Accepted {
                         stream,
                         peer,

@@ -847,6 +847,19 @@ async fn idle_anonymous(addr: std::net::SocketAddr, n: usize) -> Vec<TcpStream> 
     idle
 }
 
+/// Opens `n` connections that each make one request with `token` and stay
+/// open, idle.
+async fn idle_callers(addr: std::net::SocketAddr, token: &str, n: usize) -> Vec<TcpStream> {
+    let mut callers = Vec::new();
+    for _ in 0..n {
+        let mut caller = send_get(addr, "/api/v1/profiling", token).await;
+        let (head, _) = read_head(&mut caller).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        callers.push(caller);
+    }
+    callers
+}
+
 /// Sends an anonymous request on a new connection and checks it is refused
 /// with `status` and `message`, `Retry-After`, and closed.
 async fn assert_refused(addr: std::net::SocketAddr, status: u16, message: &str) {
@@ -967,13 +980,7 @@ async fn idle_connections_are_closed_sooner_as_the_cap_nears() {
     // half a second, until the count is below it again.
     let (hub, served) = served_with_connection_caps(16, 1_000).await;
     let addr = served.addr;
-    let mut callers = Vec::new();
-    for _ in 0..16 {
-        let mut caller = send_get(addr, "/api/v1/profiling", &hub.doc().member_token).await;
-        let (head, _) = read_head(&mut caller).await;
-        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-        callers.push(caller);
-    }
+    let callers = idle_callers(addr, &hub.doc().member_token, 16).await;
     let open = || hub.hub.connections().figures().unwrap().open;
     let start = std::time::Instant::now();
     while open() == 16 {
@@ -990,4 +997,44 @@ async fn idle_connections_are_closed_sooner_as_the_cap_nears() {
     assert_eq!(hub.hub.connections().figures().unwrap().refused, 0);
     drop(callers);
     served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_with_its_own_cap_is_served_when_the_hubs_is_reached() {
+    let hub = TestHub::limited(
+        3,
+        ServerLimits {
+            max_connections: Some(8),
+            max_connections_per_address: Some(8),
+            ..ServerLimits::default()
+        },
+    );
+    let api = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let own = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (api_addr, own_addr) = (api.local_addr().unwrap(), own.local_addr().unwrap());
+    let pong = hub
+        .hub
+        .guarded(Router::new().route("/ping", get(|| async { "pong" })));
+    let listeners = vec![
+        hub_example::Listener::new("api", api, hub.hub.router()),
+        hub_example::Listener::new("metrics", own, pong).with_max_connections(2),
+    ];
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = hub.hub.serving_listeners(listeners, async {
+        let _ = stopped.await;
+    });
+    let task = tokio::spawn(serving);
+    // The Hub's cap less its headroom of 4, all idle and anonymous.
+    let idle = idle_anonymous(api_addr, 4).await;
+    assert_refused(api_addr, 503, "too many connections; retry later").await;
+    // Callers fill the headroom: the Hub's cap is reached.
+    let callers = idle_callers(api_addr, &hub.doc().member_token, 4).await;
+    // The capped listener is still accepted from, and an anonymous request
+    // there is not on probation.
+    let mut ping = raw(own_addr, "GET /ping HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let (head, _) = read_head(&mut ping).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    drop((idle, callers, ping));
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
 }
