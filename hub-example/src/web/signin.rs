@@ -19,6 +19,8 @@
 //! 429 with `Retry-After` and no session is made. A user's live sessions
 //! are capped, the oldest ended by the sign-in that goes past the cap.
 
+use std::net::IpAddr;
+
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
@@ -27,7 +29,6 @@ use axum::{Extension, Json};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::json;
-use std::net::IpAddr;
 
 use super::WebState;
 use crate::api::ApiError;
