@@ -39,6 +39,7 @@ use crate::auth::{FailedLogins, TokenSigner};
 use crate::authz::audit::{AuditBackend, MemoryAuditBackend, PrincipalLimits, WRITER_BUSY_TIMEOUT};
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::cache::ResponseCache;
+use crate::connections::{descriptor_limit, ConnectionCaps, ConnectionGate, ConnectionStats};
 use crate::events::{EventBus, PgEventRelay};
 use crate::log::{Logger, SharedWriter};
 use crate::perf::exits::HubExits;
@@ -55,6 +56,7 @@ use crate::store::db::Db;
 use crate::store::outbox::Outbox;
 use crate::store::settings;
 use crate::store::{with_authz_store, AuthzStore, CountedAuthzStore, WithAuthzStore};
+use crate::web::signin::SignInLimits;
 
 /// Records the audit queue holds before it rejects.
 pub const AUDIT_CHANNEL: usize = 16_384;
@@ -183,6 +185,8 @@ pub struct Hub {
     list_quota: Option<ListQuota>,
     failed_logins: FailedLogins,
     counters: Arc<ServerCounters>,
+    connections: ConnectionStats,
+    sign_ins: SignInLimits,
     logger: Logger,
     db: Db,
     bus: EventBus,
@@ -283,8 +287,10 @@ impl Hub {
             Some(layers) => (Some(layers.hub), Some(layers.web)),
             None => (None, None),
         };
+        let connections = ConnectionStats::default();
         let routes = RouterParts {
             state: StateParts {
+                connections: connections.clone(),
                 db: db.clone(),
                 bus: bus.clone(),
                 signer: signer.clone(),
@@ -305,6 +311,8 @@ impl Hub {
             list_quota: None,
             failed_logins: FailedLogins::new(logger.clone()),
             counters: Arc::default(),
+            connections,
+            sign_ins: SignInLimits::new(&limits),
             logger,
             db,
             bus,
@@ -321,6 +329,7 @@ impl Hub {
     /// The Hub with these timeouts and caps instead of the defaults.
     pub fn with_limits(mut self, limits: ServerLimits) -> Hub {
         self.streams = StreamLimiter::new(limits.max_streams_per_principal, limits.max_streams);
+        self.sign_ins = SignInLimits::new(&limits);
         self.limits = limits;
         self
     }
@@ -349,6 +358,17 @@ impl Hub {
     /// yet sent in full), over every connection [`Hub::serve`] accepted.
     pub fn requests_in_flight(&self) -> usize {
         self.counters.requests_in_flight()
+    }
+
+    /// The connections' figures (open, caps, refused) while serving.
+    pub fn connections(&self) -> &ConnectionStats {
+        &self.connections
+    }
+
+    /// The sign-in rates and cap of sessions, shared by every web router
+    /// over the Hub.
+    pub fn sign_ins(&self) -> &SignInLimits {
+        &self.sign_ins
     }
 
     /// The open event streams, counted against their caps.
@@ -508,7 +528,18 @@ impl Hub {
         let counters = Arc::clone(&self.counters);
         let perf_trace = self.perf_trace;
         let audit_log = self.audit_log.clone();
+        let soft_limit = descriptor_limit().ok().map(|limit| limit.soft);
+        let gate = ConnectionGate::new(
+            ConnectionCaps::derive(&limits, soft_limit),
+            self.connections.clone(),
+        );
+        let pruning = crate::auth::session::prune_periodically(
+            self.db.clone(),
+            limits.session_prune_interval,
+            logger.clone(),
+        );
         async move {
+            let pruning = tokio::spawn(pruning);
             for listener in &listeners {
                 logger.info(
                     "hub listening",
@@ -525,9 +556,11 @@ impl Hub {
                 limits,
                 streams,
                 counters,
+                gate,
                 shutdown,
             )
             .await;
+            pruning.abort();
             drain_audit(audit_log, logger.clone(), limits.shutdown_timeout).await;
             cut_off.log_finished(&logger);
             Ok(())
@@ -615,6 +648,7 @@ struct RouterParts {
 /// The application state's parts besides the store and the audit emitter,
 /// and the router's own.
 struct StateParts {
+    connections: ConnectionStats,
     db: Db,
     bus: EventBus,
     signer: TokenSigner,
@@ -634,7 +668,8 @@ impl StateParts {
     ) -> (Router, &'static str, &'static str) {
         let state = AppState::new(store, audit, self.db, self.bus, self.signer)
             .with_cache(self.cache)
-            .with_creator_roles(self.creator_roles);
+            .with_creator_roles(self.creator_roles)
+            .with_connections(self.connections);
         (
             build_router_with(state, self.trace, self.extra),
             std::any::type_name::<S>(),

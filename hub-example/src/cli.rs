@@ -103,6 +103,14 @@ pub struct LimitArgs {
     /// How often an event stream re-checks its credential and access [default: 5s].
     #[arg(long, value_name = "DURATION")]
     pub stream_recheck_interval: Option<humantime::Duration>,
+    /// Most connections open at once over every listener [default: derived
+    /// from the descriptor limit].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
+    pub max_connections: Option<u32>,
+    /// Most connections of one client address before its further ones
+    /// must carry a credential [default: half of --max-connections].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections_per_address: Option<u32>,
 }
 
 impl LimitArgs {
@@ -136,6 +144,12 @@ impl LimitArgs {
         }
         if let Some(n) = self.max_streams {
             limits.max_streams = n as usize;
+        }
+        if let Some(n) = self.max_connections {
+            limits.max_connections = Some(n as usize);
+        }
+        if let Some(n) = self.max_connections_per_address {
+            limits.max_connections_per_address = Some(n as usize);
         }
         Ok(limits)
     }
@@ -287,6 +301,9 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
     if let Some(port) = args.metrics_port {
         exit_settings.metrics_port = Some(port);
     }
+    // As Go's runtime does: the soft descriptor limit up to the hard one,
+    // before anything is opened; the connection cap is derived from it.
+    let raised = crate::connections::raise_descriptor_limit();
     let rt = runtime()?;
     // Opened in the runtime's context: a PostgreSQL pool drives its
     // connections on the Hub's runtime.
@@ -319,6 +336,12 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
         )
         .with_limits(limits)
         .with_audit_settings(audit_settings);
+        if let Err(e) = raised {
+            hub.logger().warn(
+                "cannot raise the descriptor limit; connections are capped below it",
+                &[("error", e.to_string().into())],
+            );
+        }
         let bind = |addr: SocketAddr| async move {
             tokio::net::TcpListener::bind(addr)
                 .await

@@ -13,6 +13,9 @@
 //!   tracing layers and the exits.
 //! - [`seed`] writes a reproducible data set into a fresh database;
 //!   [`serve::open_for_serving`] opens one for serving.
+//! - [`connections`] bounds the connections the Hub holds open (the
+//!   descriptor limit raised, one cap with headroom, a cap per address);
+//!   [`rate`] keeps the token buckets of the quotas and sign-in rates.
 //! - [`settings`] reads the settings file and the environment once, into a
 //!   plain struct per group (the timeouts and caps `serve` enforces among
 //!   them), and [`shutdown`] holds the signal that ends event streams and
@@ -28,12 +31,14 @@ pub mod authz;
 pub mod cache;
 pub mod cli;
 pub mod clock;
+pub mod connections;
 pub mod events;
 pub mod listing;
 pub mod log;
 pub mod model;
 pub mod paging;
 pub mod perf;
+pub mod rate;
 pub mod replicas;
 pub mod seed;
 pub mod serve;

@@ -15,7 +15,11 @@
 //! A listener with a cap on its connections is not accepted from while it
 //! holds that many: further clients wait in the kernel's queue and take no
 //! descriptor of the process, so a flood on one port cannot use up the
-//! descriptors the others need.
+//! descriptors the others need. Over every listener, [`ConnectionGate`]
+//! caps the connections below the descriptor limit, keeps headroom for
+//! `/healthz` and callers with a credential, caps each client address, and
+//! shortens the idle timeout as the cap nears (see [`crate::connections`]).
+//! Each request carries its connection's peer as [`ClientAddr`].
 //!
 //! On shutdown every listener is closed at once, the [`ShutdownSignal`] is
 //! given (event streams send a final event and end), connections with
@@ -31,7 +35,7 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -48,7 +52,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tower::ServiceExt;
 
-use crate::api::StreamLimiter;
+use crate::api::{ApiError, StreamLimiter};
+use crate::auth::session::SESSION_COOKIE;
+use crate::connections::{ClientAddr, ConnectionGate, GateSlot, Probation, PROBATION_HEAD_TIMEOUT};
 use crate::log::Logger;
 use crate::settings::ServerLimits;
 use crate::shutdown::ShutdownSignal;
@@ -69,6 +75,11 @@ impl ServerCounters {
 /// "No request head is arriving."
 const NO_HEAD: u64 = u64::MAX;
 
+/// The states of a connection's probation ([`Activity::probation`]).
+const NOT_ON_PROBATION: u8 = 0;
+const PROBATION_HEADROOM: u8 = 1;
+const PROBATION_ADDRESS: u8 = 2;
+
 /// One connection's activity, as its watcher sees it. Times are
 /// milliseconds since the connection was accepted.
 #[derive(Debug)]
@@ -77,18 +88,54 @@ struct Activity {
     last_io: AtomicU64,
     head_since: AtomicU64,
     in_flight: AtomicUsize,
+    /// Until its first request arrives, whether (and why) the connection
+    /// is on probation.
+    probation: AtomicU8,
     counters: Arc<ServerCounters>,
+    gate: Arc<ConnectionGate>,
 }
 
 impl Activity {
-    fn new(counters: Arc<ServerCounters>) -> Self {
+    fn new(
+        counters: Arc<ServerCounters>,
+        gate: Arc<ConnectionGate>,
+        probation: Option<Probation>,
+    ) -> Self {
         Activity {
             accepted: Instant::now(),
             last_io: AtomicU64::new(0),
             // The first head's clock starts when the connection is accepted.
             head_since: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
+            probation: AtomicU8::new(match probation {
+                None => NOT_ON_PROBATION,
+                Some(Probation::Headroom) => PROBATION_HEADROOM,
+                Some(Probation::Address) => PROBATION_ADDRESS,
+            }),
             counters,
+            gate,
+        }
+    }
+
+    fn on_probation(&self) -> bool {
+        self.probation.load(Ordering::Acquire) != NOT_ON_PROBATION
+    }
+
+    /// Ends the probation, at the first request: why it was on it, if it was.
+    fn take_probation(&self) -> Option<Probation> {
+        match self.probation.swap(NOT_ON_PROBATION, Ordering::AcqRel) {
+            PROBATION_HEADROOM => Some(Probation::Headroom),
+            PROBATION_ADDRESS => Some(Probation::Address),
+            _ => None,
+        }
+    }
+
+    /// How often its timeouts are looked at.
+    fn tick(&self, limits: &ServerLimits) -> Duration {
+        match self.on_probation() {
+            true => (PROBATION_HEAD_TIMEOUT.min(limits.header_read_timeout) / 4)
+                .max(Duration::from_millis(10)),
+            false => limits.connection_tick(),
         }
     }
 
@@ -104,7 +151,8 @@ impl Activity {
         if bytes == 0 {
             return;
         }
-        self.last_io.store(now, Ordering::Relaxed);
+        // Never 0: that is "nothing moved yet".
+        self.last_io.store(now.max(1), Ordering::Relaxed);
         if self.in_flight.load(Ordering::Acquire) == 0 {
             let _ =
                 self.head_since
@@ -113,7 +161,7 @@ impl Activity {
     }
 
     fn on_write(&self) {
-        self.last_io.store(self.now(), Ordering::Relaxed);
+        self.last_io.store(self.now().max(1), Ordering::Relaxed);
     }
 
     fn begin_request(self: &Arc<Self>) -> RequestGuard {
@@ -144,11 +192,21 @@ impl Activity {
             return false;
         }
         let head = self.head_since.load(Ordering::Acquire);
+        let last_io = self.last_io.load(Ordering::Relaxed);
         if head != NO_HEAD {
-            return u128::from(now.saturating_sub(head)) > limits.header_read_timeout.as_millis();
+            // A connection that has sent nothing yet is idle too: under
+            // pressure it waits less.
+            let mut limit = match head == 0 && last_io == 0 {
+                true => self.gate.scaled(limits.header_read_timeout),
+                false => limits.header_read_timeout,
+            };
+            if self.on_probation() {
+                limit = limit.min(PROBATION_HEAD_TIMEOUT);
+            }
+            return u128::from(now.saturating_sub(head)) > limit.as_millis();
         }
-        let quiet = now.saturating_sub(self.last_io.load(Ordering::Relaxed));
-        u128::from(quiet) > limits.idle_timeout.as_millis()
+        let quiet = now.saturating_sub(last_io);
+        u128::from(quiet) > self.gate.scaled(limits.idle_timeout).as_millis()
     }
 }
 
@@ -353,6 +411,11 @@ impl Listener {
         self.name
     }
 
+    /// Whether it has a cap of its own, apart from the Hub's.
+    fn has_own_cap(&self) -> bool {
+        self.max_connections.is_some()
+    }
+
     fn is_full(&self) -> bool {
         self.max_connections
             .is_some_and(|max| self.open.load(Ordering::Acquire) >= max)
@@ -377,35 +440,120 @@ impl Drop for ConnectionSlot {
 /// from `first` on, so that a busy listener cannot starve the others. A
 /// listener at its cap is not polled: the end of one of its connections
 /// (seen by the accept loop) asks again.
-fn accept_any(
-    listeners: &[Listener],
+fn accept_any<'a>(
+    listeners: &'a [Listener],
+    gate: &'a ConnectionGate,
     first: usize,
-) -> impl Future<Output = (usize, io::Result<TcpStream>)> + '_ {
+) -> impl Future<Output = (usize, io::Result<(TcpStream, SocketAddr)>)> + 'a {
     std::future::poll_fn(move |cx| {
+        // At the cap, clients wait in the kernel's queues (but those of a
+        // listener with a cap of its own, bounded by it).
+        let room = gate.has_room();
         let count = listeners.len();
         for index in (0..count).map(|k| (first + k) % count) {
             let listener = &listeners[index];
-            if listener.is_full() {
+            if listener.is_full() || !(room || listener.has_own_cap()) {
                 continue;
             }
             if let Poll::Ready(accepted) = listener.socket.poll_accept(cx) {
-                return Poll::Ready((index, accepted.map(|(stream, _)| stream)));
+                return Poll::Ready((index, accepted));
             }
         }
         Poll::Pending
     })
 }
 
+/// Whether a request carries a credential (a bearer header or the session
+/// cookie; checked, as any, by the routes).
+fn carries_credential<B>(request: &http::Request<B>) -> bool {
+    let headers = request.headers();
+    headers.contains_key(http::header::AUTHORIZATION)
+        || headers
+            .get_all(http::header::COOKIE)
+            .iter()
+            .any(|v| memchr::memmem::find(v.as_bytes(), SESSION_COOKIE.as_bytes()).is_some())
+}
+
+/// How a connection's first request on probation is treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Headroom {
+    /// It carries a credential: served, and the connection kept unless
+    /// the credential is refused.
+    Caller,
+    /// `/healthz` without a credential: served, then the connection closed.
+    HealthCheck,
+    /// Anything else: refused.
+    Refused,
+}
+
+/// What a first request on probation may do with the headroom.
+fn headroom_for<B>(request: &http::Request<B>) -> Headroom {
+    if carries_credential(request) {
+        Headroom::Caller
+    } else if request.uri().path() == "/healthz" {
+        Headroom::HealthCheck
+    } else {
+        Headroom::Refused
+    }
+}
+
+/// The answer to an anonymous request on probation: 503 in the headroom,
+/// 429 past its address's cap; either with `Retry-After`, closing the
+/// connection.
+fn refusal(probation: Probation) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let (status, message) = match probation {
+        Probation::Headroom => (
+            http::StatusCode::SERVICE_UNAVAILABLE,
+            "too many connections; retry later",
+        ),
+        Probation::Address => (
+            http::StatusCode::TOO_MANY_REQUESTS,
+            "too many connections from this address; retry later",
+        ),
+    };
+    let mut error = ApiError::new(status, message);
+    error.set_retry_after(1);
+    let mut response = error.into_response();
+    close_after(&mut response);
+    response
+}
+
+/// Has hyper close the connection once `response` is written.
+fn close_after<B>(response: &mut http::Response<B>) {
+    response.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+}
+
+/// A connection as accepted: its socket, its peer and its place under the
+/// caps.
+struct Accepted {
+    stream: TcpStream,
+    peer: SocketAddr,
+    _listener_slot: ConnectionSlot,
+    _gate_slot: GateSlot,
+    probation: Option<Probation>,
+}
+
 /// Serves one connection until it ends, times out, or is cut off.
 async fn serve_connection(
-    stream: TcpStream,
+    accepted: Accepted,
     router: Router,
     limits: ServerLimits,
     signal: ShutdownSignal,
     counters: Arc<ServerCounters>,
-    _slot: ConnectionSlot,
+    gate: Arc<ConnectionGate>,
 ) {
-    let activity = Arc::new(Activity::new(counters));
+    let Accepted {
+        stream,
+        peer,
+        _listener_slot,
+        _gate_slot,
+        probation,
+    } = accepted;
+    let activity = Arc::new(Activity::new(counters, Arc::clone(&gate), probation));
     let io = TokioIo::new(WatchedStream {
         inner: stream,
         activity: Arc::clone(&activity),
@@ -413,16 +561,44 @@ async fn serve_connection(
     });
     let watched = Arc::clone(&activity);
     let request_signal = signal.clone();
+    let client = ClientAddr(peer);
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let probation = watched
+            .take_probation()
+            .map(|probation| (probation, headroom_for(&request)));
+        let refused = match probation {
+            Some((probation, Headroom::Refused)) => {
+                gate.refuse();
+                Some(refusal(probation))
+            }
+            _ => None,
+        };
         let guard = watched.begin_request();
-        let mut request: Request = request.map(Body::new);
-        request.extensions_mut().insert(request_signal.clone());
-        let response = router.clone().oneshot(request);
+        let routed = refused.is_none().then(|| {
+            let mut request: Request = request.map(Body::new);
+            let extensions = request.extensions_mut();
+            extensions.insert(request_signal.clone());
+            extensions.insert(client);
+            router.clone().oneshot(request)
+        });
         async move {
-            let response = match response.await {
-                Ok(response) => response,
-                Err(never) => match never {},
+            let response = match (routed, refused) {
+                (Some(routed), _) => match routed.await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                },
+                (None, refused) => refused.expect("refused when not routed"),
             };
+            // A health check, or a credential refused, keeps no room.
+            let mut response = response;
+            let keeps_no_room = match probation {
+                Some((_, Headroom::HealthCheck)) => true,
+                Some((_, Headroom::Caller)) => response.status() == http::StatusCode::UNAUTHORIZED,
+                _ => false,
+            };
+            if keeps_no_room {
+                close_after(&mut response);
+            }
             Ok::<_, Infallible>(response.map(|body| GuardedBody {
                 body,
                 _guard: guard,
@@ -431,7 +607,7 @@ async fn serve_connection(
     });
     let connection = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
     tokio::pin!(connection);
-    let mut tick = tokio::time::interval(limits.connection_tick());
+    let mut tick = tokio::time::interval(activity.tick(&limits));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut shutting_down = false;
     loop {
@@ -446,6 +622,10 @@ async fn serve_connection(
                 // Nothing in flight: a half-sent head or an idle connection
                 // loses nothing when closed at shutdown.
                 if activity.timed_out(&limits) || (shutting_down && activity.idle()) {
+                    // On probation to the end: refused without a request.
+                    if activity.take_probation().is_some() {
+                        activity.gate.refuse();
+                    }
                     return;
                 }
             }
@@ -482,6 +662,7 @@ pub(crate) async fn serve(
     limits: ServerLimits,
     streams: StreamLimiter,
     counters: Arc<ServerCounters>,
+    gate: Arc<ConnectionGate>,
     trigger: impl Future<Output = ()> + Send + 'static,
 ) -> CutOff {
     let signal = ShutdownSignal::new();
@@ -491,18 +672,29 @@ pub(crate) async fn serve(
     loop {
         tokio::select! {
             _ = &mut trigger => break,
-            (index, accepted) = accept_any(&listeners, first) => match accepted {
-                Ok(stream) => {
+            (index, accepted) = accept_any(&listeners, &gate, first) => match accepted {
+                Ok((stream, peer)) => {
                     first = (index + 1) % listeners.len();
                     let listener = &listeners[index];
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(serve_connection(
+                    let (gate_slot, probation) = gate.admit(peer.ip());
+                    // A listener with a cap of its own (the metrics port)
+                    // is bounded by it, never on probation.
+                    let probation = probation.filter(|_| !listener.has_own_cap());
+                    let accepted = Accepted {
                         stream,
+                        peer,
+                        _listener_slot: listener.take_slot(),
+                        _gate_slot: gate_slot,
+                        probation,
+                    };
+                    connections.spawn(serve_connection(
+                        accepted,
                         listener.router.clone(),
                         limits,
                         signal.clone(),
                         Arc::clone(&counters),
-                        listener.take_slot(),
+                        Arc::clone(&gate),
                     ));
                 }
                 // Out of file descriptors and the like: wait, then go on
@@ -560,7 +752,95 @@ mod tests {
     }
 
     fn activity() -> Arc<Activity> {
-        Arc::new(Activity::new(Arc::default()))
+        activity_at(gate(4_096), None)
+    }
+
+    fn gate(capacity: usize) -> Arc<ConnectionGate> {
+        let limits = ServerLimits {
+            max_connections: Some(capacity),
+            ..ServerLimits::default()
+        };
+        let caps = crate::connections::ConnectionCaps::derive(&limits, None);
+        ConnectionGate::new(caps, Default::default())
+    }
+
+    fn activity_at(gate: Arc<ConnectionGate>, probation: Option<Probation>) -> Arc<Activity> {
+        Arc::new(Activity::new(Arc::default(), gate, probation))
+    }
+
+    #[test]
+    fn a_connection_on_probation_has_a_second_for_its_first_head() {
+        let limits = limits(10_000, 60_000);
+        let on_probation = activity_at(gate(16), Some(Probation::Headroom));
+        assert!(!on_probation.timed_out_at(900, &limits));
+        assert!(on_probation.timed_out_at(1_100, &limits));
+        assert!(on_probation.tick(&limits) < limits.connection_tick());
+        assert_eq!(on_probation.take_probation(), Some(Probation::Headroom));
+        assert!(
+            !on_probation.timed_out_at(1_100, &limits),
+            "its request came"
+        );
+        assert!(!activity().timed_out_at(1_100, &limits));
+    }
+
+    #[test]
+    fn at_the_cap_idle_and_silent_connections_wait_less() {
+        let limits = limits(10_000, 60_000);
+        let gate = gate(4);
+        let idle = activity_at(Arc::clone(&gate), None);
+        drop(idle.begin_request());
+        idle.on_write();
+        let silent = activity_at(Arc::clone(&gate), None);
+        assert!(!idle.timed_out_at(1_000, &limits) && !silent.timed_out_at(1_000, &limits));
+        let slots: Vec<_> = (0..4)
+            .map(|_| gate.admit([127, 0, 0, 1].into()).0)
+            .collect();
+        assert!(idle.timed_out_at(1_000, &limits), "idle at the cap");
+        assert!(silent.timed_out_at(1_000, &limits), "silent at the cap");
+        // A head on its way keeps the header-read timeout.
+        let sending = activity_at(Arc::clone(&gate), None);
+        sending.on_read_at(10, 5);
+        assert!(!sending.timed_out_at(1_000, &limits));
+        drop(slots);
+        assert!(!idle.timed_out_at(1_000, &limits), "room again");
+    }
+
+    #[test]
+    fn healthz_and_requests_with_a_credential_may_use_the_headroom() {
+        let request = |uri: &str, header: Option<(&str, &str)>| {
+            let mut builder = http::Request::builder().uri(uri);
+            if let Some((name, value)) = header {
+                builder = builder.header(name, value);
+            }
+            builder.body(()).unwrap()
+        };
+        assert_eq!(
+            headroom_for(&request("/healthz", None)),
+            Headroom::HealthCheck
+        );
+        assert_eq!(
+            headroom_for(&request(
+                "/api/v1/agents",
+                Some(("authorization", "Bearer x"))
+            )),
+            Headroom::Caller
+        );
+        assert_eq!(
+            headroom_for(&request("/", Some(("cookie", "a=1; scion_session=scws_x")))),
+            Headroom::Caller
+        );
+        assert_eq!(
+            headroom_for(&request("/api/v1/settings/public", None)),
+            Headroom::Refused
+        );
+        assert_eq!(
+            headroom_for(&request("/healthz/x", Some(("cookie", "a=1")))),
+            Headroom::Refused
+        );
+        let refused = refusal(Probation::Address);
+        assert_eq!(refused.status(), http::StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(refused.headers()[http::header::CONNECTION], "close");
+        assert_eq!(refused.headers()[http::header::RETRY_AFTER], "1");
     }
 
     #[test]

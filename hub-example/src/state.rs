@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::auth::tokens::TokenSigner;
 use crate::authz::{AuditEmitter, Authorizer, Principal};
 use crate::cache::ResponseCache;
+use crate::connections::ConnectionStats;
 use crate::events::EventBus;
 use crate::replicas::{Invalidation, ReplicaMessage};
 use crate::settings::hub::CreatorRoles;
@@ -30,6 +31,7 @@ pub struct AppState<S, A> {
     cache: ResponseCache,
     /// The creator role as last read, shared by every request.
     creator_roles: Arc<CreatorRoles>,
+    connections: ConnectionStats,
     /// Authentication puts the pool's figures in each request's extensions
     /// first (a traced Hub: see `perf::pool_baseline`).
     pool_baseline: bool,
@@ -41,6 +43,7 @@ impl<S, A> Clone for AppState<S, A> {
             shared: Arc::clone(&self.shared),
             cache: self.cache.clone(),
             creator_roles: Arc::clone(&self.creator_roles),
+            connections: self.connections.clone(),
             pool_baseline: self.pool_baseline,
         }
     }
@@ -60,6 +63,7 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
             }),
             cache: ResponseCache::new(CacheSettings::disabled()),
             creator_roles: Arc::default(),
+            connections: ConnectionStats::default(),
             pool_baseline: false,
         }
     }
@@ -93,6 +97,18 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
         audit: &'a E,
     ) -> Authorizer<'a, S, E> {
         Authorizer::new(self.store(), audit, principal).with_creator_roles(&self.creator_roles)
+    }
+
+    /// The same state reading the connections' figures from `stats` (the
+    /// Hub's, which its accept loop keeps).
+    pub fn with_connections(mut self, stats: ConnectionStats) -> Self {
+        self.connections = stats;
+        self
+    }
+
+    /// The connections' figures.
+    pub fn connections(&self) -> &ConnectionStats {
+        &self.connections
     }
 
     /// Has authentication note the pool's figures as each request arrives,

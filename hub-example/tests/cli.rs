@@ -221,6 +221,21 @@ fn serve_takes_its_secret_from_a_file_or_the_environment_and_checks_its_limits()
             "--shutdown-timeout must be above zero",
         ),
         (
+            serve(
+                missing,
+                &["--session-secret", "s", "--max-connections", "1"],
+            ),
+            None,
+            2,
+            "--max-connections",
+        ),
+        (
+            serve(missing, &["--session-secret", "s"]),
+            Some(("SCION_SERVER_HUB_MAX_CONNECTIONS_PER_ADDRESS", "all")),
+            1,
+            "SCION_SERVER_HUB_MAX_CONNECTIONS_PER_ADDRESS must be a whole number above zero",
+        ),
+        (
             serve(missing, &["--session-secret", "s"]),
             Some(("SCION_SERVER_HUB_MAX_STREAMS_PER_PRINCIPAL", "lots")),
             1,

@@ -4,34 +4,19 @@
 //! decides nothing and writes no audit row). Past it the list is answered
 //! 429 with `Retry-After`, before it reads or decides anything.
 
-use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Instant;
 
 use axum::http::StatusCode;
-use parking_lot::Mutex;
 
 use super::ApiError;
 use crate::model::PrincipalRef;
+use crate::rate::TokenBuckets;
 use crate::settings::AuditSettings;
-
-/// Buckets kept before the full ones are forgotten (a full bucket is what
-/// a principal not seen has).
-const FORGET_FULL_ABOVE: usize = 4_096;
-
-/// One principal's bucket.
-#[derive(Debug, Clone, Copy)]
-struct Bucket {
-    tokens: f64,
-    at: Instant,
-}
 
 /// The per-principal buckets of uncached list requests (cheap to clone).
 #[derive(Debug, Clone)]
 pub struct ListQuota {
-    rate: f64,
-    burst: f64,
-    buckets: Arc<Mutex<HashMap<PrincipalRef, Bucket>>>,
+    buckets: TokenBuckets<PrincipalRef>,
 }
 
 impl ListQuota {
@@ -39,32 +24,17 @@ impl ListQuota {
     /// `settings.list_burst`.
     pub fn new(settings: &AuditSettings) -> ListQuota {
         ListQuota {
-            rate: f64::from(settings.list_rate),
-            burst: f64::from(settings.list_burst),
-            buckets: Arc::default(),
+            buckets: TokenBuckets::new(
+                f64::from(settings.list_rate),
+                f64::from(settings.list_burst),
+            ),
         }
     }
 
     /// Takes one uncached list from `principal`'s bucket at `now`, or says
     /// in how many whole seconds one will be there.
     pub fn take_at(&self, principal: &PrincipalRef, now: Instant) -> Result<(), u64> {
-        let mut buckets = self.buckets.lock();
-        if buckets.len() > FORGET_FULL_ABOVE {
-            let (rate, burst) = (self.rate, self.burst);
-            buckets.retain(|_, b| b.tokens + rate * now.duration_since(b.at).as_secs_f64() < burst);
-        }
-        let bucket = buckets.entry(principal.clone()).or_insert(Bucket {
-            tokens: self.burst,
-            at: now,
-        });
-        let elapsed = now.saturating_duration_since(bucket.at).as_secs_f64();
-        bucket.tokens = (bucket.tokens + elapsed * self.rate).min(self.burst);
-        bucket.at = now;
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
-            return Ok(());
-        }
-        Err(((1.0 - bucket.tokens) / self.rate).ceil().max(1.0) as u64)
+        self.buckets.take_at(principal, now)
     }
 
     /// Takes one uncached list from `principal`'s bucket now, or the 429

@@ -17,22 +17,28 @@ use crate::store::AuthzStore;
 pub const HUB_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `GET /healthz`: `{"status":"ok"}`, with the audit pipeline's figures
-/// under `audit` when the emitter keeps them (its summaries among them).
-/// The status is `degraded` (still 200) from a rejected audit record or a
-/// failed batch until the queue has drained and none has happened for
+/// under `audit` when the emitter keeps them (its summaries among them),
+/// and the connections' figures under `connections` while the Hub serves
+/// (see [`crate::connections`]). The status is `degraded` (still 200) from
+/// a rejected audit record or a failed batch until the queue has drained
+/// and none has happened for
 /// [`RECOVERY_WINDOW`](crate::authz::audit::RECOVERY_WINDOW), and while the
 /// audit writer is stalled (`audit.stalled`, back to `ok` once it writes
 /// again): an audit outage warns and never breaks a request.
 pub async fn healthz<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
 ) -> Json<Value> {
-    match state.audit().health() {
-        Some(audit) => Json(json!({
+    let mut health = match state.audit().health() {
+        Some(audit) => json!({
             "status": if audit.is_degraded() { "degraded" } else { "ok" },
             "audit": audit,
-        })),
-        None => Json(json!({ "status": "ok" })),
+        }),
+        None => json!({ "status": "ok" }),
+    };
+    if let Some(connections) = state.connections().figures() {
+        health["connections"] = json!(connections);
     }
+    Json(health)
 }
 
 /// `GET /api/v1/settings/public`: what any client may know about the Hub.

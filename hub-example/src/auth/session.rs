@@ -5,7 +5,11 @@
 //!
 //! A session is obtained by posting a bearer token once (the web client's
 //! sign-in), so the token never lives in the browser, and ends at sign-out
-//! (the row is revoked) or after [`SESSION_LIFETIME`].
+//! (the row is revoked), after [`SESSION_LIFETIME`], or when its user signs
+//! in past [`ServerLimits::max_sessions_per_user`] (the oldest is deleted,
+//! in the sign-in's transaction). Expired and revoked rows are deleted at
+//! each of their user's sign-ins and every
+//! [`ServerLimits::session_prune_interval`] ([`prune_periodically`]).
 //!
 //! Only the web listener reads the cookie ([`CookieSessions`] marks its
 //! router; [`cookie_session`] finds the id). Requests authenticated by the
@@ -25,7 +29,10 @@ use super::error::AuthError;
 use super::expiry::CredentialExpiry;
 use super::tokens::token_hash;
 use crate::authz::{Credential, Principal, UserPrincipal};
+use crate::log::Logger;
+use crate::settings::ServerLimits;
 use crate::store::db::{Db, DbError};
+use crate::store::sessions::NewSession;
 use crate::store::{sessions, AuthzStore};
 
 /// The session cookie's name.
@@ -50,15 +57,64 @@ pub struct CookieSessions;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BrowserSession;
 
-/// Creates a session for `user_id` and returns its id (the cookie's value).
-/// Fails only when the database does, or the system has no randomness.
+/// Creates a session for `user_id` and returns its id (the cookie's value),
+/// within the default cap of live sessions per user
+/// ([`create_session_within`]).
 pub fn create_session(db: &Db, user_id: &str, now_ms: i64) -> Result<String, AuthError> {
+    create_session_within(
+        db,
+        user_id,
+        now_ms,
+        ServerLimits::default().max_sessions_per_user,
+    )
+}
+
+/// Creates a session for `user_id` and returns its id, ending the user's
+/// oldest live sessions past `max_live` (and deleting its expired and
+/// revoked ones) in the same transaction. Fails only when the database
+/// does, or the system has no randomness.
+pub fn create_session_within(
+    db: &Db,
+    user_id: &str,
+    now_ms: i64,
+    max_live: usize,
+) -> Result<String, AuthError> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|_| AuthError::Internal)?;
     let id = format!("{SESSION_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes));
-    let expires_at = now_ms + SESSION_LIFETIME.as_millis() as i64;
-    sessions::insert_session(db, &token_hash(&id), user_id, now_ms, expires_at)?;
+    let session = NewSession {
+        session_hash: &token_hash(&id),
+        user_id,
+        now_ms,
+        expires_at: now_ms + SESSION_LIFETIME.as_millis() as i64,
+    };
+    sessions::insert_session(db, session, max_live)?;
     Ok(id)
+}
+
+/// Deletes every session expired or revoked by `now_ms`; how many.
+pub fn prune_sessions(db: &Db, now_ms: i64) -> Result<u64, DbError> {
+    sessions::prune_sessions(db, now_ms)
+}
+
+/// Prunes expired and revoked sessions every `every`, the first time one
+/// interval after it starts, until dropped. A failure is logged and tried
+/// again at the next interval.
+pub async fn prune_periodically(db: Db, every: Duration, logger: Logger) {
+    let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        let db = db.clone();
+        let pruned =
+            tokio::task::spawn_blocking(move || prune_sessions(&db, crate::clock::now_ms())).await;
+        match pruned {
+            Ok(Ok(0)) => {}
+            Ok(Ok(n)) => logger.info("sessions pruned", &[("deleted", n.into())]),
+            Ok(Err(e)) => logger.warn("sessions not pruned", &[("error", e.to_string().into())]),
+            Err(_) => {}
+        }
+    }
 }
 
 /// The user and expiry of a live session, `None` when the id is unknown,

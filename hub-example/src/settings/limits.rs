@@ -1,6 +1,7 @@
-//! How long the Hub waits for clients and how many event streams it keeps:
-//! the header-read, idle and request timeouts, the shutdown deadline, the
-//! caps on event streams and how often a stream re-checks its credential.
+//! How long the Hub waits for clients and how much it keeps for them: the
+//! header-read, idle and request timeouts, the shutdown deadline, the caps
+//! on event streams and how often a stream re-checks its credential, the
+//! browser sessions' cap and sign-in rates, and the caps on connections.
 //!
 //! Each is read from the settings file (`server.hub.<name>`), then the
 //! environment (`SCION_SERVER_HUB_<NAME>`), then `serve`'s flags, the later
@@ -33,6 +34,23 @@ pub struct ServerLimits {
     /// How often an open event stream re-checks its credential and its
     /// principal's access to every subject.
     pub stream_recheck_interval: Duration,
+    /// Most live browser sessions of one user; a sign-in past it ends the
+    /// user's oldest.
+    pub max_sessions_per_user: usize,
+    /// Sign-ins one user may make a minute (and at once).
+    pub sign_ins_per_minute: usize,
+    /// Sign-ins, refused ones included, one client address may make a
+    /// minute (and at once).
+    pub sign_ins_per_minute_per_address: usize,
+    /// How often expired and revoked sessions are deleted.
+    pub session_prune_interval: Duration,
+    /// Most connections open at once over every listener; unset, derived
+    /// from the process's descriptor limit (see [`crate::connections`]).
+    pub max_connections: Option<usize>,
+    /// Most connections of one client address before its further ones
+    /// must carry a credential (or ask for `/healthz`); unset, half of
+    /// [`ServerLimits::max_connections`].
+    pub max_connections_per_address: Option<usize>,
 }
 
 impl Default for ServerLimits {
@@ -45,6 +63,12 @@ impl Default for ServerLimits {
             max_streams_per_principal: 16,
             max_streams: 1024,
             stream_recheck_interval: Duration::from_secs(5),
+            max_sessions_per_user: 32,
+            sign_ins_per_minute: 30,
+            sign_ins_per_minute_per_address: 120,
+            session_prune_interval: Duration::from_secs(10 * 60),
+            max_connections: None,
+            max_connections_per_address: None,
         }
     }
 }
@@ -59,9 +83,11 @@ struct Limit {
 enum Field {
     Duration(fn(&mut ServerLimits) -> &mut Duration),
     Count(fn(&mut ServerLimits) -> &mut usize),
+    /// A count that is derived when unset.
+    OptCount(fn(&mut ServerLimits) -> &mut Option<usize>),
 }
 
-const LIMITS: [Limit; 7] = [
+const LIMITS: [Limit; 13] = [
     Limit {
         name: "header_read_timeout",
         env: "SCION_SERVER_HUB_HEADER_READ_TIMEOUT",
@@ -97,6 +123,36 @@ const LIMITS: [Limit; 7] = [
         env: "SCION_SERVER_HUB_STREAM_RECHECK_INTERVAL",
         field: Field::Duration(|l| &mut l.stream_recheck_interval),
     },
+    Limit {
+        name: "max_sessions_per_user",
+        env: "SCION_SERVER_HUB_MAX_SESSIONS_PER_USER",
+        field: Field::Count(|l| &mut l.max_sessions_per_user),
+    },
+    Limit {
+        name: "sign_ins_per_minute",
+        env: "SCION_SERVER_HUB_SIGN_INS_PER_MINUTE",
+        field: Field::Count(|l| &mut l.sign_ins_per_minute),
+    },
+    Limit {
+        name: "sign_ins_per_minute_per_address",
+        env: "SCION_SERVER_HUB_SIGN_INS_PER_MINUTE_PER_ADDRESS",
+        field: Field::Count(|l| &mut l.sign_ins_per_minute_per_address),
+    },
+    Limit {
+        name: "session_prune_interval",
+        env: "SCION_SERVER_HUB_SESSION_PRUNE_INTERVAL",
+        field: Field::Duration(|l| &mut l.session_prune_interval),
+    },
+    Limit {
+        name: "max_connections",
+        env: "SCION_SERVER_HUB_MAX_CONNECTIONS",
+        field: Field::OptCount(|l| &mut l.max_connections),
+    },
+    Limit {
+        name: "max_connections_per_address",
+        env: "SCION_SERVER_HUB_MAX_CONNECTIONS_PER_ADDRESS",
+        field: Field::OptCount(|l| &mut l.max_connections_per_address),
+    },
 ];
 
 /// A limit that could not be read.
@@ -107,12 +163,18 @@ pub struct LimitError {
     expected: &'static str,
 }
 
+/// `text` as a whole number above zero.
+fn positive_count(text: &str) -> Option<usize> {
+    text.trim().parse().ok().filter(|n| *n > 0)
+}
+
 impl Limit {
     fn set(&self, limits: &mut ServerLimits, shown: &str, text: &str) -> Result<(), LimitError> {
         let err = |expected| LimitError {
             name: shown.to_owned(),
             expected,
         };
+        let count_err = || err("a whole number above zero");
         match self.field {
             Field::Duration(field) => {
                 let d: Duration = humantime::parse_duration(text.trim())
@@ -122,14 +184,9 @@ impl Limit {
                 }
                 *field(limits) = d;
             }
-            Field::Count(field) => {
-                let n: usize = text
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| err("a whole number above zero"))?;
-                *field(limits) = n;
+            Field::Count(field) => *field(limits) = positive_count(text).ok_or_else(count_err)?,
+            Field::OptCount(field) => {
+                *field(limits) = Some(positive_count(text).ok_or_else(count_err)?)
             }
         }
         Ok(())
@@ -192,6 +249,36 @@ mod tests {
         assert_eq!(limits.max_streams, 3);
         assert_eq!(limits.idle_timeout, Duration::from_secs(60));
         assert_eq!(limits.request_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn session_and_connection_caps_are_read_and_derived_when_unset() {
+        let defaults = ServerLimits::default();
+        assert_eq!(defaults.max_connections, None);
+        assert_eq!(defaults.max_connections_per_address, None);
+        let f = file(
+            "server:\n  hub:\n    max_connections: 200\n    max_sessions_per_user: 4\n    session_prune_interval: 1m\n",
+        );
+        let env = |name: &str| {
+            (name == "SCION_SERVER_HUB_SIGN_INS_PER_MINUTE_PER_ADDRESS").then(|| "7".to_owned())
+        };
+        let limits = load(Some(f.path()), env, ServerLimits::from_source).unwrap();
+        assert_eq!(limits.max_connections, Some(200));
+        assert_eq!(limits.max_connections_per_address, None);
+        assert_eq!(limits.max_sessions_per_user, 4);
+        assert_eq!(limits.sign_ins_per_minute_per_address, 7);
+        assert_eq!(limits.sign_ins_per_minute, defaults.sign_ins_per_minute);
+        assert_eq!(limits.session_prune_interval, Duration::from_secs(60));
+        for name in [
+            "SCION_SERVER_HUB_MAX_CONNECTIONS",
+            "SCION_SERVER_HUB_MAX_CONNECTIONS_PER_ADDRESS",
+        ] {
+            let env = |n: &str| (n == name).then(|| "0".to_owned());
+            let message = load(None, env, ServerLimits::from_source)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(message, format!("{name} must be a whole number above zero"));
+        }
     }
 
     #[test]

@@ -93,4 +93,8 @@ impl Engine for Store {
     fn execute_each(&self, sql: &str, each: &[Vec<Param<'_>>]) -> Result<(), DbError> {
         either_store!(self, s => s.execute_each(sql, each))
     }
+
+    fn execute_steps(&self, steps: &[(&str, &[Param<'_>])]) -> Result<Vec<u64>, DbError> {
+        either_store!(self, s => s.execute_steps(steps))
+    }
 }

@@ -108,4 +108,8 @@ pub trait Engine: Send + Sync + 'static {
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, DbError>;
     /// Runs `sql` once per parameter list, all in one transaction.
     fn execute_each(&self, sql: &str, each: &[Vec<Param<'_>>]) -> Result<(), DbError>;
+    /// Runs each statement with its parameters, in order, all in one
+    /// transaction; the rows each changed. An empty statement is a step
+    /// the dialect has nothing to run for (0 rows).
+    fn execute_steps(&self, steps: &[(&str, &[Param<'_>])]) -> Result<Vec<u64>, DbError>;
 }

@@ -99,6 +99,11 @@ statements! {
         live_session = "SELECT user_id, expires_at FROM web_sessions
              WHERE session_hash = $1 AND revoked_at IS NULL AND expires_at > $2",
         revoke_session = "UPDATE web_sessions SET revoked_at = $2 WHERE session_hash = $1 AND revoked_at IS NULL",
+        cap_user_sessions = "DELETE FROM web_sessions WHERE user_id = $1 AND session_hash <> $2
+             AND session_hash NOT IN (SELECT session_hash FROM web_sessions
+                 WHERE user_id = $1 AND session_hash <> $2 AND revoked_at IS NULL AND expires_at > $3
+                 ORDER BY created_at DESC, session_hash DESC LIMIT $4)",
+        prune_sessions = "DELETE FROM web_sessions WHERE expires_at <= $1 OR revoked_at IS NOT NULL",
         project_delegations = "SELECT d.id, d.delegator_user_id, u.display_name, d.delegate_kind, d.delegate_id,
                     COALESCE(du.display_name, a.name), d.actions
              FROM delegation_edges d
@@ -121,6 +126,10 @@ statements! {
         /// size: `octet_length` reads a value's header, not its text, so an
         /// oversized row stored by hand is skipped without being read.
         hub_setting,
+        /// Serializes one user's sign-ins until the transaction ends (its
+        /// `users` row locked); empty where the transaction's write lock
+        /// already does (SQLite).
+        lock_user_sessions,
         /// A column's membership of an id list (`Param::Ids`), its
         /// placeholder written `?`.
         in_ids,

@@ -29,6 +29,7 @@ use axum::{Extension, Router};
 use crate::api::method_not_allowed;
 use crate::auth::session::CookieSessions;
 use crate::auth::{FailedLogins, TokenSigner};
+use crate::settings::ServerLimits;
 use crate::store::db::Db;
 
 use crate::store::Store;
@@ -49,6 +50,7 @@ pub struct WebState {
     store: Store,
     signer: TokenSigner,
     failed_logins: Option<FailedLogins>,
+    sign_ins: signin::SignInLimits,
 }
 
 impl std::fmt::Debug for WebState {
@@ -58,14 +60,22 @@ impl std::fmt::Debug for WebState {
 }
 
 impl WebState {
-    /// The web handlers' state over the Hub's database and signer.
+    /// The web handlers' state over the Hub's database and signer, with
+    /// the default sign-in rates and cap of sessions.
     pub fn new(db: Db, signer: TokenSigner) -> Self {
         WebState {
             store: Store::open(&db),
             db,
             signer,
             failed_logins: None,
+            sign_ins: signin::SignInLimits::new(&ServerLimits::default()),
         }
+    }
+
+    /// The same, with these sign-in rates and cap of sessions.
+    pub fn with_sign_ins(mut self, sign_ins: signin::SignInLimits) -> Self {
+        self.sign_ins = sign_ins;
+        self
     }
 
     /// The same, logging refused sign-ins in `log`.
@@ -79,7 +89,8 @@ impl WebState {
 /// Hub's router, whose requests may authenticate with the session cookie.
 pub fn router(hub: &Hub, options: WebOptions) -> Router {
     let state = WebState::new(hub.db().clone(), hub.signer().clone())
-        .with_failed_logins(hub.failed_logins().clone());
+        .with_failed_logins(hub.failed_logins().clone())
+        .with_sign_ins(hub.sign_ins().clone());
     let mut web = Router::new()
         .route("/", get(pages::home))
         .route("/projects/{id}", get(pages::project))

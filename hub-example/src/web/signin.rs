@@ -12,12 +12,20 @@
 //! Each needs [`CLIENT_HEADER`](crate::auth::session::CLIENT_HEADER) and, when the
 //! browser sends one, the Hub's own `Origin`, so another site cannot sign a
 //! visitor in or out. Credentials never travel in a URL.
+//!
+//! Sign-ins are rate-limited ([`SignInLimits`]): per client address (the
+//! connection's peer, never a header), refused ones included, before the
+//! token is read; per user once it is known. Past either the answer is a
+//! 429 with `Retry-After` and no session is made. A user's live sessions
+//! are capped, the oldest ended by the sign-in that goes past the cap.
+
+use std::net::IpAddr;
 
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::json;
@@ -26,11 +34,14 @@ use super::WebState;
 use crate::api::ApiError;
 use crate::auth::bearer::{bearer_token, resolve_credential};
 use crate::auth::session::{
-    check_same_origin, clear_cookie, create_session, over_tls, revoke_session, session_cookie,
-    set_cookie,
+    check_same_origin, clear_cookie, create_session_within, over_tls, revoke_session,
+    session_cookie, set_cookie,
 };
 use crate::authz::{Credential, Principal};
+use crate::connections::ClientAddr;
 use crate::model::User;
+use crate::rate::TokenBuckets;
+use crate::settings::ServerLimits;
 use crate::store::sessions::user_id_by_email;
 use crate::store::AuthzStore;
 
@@ -43,9 +54,65 @@ pub fn user_json(user: &User) -> serde_json::Value {
     })
 }
 
-/// Answers a new session for `user`: the cookie and the user.
+/// The sign-in rates per client address and per user, and the cap of a
+/// user's live sessions (cheap to clone: the buckets are shared).
+#[derive(Debug, Clone)]
+pub struct SignInLimits {
+    per_address: TokenBuckets<IpAddr>,
+    per_user: TokenBuckets<String>,
+    max_sessions: usize,
+}
+
+impl SignInLimits {
+    /// The rates and cap of `limits`.
+    pub fn new(limits: &ServerLimits) -> Self {
+        SignInLimits {
+            per_address: TokenBuckets::per_minute(limits.sign_ins_per_minute_per_address),
+            per_user: TokenBuckets::per_minute(limits.sign_ins_per_minute),
+            max_sessions: limits.max_sessions_per_user,
+        }
+    }
+
+    /// Takes one sign-in from the bucket of the request's client address;
+    /// a request with none (called in-process) is not limited by address.
+    fn take_address(&self, client: Option<&ClientAddr>) -> Result<(), ApiError> {
+        match client {
+            Some(client) => self
+                .per_address
+                .take(&client.ip())
+                .map_err(too_many_sign_ins),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes one sign-in from `user_id`'s bucket.
+    fn take_user(&self, user_id: &str) -> Result<(), ApiError> {
+        self.per_user
+            .take(&user_id.to_owned())
+            .map_err(too_many_sign_ins)
+    }
+}
+
+/// The 429 of a sign-in past its rate.
+fn too_many_sign_ins(retry_after_secs: u64) -> ApiError {
+    let mut error = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too many sign-ins; retry later",
+    );
+    error.set_retry_after(retry_after_secs);
+    error
+}
+
+/// Answers a new session for `user`, once its rate allows one: the cookie
+/// and the user.
 fn signed_in(state: &WebState, user: &User, secure: bool) -> Result<Response, ApiError> {
-    let id = create_session(&state.db, &user.id, crate::clock::now_ms())?;
+    state.sign_ins.take_user(&user.id)?;
+    let id = create_session_within(
+        &state.db,
+        &user.id,
+        crate::clock::now_ms(),
+        state.sign_ins.max_sessions,
+    )?;
     let mut response = Json(json!({ "user": user_json(user) })).into_response();
     response
         .headers_mut()
@@ -63,6 +130,9 @@ pub async fn sign_in(
 ) -> Result<Response, ApiError> {
     let headers = request.headers();
     check_same_origin(request.method(), headers)?;
+    state
+        .sign_ins
+        .take_address(request.extensions().get::<ClientAddr>())?;
     let token = bearer_token(headers)?.to_owned();
     let secure = over_tls(headers, request.uri());
     let web = state.clone();
@@ -130,9 +200,11 @@ pub async fn test_login(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
+    client: Option<Extension<ClientAddr>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     check_same_origin(&method, &headers)?;
+    state.sign_ins.take_address(client.as_deref())?;
     let secure = over_tls(&headers, &uri);
     let login: TestLogin = serde_json::from_slice(&body?)
         .map_err(|_| ApiError::bad_request(r#"body must be {"email": "..."}"#))?;

@@ -405,6 +405,7 @@ fn small_limits() -> ServerLimits {
         max_streams_per_principal: 2,
         max_streams: 3,
         stream_recheck_interval: Duration::from_millis(100),
+        ..ServerLimits::default()
     }
 }
 
@@ -821,4 +822,226 @@ async fn a_stream_s_re_checks_add_nothing_to_its_line() {
     for key in ["authz_store_calls", "audit_records", "audit_allow"] {
         assert_eq!(close[key], connect[key], "{key}");
     }
+}
+
+/// A Hub served with at most `max` connections (`per_address` from one
+/// address) and the default timeouts: only the caps decide what closes.
+async fn served_with_connection_caps(max: usize, per_address: usize) -> (TestHub, Served) {
+    let hub = TestHub::limited(
+        3,
+        ServerLimits {
+            max_connections: Some(max),
+            max_connections_per_address: Some(per_address),
+            ..ServerLimits::default()
+        },
+    );
+    let served = Served::hub(&hub.hub).await;
+    (hub, served)
+}
+
+const ANONYMOUS: &str = "GET /api/v1/settings/public HTTP/1.1\r\nHost: x\r\n\r\n";
+
+/// Opens `n` connections that each make one anonymous request and stay
+/// open, idle.
+async fn idle_anonymous(addr: std::net::SocketAddr, n: usize) -> Vec<TcpStream> {
+    let mut idle = Vec::new();
+    for _ in 0..n {
+        let mut stream = raw(addr, ANONYMOUS).await;
+        let (head, _) = read_head(&mut stream).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        idle.push(stream);
+    }
+    idle
+}
+
+/// Opens `n` connections that each make one request with `token` and stay
+/// open, idle.
+async fn idle_callers(addr: std::net::SocketAddr, token: &str, n: usize) -> Vec<TcpStream> {
+    let mut callers = Vec::new();
+    for _ in 0..n {
+        let mut caller = send_get(addr, "/api/v1/profiling", token).await;
+        let (head, _) = read_head(&mut caller).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        callers.push(caller);
+    }
+    callers
+}
+
+/// Sends an anonymous request on a new connection and checks it is refused
+/// with `status` and `message`, `Retry-After`, and closed.
+async fn assert_refused(addr: std::net::SocketAddr, status: u16, message: &str) {
+    let mut stream = raw(addr, ANONYMOUS).await;
+    let (bytes, closed) = read_to_close(&mut stream, LIVENESS).await;
+    assert!(closed, "a refused connection is closed");
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.starts_with(&format!("HTTP/1.1 {status} ")), "{text}");
+    let (head, _) = text.split_once("\r\n\r\n").unwrap();
+    assert_eq!(head_header(head, "retry-after").as_deref(), Some("1"));
+    assert_eq!(json_body(&bytes)["error"], message);
+}
+
+/// `/healthz` on a new connection: its status and its `connections`.
+async fn health_connections(addr: std::net::SocketAddr) -> (u16, Value) {
+    let mut stream = raw(
+        addr,
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    let (bytes, closed) = read_to_close(&mut stream, LIVENESS).await;
+    assert!(closed);
+    let text = String::from_utf8_lossy(&bytes);
+    let status = text.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, json_body(&bytes)["connections"].clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_anonymous_connections_at_the_cap_leave_healthz_and_callers_answered() {
+    // 24 connections, 4 of them kept for /healthz and callers.
+    let (hub, served) = served_with_connection_caps(24, 1_000).await;
+    let addr = served.addr;
+    let idle = idle_anonymous(addr, 20).await;
+
+    assert_refused(addr, 503, "too many connections; retry later").await;
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    let (bytes, closed) = read_to_close(&mut silent, LIVENESS).await;
+    assert!(closed && bytes.is_empty(), "a silent one in the headroom");
+
+    let (status, connections) = health_connections(addr).await;
+    assert_eq!(status, 200);
+    assert_eq!(connections["capacity"], 24);
+    assert_eq!(connections["headroom"], 4);
+    assert_eq!(connections["perAddress"], 24, "never above the cap");
+    // The idle ones and this one (and the refused ones, if their ends are
+    // not counted yet).
+    let open = connections["open"].as_u64().unwrap();
+    assert!((21..=23).contains(&open), "{connections}");
+    assert_eq!(connections["refused"], 2);
+    // A health check in the headroom is answered, then its connection is
+    // closed even though it asked to keep it.
+    let mut keep_alive = raw(addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let (bytes, closed) = read_to_close(&mut keep_alive, LIVENESS).await;
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.starts_with("HTTP/1.1 200") && closed, "{text}");
+
+    let mut caller = send_get(addr, "/api/v1/profiling", &hub.doc().member_token).await;
+    let (head, _) = read_head(&mut caller).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // A cookie is a credential too; refused (it is no session), it keeps
+    // no room.
+    let mut cookie = raw(
+        addr,
+        "GET /api/v1/profiling HTTP/1.1\r\nHost: x\r\nCookie: scion_session=scws_x\r\n\r\n",
+    )
+    .await;
+    let (bytes, closed) = read_to_close(&mut cookie, LIVENESS).await;
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.starts_with("HTTP/1.1 401") && closed, "{text}");
+    drop(idle);
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_addresss_connections_past_its_cap_must_carry_a_credential() {
+    let (hub, served) = served_with_connection_caps(100, 3).await;
+    let addr = served.addr;
+    let idle = idle_anonymous(addr, 3).await;
+    assert_refused(
+        addr,
+        429,
+        "too many connections from this address; retry later",
+    )
+    .await;
+    let mut caller = send_get(addr, "/api/v1/profiling", &hub.doc().member_token).await;
+    let (head, _) = read_head(&mut caller).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let (status, connections) = health_connections(addr).await;
+    assert_eq!(status, 200);
+    assert_eq!(connections["refused"], 1);
+    let open = connections["open"].as_u64().unwrap();
+    assert!((5..=6).contains(&open), "{connections}");
+    // Once one of the address's connections ends, a new one is welcome.
+    drop(idle);
+    drop(caller);
+    let mut again = raw(addr, ANONYMOUS).await;
+    let mut answered = false;
+    for _ in 0..100 {
+        let (head, _) = read_head(&mut again).await;
+        if head.starts_with("HTTP/1.1 200") {
+            answered = true;
+            break;
+        }
+        // Counted before the drops reached the Hub: try again.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        again = raw(addr, ANONYMOUS).await;
+    }
+    assert!(
+        answered,
+        "the address's count fell as its connections ended"
+    );
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_are_closed_sooner_as_the_cap_nears() {
+    // The idle timeout is a minute; at the cap an idle connection is kept
+    // half a second, until the count is below it again.
+    let (hub, served) = served_with_connection_caps(16, 1_000).await;
+    let addr = served.addr;
+    let callers = idle_callers(addr, &hub.doc().member_token, 16).await;
+    let open = || hub.hub.connections().figures().unwrap().open;
+    let start = std::time::Instant::now();
+    while open() == 16 {
+        assert!(
+            start.elapsed() < LIVENESS,
+            "no idle connection closed at the cap"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Room again: a new caller is served at once.
+    let mut caller = send_get(addr, "/api/v1/profiling", &hub.doc().member_token).await;
+    let (head, _) = read_head(&mut caller).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(hub.hub.connections().figures().unwrap().refused, 0);
+    drop(callers);
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_with_its_own_cap_is_served_when_the_hubs_is_reached() {
+    let hub = TestHub::limited(
+        3,
+        ServerLimits {
+            max_connections: Some(8),
+            max_connections_per_address: Some(8),
+            ..ServerLimits::default()
+        },
+    );
+    let api = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let own = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (api_addr, own_addr) = (api.local_addr().unwrap(), own.local_addr().unwrap());
+    let pong = hub
+        .hub
+        .guarded(Router::new().route("/ping", get(|| async { "pong" })));
+    let listeners = vec![
+        hub_example::Listener::new("api", api, hub.hub.router()),
+        hub_example::Listener::new("metrics", own, pong).with_max_connections(2),
+    ];
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = hub.hub.serving_listeners(listeners, async {
+        let _ = stopped.await;
+    });
+    let task = tokio::spawn(serving);
+    // The Hub's cap less its headroom of 4, all idle and anonymous.
+    let idle = idle_anonymous(api_addr, 4).await;
+    assert_refused(api_addr, 503, "too many connections; retry later").await;
+    // Callers fill the headroom: the Hub's cap is reached.
+    let callers = idle_callers(api_addr, &hub.doc().member_token, 4).await;
+    // The capped listener is still accepted from, and an anonymous request
+    // there is not on probation.
+    let mut ping = raw(own_addr, "GET /ping HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let (head, _) = read_head(&mut ping).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    drop((idle, callers, ping));
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
 }

@@ -1,7 +1,8 @@
 //! Security: what each kind of caller may do with agents inside and outside
 //! its project (read, status update, event subscription), perf headers only
-//! for the unscoped platform admin, whatever the endpoint and outcome, and
-//! access tokens kept only as hashes.
+//! for the unscoped platform admin, whatever the endpoint and outcome,
+//! access tokens kept only as hashes, and a flood of idle connections under
+//! the common descriptor limit.
 //! (Constant-time comparison: the unit test in hub-example's auth/tokens.rs.
 //! Secrets in logs and reports: the load test scans a whole run.)
 
@@ -11,6 +12,7 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use hub_example::auth::tokens::{token_hash, TokenSigner, TokenSubject};
 use hub_example::seed::TOKEN_EXPIRY_SECS;
+use hub_support::process::{request, round_trip_within, Replica};
 use hub_support::sql::{stored_bytes, Cell};
 use hub_support::{TestHub, SECRET};
 use tower::ServiceExt;
@@ -837,4 +839,70 @@ async fn every_known_setting_is_checked_at_start() {
         profiling.json(),
         serde_json::json!({"readiness_marks": false})
     );
+}
+
+/// The flood of idle keep-alive connections with no credential, under the
+/// common soft limit of 1,024 descriptors (which the Hub, its hard limit the
+/// same, cannot raise): `/healthz` and a caller are still answered, well
+/// before the idle connections' timeout.
+#[test]
+fn idle_connections_under_a_soft_limit_of_1024_leave_healthz_answering() {
+    use std::io::{Read, Write};
+    // This process holds the idle connections.
+    let ours = rlimit::increase_nofile_limit(4_096).unwrap();
+    assert!(
+        ours >= 1_100,
+        "the test needs 1,100 descriptors, has {ours}"
+    );
+    let seeded = hub_support::Seeded::on_sqlite(3);
+    let db = seeded.dir.path().join("hub.db");
+    let hub = Replica::serve_with_descriptor_limit(db.to_str().unwrap(), 1_024);
+    // A liveness bound, a third of the idle timeout the connections would
+    // otherwise be kept for.
+    let bound = Some(std::time::Duration::from_secs(20));
+    let mut statuses = std::collections::BTreeMap::<String, usize>::new();
+    let idle: Vec<std::net::TcpStream> = (0..1_004)
+        .map(|_| {
+            let mut stream = std::net::TcpStream::connect(&hub.addr).unwrap();
+            stream.set_read_timeout(bound).unwrap();
+            stream
+                .write_all(b"GET /api/v1/settings/public HTTP/1.1\r\nHost: x\r\n\r\n")
+                .unwrap();
+            let mut answer = [0u8; 512];
+            let n = stream.read(&mut answer).unwrap();
+            let status = String::from_utf8_lossy(&answer[..n.min(12)]).into_owned();
+            *statuses.entry(status).or_default() += 1;
+            stream
+        })
+        .collect();
+    // The address's first 448 (half the cap) are served and stay open; the
+    // others, with no credential, are refused.
+    let served = statuses.get("HTTP/1.1 200").copied().unwrap_or(0);
+    assert!((440..=448).contains(&served), "{statuses:?}");
+    assert_eq!(statuses.get("HTTP/1.1 429"), Some(&(1_004 - served)));
+
+    let health = round_trip_within(
+        &hub.addr,
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        bound,
+    );
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    let body: serde_json::Value =
+        serde_json::from_str(health.split_once("\r\n\r\n").unwrap().1).unwrap();
+    let connections = &body["connections"];
+    // 1,024 less the 128 kept for the database, the log and the rest.
+    assert_eq!(connections["capacity"], 896, "{body}");
+    assert_eq!(connections["headroom"], 112, "{body}");
+    assert_eq!(connections["perAddress"], 448, "{body}");
+    assert_eq!(connections["refused"], 1_004 - served as u64, "{body}");
+
+    let profiling = request(
+        &hub.addr,
+        "GET",
+        "/api/v1/profiling",
+        &seeded.doc.member_token,
+        "",
+    );
+    assert!(profiling.starts_with("HTTP/1.1 200"), "{profiling}");
+    drop(idle);
 }

@@ -20,16 +20,17 @@ use hub_support::{TestHub, SECRET};
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
+/// A sign-in with `token` as the page sends it.
+fn sign_in_request(token: &str) -> Request<Body> {
+    sign_in_with(token)
+        .header("x-scion-client", "web")
+        .body(Body::empty())
+        .unwrap()
+}
+
 /// Signs in with `token` and returns the `name=value` part of the cookie.
 async fn sign_in(router: &Router, token: &str) -> String {
-    let answer = send(
-        router,
-        sign_in_with(token)
-            .header("x-scion-client", "web")
-            .body(Body::empty())
-            .unwrap(),
-    )
-    .await;
+    let answer = send(router, sign_in_request(token)).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
     let cookie = answer.cookie.expect("a session cookie");
     assert!(
@@ -394,4 +395,264 @@ async fn a_cookie_stream_ends_at_sign_out_expiry_and_loss_of_its_role() {
         .await
         .unwrap();
     assert_eq!(again.status(), StatusCode::FORBIDDEN);
+}
+
+/// A Hub whose users keep at most `max_sessions` sessions and may sign in
+/// `per_minute` times a minute (from any address `per_address` times).
+fn hub_with_sessions(max_sessions: usize, per_minute: usize, per_address: usize) -> TestHub {
+    TestHub::limited(
+        3,
+        hub_example::settings::ServerLimits {
+            max_sessions_per_user: max_sessions,
+            sign_ins_per_minute: per_minute,
+            sign_ins_per_minute_per_address: per_address,
+            ..Default::default()
+        },
+    )
+}
+
+/// The rows of `user`'s sessions: all of them, and the live ones.
+fn session_rows(hub: &TestHub, user: &str) -> (i64, i64) {
+    let all = hub.query_row(
+        "SELECT COUNT(*) FROM web_sessions WHERE user_id = ?1",
+        &[user],
+    )[0]
+    .int();
+    let live = hub.query_row(
+        "SELECT COUNT(*) FROM web_sessions WHERE user_id = ?1 AND revoked_at IS NULL",
+        &[user],
+    )[0]
+    .int();
+    (all, live)
+}
+
+#[tokio::test]
+async fn a_sign_in_past_the_cap_ends_the_users_oldest_session() {
+    let hub = hub_with_sessions(3, 1_000, 1_000);
+    let web = web_router(&hub);
+    let doc = hub.doc().clone();
+    let mut cookies = Vec::new();
+    for _ in 0..5 {
+        cookies.push(sign_in(&web, &doc.member_token).await);
+        // Sessions started in the same millisecond are ended in no
+        // particular order.
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    let owner = sign_in(&web, &doc.owner_token).await;
+    let profiling = |cookie: &str| with_cookie(request("GET", "/api/v1/profiling"), cookie);
+    let mut statuses = Vec::new();
+    for cookie in &cookies {
+        statuses.push(send(&web, profiling(cookie)).await.status);
+    }
+    assert_eq!(
+        statuses,
+        [
+            StatusCode::UNAUTHORIZED,
+            StatusCode::UNAUTHORIZED,
+            StatusCode::OK,
+            StatusCode::OK,
+            StatusCode::OK
+        ]
+    );
+    assert_eq!(session_rows(&hub, &doc.member_user_id), (3, 3));
+    // Another user's sessions are not counted against the member's.
+    assert_eq!(send(&web, profiling(&owner)).await.status, StatusCode::OK);
+
+    // A signed-out session is deleted at its user's next sign-in.
+    assert_eq!(sign_out(&web, &cookies[4]).await.status, StatusCode::OK);
+    assert_eq!(session_rows(&hub, &doc.member_user_id), (3, 2));
+    sign_in(&web, &doc.member_token).await;
+    assert_eq!(session_rows(&hub, &doc.member_user_id), (3, 3));
+    assert_eq!(
+        send(&web, profiling(&cookies[2])).await.status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_thousand_sign_ins_leave_at_most_the_cap_of_sessions() {
+    const SIGN_INS: usize = 20_000;
+    const AT_ONCE: usize = 16;
+    let hub = hub_with_sessions(5, SIGN_INS, SIGN_INS);
+    let web = web_router(&hub);
+    let token = hub.doc().member_token.clone();
+    let mut tasks = tokio::task::JoinSet::new();
+    for worker in 0..AT_ONCE {
+        let (web, token) = (web.clone(), token.clone());
+        tasks.spawn(async move {
+            let mut signed_in = 0;
+            for _ in (worker..SIGN_INS).step_by(AT_ONCE) {
+                let answer = send(&web, sign_in_request(&token)).await;
+                assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+                signed_in += 1;
+            }
+            signed_in
+        });
+    }
+    let mut signed_in = 0;
+    while let Some(done) = tasks.join_next().await {
+        signed_in += done.unwrap();
+    }
+    assert_eq!(signed_in, SIGN_INS);
+    assert_eq!(session_rows(&hub, &hub.doc().member_user_id), (5, 5));
+}
+
+#[tokio::test]
+async fn a_sign_in_past_the_users_rate_is_a_429_and_makes_no_session() {
+    let hub = hub_with_sessions(10, 2, 1_000);
+    let web = web_router(&hub);
+    let doc = hub.doc().clone();
+    sign_in(&web, &doc.member_token).await;
+    sign_in(&web, &doc.member_token).await;
+    let refused = hub_support::send(&web, sign_in_request(&doc.member_token)).await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    let retry_after: u64 = refused.headers[header::RETRY_AFTER]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=30).contains(&retry_after), "{retry_after}");
+    assert!(refused.headers.get(header::SET_COOKIE).is_none());
+    let body = refused.json();
+    assert_eq!(body["error"], "too many sign-ins; retry later");
+    assert!(!String::from_utf8_lossy(&refused.body).contains(&doc.member_token));
+    assert_eq!(session_rows(&hub, &doc.member_user_id), (2, 2));
+    // The rate is the user's: another signs in.
+    sign_in(&web, &doc.owner_token).await;
+}
+
+#[tokio::test]
+async fn sign_ins_from_one_address_refused_ones_included_are_rate_limited() {
+    let hub = hub_with_sessions(10, 1_000, 3);
+    let web = web_router(&hub);
+    let doc = hub.doc().clone();
+    let from = |addr: &str, token: &str| {
+        sign_in_with(token)
+            .header("x-scion-client", "web")
+            .extension(hub_example::connections::ClientAddr(addr.parse().unwrap()))
+            .body(Body::empty())
+            .unwrap()
+    };
+    for _ in 0..2 {
+        let refused = send(&web, from("10.0.0.1:5000", "scb1.bad.token")).await;
+        assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(
+        send(&web, from("10.0.0.1:5001", &doc.member_token))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    let limited = send(&web, from("10.0.0.1:5002", &doc.member_token)).await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(limited.cookie.is_none());
+    assert_eq!(session_rows(&hub, &doc.member_user_id), (1, 1));
+    // Another address has its own bucket; a header cannot claim one.
+    let other = send(&web, from("10.0.0.2:5000", &doc.member_token)).await;
+    assert_eq!(other.status, StatusCode::OK);
+    let forwarded = send(
+        &web,
+        sign_in_with(&doc.member_token)
+            .header("x-scion-client", "web")
+            .header("x-forwarded-for", "10.0.0.3")
+            .extension(hub_example::connections::ClientAddr(
+                "10.0.0.1:5003".parse().unwrap(),
+            ))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(forwarded.status, StatusCode::TOO_MANY_REQUESTS);
+    // The test login is limited the same way, by the same buckets.
+    let on = web::router(&hub.hub, WebOptions { test_login: true });
+    let login = request("POST", "/api/v1/auth/test-login")
+        .header("x-scion-client", "web")
+        .extension(hub_example::connections::ClientAddr(
+            "10.0.0.1:5004".parse().unwrap(),
+        ))
+        .body(Body::from(json!({ "email": doc.member_email }).to_string()))
+        .unwrap();
+    let login = send(&on, login).await;
+    assert_eq!(login.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(login.cookie.is_none());
+    assert_eq!(session_rows(&hub, &doc.member_user_id), (2, 2));
+}
+
+#[tokio::test]
+async fn expired_and_revoked_sessions_are_pruned_and_live_ones_kept() {
+    use hub_example::auth::session::{create_session, prune_periodically, prune_sessions};
+    let hub = TestHub::new(3, Settings::default());
+    let web = web_router(&hub);
+    let doc = hub.doc().clone();
+    let lifetime = hub_example::auth::session::SESSION_LIFETIME.as_millis() as i64;
+    let now = hub_example::clock::now_ms();
+    for user in [&doc.owner_user_id, &doc.admin_user_id] {
+        hub.with_db(|db| create_session(db, user, now - lifetime - 1_000))
+            .unwrap();
+    }
+    let signed_out = sign_in(&web, &doc.owner_token).await;
+    assert_eq!(sign_out(&web, &signed_out).await.status, StatusCode::OK);
+    let live = sign_in(&web, &doc.member_token).await;
+    let total = || hub.query_row("SELECT COUNT(*) FROM web_sessions", &[])[0].int();
+    // The owner's sign-out came after its expired row was deleted by the
+    // sign-in: one expired row (the admin's) and one revoked are left.
+    assert_eq!(total(), 3);
+    assert_eq!(hub.with_db(|db| prune_sessions(db, now)).unwrap(), 2);
+    assert_eq!(total(), 1);
+    assert_session_stored_as_hash(hub.hub.db(), &live, &doc.member_user_id);
+
+    // The periodic prune does the same, and says so.
+    hub.with_db(|db| create_session(db, &doc.admin_user_id, now - lifetime - 1_000))
+        .unwrap();
+    assert_eq!(total(), 2);
+    let pruner = tokio::spawn(prune_periodically(
+        hub.hub.db().clone(),
+        std::time::Duration::from_millis(50),
+        hub.hub.logger().clone(),
+    ));
+    let start = std::time::Instant::now();
+    while total() > 1 {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "never pruned"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    pruner.abort();
+    assert_session_stored_as_hash(hub.hub.db(), &live, &doc.member_user_id);
+    assert!(hub.lines().iter().any(|l| l.contains("sessions pruned")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_web_listener_limits_sign_ins_by_the_connections_peer() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let hub = hub_with_sessions(10, 1_000, 2);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = hub.hub.serving_router(listener, web_router(&hub), async {
+        let _ = stopped.await;
+    });
+    let task = tokio::spawn(serving);
+    let token = hub.doc().member_token.clone();
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "POST /api/v1/auth/session HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+             X-Scion-Client: web\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        answers.push(answer);
+    }
+    assert!(answers[0].starts_with("HTTP/1.1 200"), "{}", answers[0]);
+    assert!(answers[1].starts_with("HTTP/1.1 200"), "{}", answers[1]);
+    let limited = answers[2].to_ascii_lowercase();
+    assert!(limited.starts_with("http/1.1 429"), "{limited}");
+    assert!(limited.contains("\r\nretry-after: ") && !limited.contains("set-cookie"));
+    assert_eq!(session_rows(&hub, &hub.doc().member_user_id), (2, 2));
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
 }

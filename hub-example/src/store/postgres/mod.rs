@@ -122,4 +122,19 @@ impl Engine for PostgresStore {
         tx.commit()?;
         Ok(())
     }
+
+    fn execute_steps(&self, steps: &[(&str, &[Param<'_>])]) -> Result<Vec<u64>, DbError> {
+        let mut conn = self.db.pg_conn()?;
+        let mut tx = conn.transaction()?;
+        let mut changed = Vec::with_capacity(steps.len());
+        for (sql, params) in steps {
+            let n = match sql.is_empty() {
+                true => 0,
+                false => with_bound(params, |p| tx.execute(sql, p))?,
+            };
+            changed.push(n);
+        }
+        tx.commit()?;
+        Ok(changed)
+    }
 }

@@ -24,6 +24,9 @@ const OWN: DialectStatements = DialectStatements {
     // TOAST keeps an oversized value apart: its size is read, not its text.
     hub_setting: "SELECT CASE WHEN CAST(octet_length(value) AS BIGINT) <= $2 THEN value END,
          CAST(octet_length(value) AS BIGINT) FROM hub_settings WHERE key = $1",
+    // `NO KEY UPDATE`: other inserts referencing the user (its tokens)
+    // take only a key share and are not held up.
+    lock_user_sessions: "SELECT id FROM users WHERE id = $1 FOR NO KEY UPDATE",
     in_ids: "= ANY(?)",
     placeholder: "$",
 };

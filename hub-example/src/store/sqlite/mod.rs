@@ -111,6 +111,21 @@ impl Engine for SqliteStore {
         tx.commit()?;
         Ok(())
     }
+
+    fn execute_steps(&self, steps: &[(&str, &[Param<'_>])]) -> Result<Vec<u64>, DbError> {
+        let mut conn = self.db.conn()?;
+        let tx = conn.transaction()?;
+        let mut changed = Vec::with_capacity(steps.len());
+        for (sql, params) in steps {
+            let n = match sql.is_empty() {
+                true => 0,
+                false => tx.prepare_cached(sql)?.execute(params_from_iter(*params))?,
+            };
+            changed.push(n as u64);
+        }
+        tx.commit()?;
+        Ok(changed)
+    }
 }
 
 /// Whether the SQLite database behind `conn` holds any table.

@@ -26,6 +26,8 @@ const OWN: DialectStatements = DialectStatements {
     // reads each value's header only.
     hub_setting: "SELECT CASE WHEN octet_length(value) <= $2 THEN value END,
          octet_length(value) FROM hub_settings WHERE +key = $1",
+    // The transaction's first write takes the database's one write lock.
+    lock_user_sessions: "",
     in_ids: "IN (SELECT value FROM json_each(?))",
     placeholder: "?",
 };

@@ -28,12 +28,30 @@ impl Replica {
     /// `serve` on `db_url` with the variables `env` set; returns once it
     /// listens.
     pub fn serve_with(db_url: &str, env: &[(&str, &str)]) -> Replica {
+        Self::serve_command(Command::new(env!("CARGO_BIN_EXE_hub-process")), db_url, env)
+    }
+
+    /// `serve` on `db_url` in a process whose descriptor limit, soft and
+    /// hard, is `nofile` (so the Hub cannot raise it); returns once it
+    /// listens.
+    pub fn serve_with_descriptor_limit(db_url: &str, nofile: u64) -> Replica {
+        use std::os::unix::process::CommandExt;
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hub-process"));
+        // SAFETY: between fork and exec the closure only calls setrlimit,
+        // which is async-signal-safe, and allocates nothing.
+        unsafe {
+            command.pre_exec(move || rlimit::setrlimit(rlimit::Resource::NOFILE, nofile, nofile));
+        }
+        Self::serve_command(command, db_url, &[])
+    }
+
+    fn serve_command(mut command: Command, db_url: &str, env: &[(&str, &str)]) -> Replica {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let child = Command::new(env!("CARGO_BIN_EXE_hub-process"))
+        let child = command
             .args(["serve", "--db", db_url, "--session-secret", SECRET])
             .args(["--port", &port.to_string()])
             .envs(env.iter().copied())
@@ -75,7 +93,14 @@ impl Drop for Replica {
 /// Sends `request` as it is on a fresh connection; the whole answer as
 /// text, read until the Hub closes the connection.
 pub fn round_trip(addr: &str, request: &str) -> String {
+    round_trip_within(addr, request, None)
+}
+
+/// [`round_trip`], failing when a read waits longer than `bound` (a
+/// liveness bound).
+pub fn round_trip_within(addr: &str, request: &str, bound: Option<Duration>) -> String {
     let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(bound).unwrap();
     stream.write_all(request.as_bytes()).unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
