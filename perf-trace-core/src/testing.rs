@@ -7,8 +7,15 @@ use http_body_util::BodyExt;
 use tower_service::Service;
 
 use crate::keys::Schema;
+use crate::recorder::statements::StatementRuns;
 use crate::recorder::Recorder;
 use crate::snapshot::Snapshot;
+
+mod n_plus_one;
+pub use n_plus_one::{
+    assert_flat, assert_no_repeated_statements, check_flat, counts_by_field, repeated_statements,
+    FlatnessRun, NotFlat,
+};
 
 /// A response collected whole, with the snapshot of its request.
 #[derive(Debug, Clone)]
@@ -21,6 +28,9 @@ pub struct TracedResponse {
     pub body: Bytes,
     /// Everything the request recorded, serialize included.
     pub snapshot: Snapshot,
+    /// Each distinct statement the request ran, with its text and how
+    /// often it ran, most runs first (kept by this test's recorder only).
+    pub statements: Vec<StatementRuns>,
 }
 
 /// An error of the service or of its body while tracing one request.
@@ -59,6 +69,7 @@ where
 {
     let recorder = Recorder::builder()
         .method(crate::layer::method_name(request.method()))
+        .capture_statements()
         .build::<S>();
     let work = async move {
         let mut service = service;
@@ -83,5 +94,6 @@ where
         headers: parts.headers,
         body,
         snapshot: recorder.snapshot(),
+        statements: recorder.statements(),
     })
 }
