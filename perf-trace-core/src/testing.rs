@@ -1,4 +1,7 @@
-//! Tracing one request in a unit test, without starting a server.
+//! Tracing one request in a unit test, without starting a server, and the
+//! N+1 checks that need no baseline: counts flat across data sizes
+//! ([`check_flat`]) and no statement repeated in a request
+//! ([`assert_no_repeated_statements`]).
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode};

@@ -1,6 +1,8 @@
 //! What the counted wrapper adds to one statement: a SQLite point select
 //! through sqlx's pool bare, through the counted pool inside a request,
-//! and through the counted pool outside one, in one run:
+//! and through the counted pool outside one; and the wrapper's own work
+//! per statement (`start_statement` and its finish) without the database,
+//! whose tens of microseconds hide it. In one run:
 //!
 //! ```text
 //! cargo bench -p perf-trace-sql --bench statement
@@ -11,6 +13,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion};
 use perf_trace_core::Recorder;
 use perf_trace_sql::sqlx::CountedPool;
+use perf_trace_sql::start_statement;
 use sqlx::sqlite::SqlitePoolOptions;
 use sqlx::{Sqlite, SqlitePool};
 use tokio::runtime::Runtime;
@@ -78,5 +81,40 @@ fn statement(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, statement);
+/// The hook alone: what each statement adds, in and out of a request.
+fn hook(c: &mut Criterion) {
+    let mut group = c.benchmark_group("statement_hook");
+    group.bench_function("outside_request", |b| {
+        b.iter(|| start_statement(black_box(SELECT)).finish())
+    });
+    let recorder = Recorder::new::<common::App>();
+    group.bench_function("in_request_first_run", |b| {
+        // A fresh request each time: the statement is new to it.
+        b.iter_batched(
+            Recorder::new::<common::App>,
+            |recorder| {
+                recorder.in_scope(|| start_statement(black_box(SELECT)).finish());
+                recorder
+            },
+            criterion::BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("in_request_repeated", |b| {
+        recorder.in_scope(|| b.iter(|| start_statement(black_box(SELECT)).finish()))
+    });
+    group.bench_function("recorder_only", |b| {
+        // What the first-run row pays for its fresh recorder, to subtract.
+        b.iter_batched(
+            Recorder::new::<common::App>,
+            |recorder| {
+                recorder.in_scope(|| black_box(()));
+                recorder
+            },
+            criterion::BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, statement, hook);
 criterion_main!(benches);
