@@ -14,7 +14,6 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use perf_trace_core::Recorder;
 use perf_trace_sql::sqlx::CountedPool;
 use perf_trace_sql::start_statement;
-use sqlx::sqlite::SqlitePoolOptions;
 use sqlx::{Sqlite, SqlitePool};
 use tokio::runtime::Runtime;
 
@@ -25,15 +24,7 @@ const SELECT: &str = "SELECT qty FROM stock WHERE sku = ?";
 
 fn setup(rt: &Runtime) -> SqlitePool {
     rt.block_on(async {
-        let pool = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect("sqlite::memory:")
-            .await
-            .unwrap();
-        sqlx::query("CREATE TABLE stock (sku INTEGER PRIMARY KEY, qty INTEGER NOT NULL)")
-            .execute(&pool)
-            .await
-            .unwrap();
+        let pool = common::stock_db().await;
         sqlx::query(
             "INSERT INTO stock SELECT value, value * 2 FROM json_each('[1,2,3,4,5,6,7,8]')",
         )

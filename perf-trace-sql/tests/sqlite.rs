@@ -8,24 +8,12 @@ use perf_trace_core::Recorder;
 use perf_trace_sql::sqlx::{Counted, CountedPool};
 use perf_trace_sql::testing::{assert_num_statements, count_statements};
 use perf_trace_sql::{SqlRepeated, SqlStatement};
-use sqlx::sqlite::SqlitePoolOptions;
-use sqlx::SqlitePool;
 
 mod common;
 use common::App;
 
 async fn pool() -> CountedPool<sqlx::Sqlite> {
-    // One connection: an in-memory database is per connection.
-    let pool: SqlitePool = SqlitePoolOptions::new()
-        .max_connections(1)
-        .connect("sqlite::memory:")
-        .await
-        .unwrap();
-    sqlx::query("CREATE TABLE stock (sku INTEGER PRIMARY KEY, qty INTEGER NOT NULL)")
-        .execute(&pool)
-        .await
-        .unwrap();
-    CountedPool::new(pool)
+    CountedPool::new(common::stock_db().await)
 }
 
 #[tokio::test]
