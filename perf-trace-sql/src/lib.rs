@@ -94,6 +94,11 @@
 #![doc = document_features::document_features!()]
 #![warn(missing_docs)]
 
+// The README's example compiles as a doctest too.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
