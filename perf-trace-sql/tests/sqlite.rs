@@ -204,3 +204,46 @@ async fn the_failure_message_lists_each_statement_and_its_runs() {
          2 run(s): SELECT qty FROM stock\n  1 run(s): DELETE FROM stock"
     );
 }
+
+/// A service that runs SQL on every request lists the sets: the same
+/// counts, on the fast path, and still only the kinds that ran on the line.
+struct Listed;
+
+impl perf_trace_core::Schema for Listed {
+    type Phase = common::Phase;
+    type StoreMethod = common::Method;
+    type Endpoint = common::Endpoint;
+    const TIMERS: &'static [perf_trace_core::keys::TimerSet] =
+        &[perf_trace_core::keys::TimerSet::of::<SqlStatement>()];
+    const COUNTERS: &'static [perf_trace_core::keys::CounterSet] =
+        &[perf_trace_core::keys::CounterSet::of::<SqlRepeated>()];
+}
+
+#[tokio::test]
+async fn listed_sets_count_the_same_and_the_line_has_only_the_kinds_that_ran() {
+    let pool = pool().await;
+    for recorder in [Recorder::new::<Listed>(), Recorder::new::<App>()] {
+        recorder
+            .instrument(async {
+                for _ in 0..2 {
+                    sqlx::query("SELECT 1").fetch_one(&pool).await.unwrap();
+                }
+            })
+            .await;
+        let snapshot = recorder.snapshot();
+        assert_eq!(snapshot.timer(SqlStatement::Select).count, 2);
+        assert_eq!(snapshot.counter(SqlRepeated::N), 1);
+        let mut line = String::new();
+        perf_trace_core::LineFormat::plain("test", "test.perf").render(
+            &snapshot,
+            std::time::SystemTime::UNIX_EPOCH,
+            &mut line,
+        );
+        assert!(line.contains(r#""sql_select_n":2"#), "{line}");
+        assert!(line.contains(r#""sql_repeated_n":1"#), "{line}");
+        assert!(
+            !line.contains("sql_insert") && !line.contains("SELECT"),
+            "{line}"
+        );
+    }
+}
