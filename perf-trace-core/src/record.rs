@@ -399,3 +399,96 @@ pub fn discard_line() {
 pub fn mark_stream() {
     with_current(|r| r.mark_stream());
 }
+
+/// Notes that the statement `text` runs in the current request, and
+/// returns whether it already ran in it (a repeated statement, as an N+1
+/// query is). Only a hash of the text is kept (see
+/// [`statements`](crate::recorder::statements)), unless the recorder is a
+/// test's ([`capture_statements`](crate::recorder::RecorderBuilder::capture_statements));
+/// the text never reaches the line. Returns `false` when no recorder is
+/// current, at the cost of a thread-local read.
+///
+/// The SQL wrappers of `perf-trace-sql` call this for every statement and
+/// count the repeats themselves; a driver without one can do the same.
+///
+/// ```
+/// # use perf_trace_core::{KeySet, Recorder, Schema};
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(phases)]
+/// # enum Phase { Price }
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(store_methods)]
+/// # enum Method { GetOrder }
+/// # #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// # #[key_set(endpoints)]
+/// # enum Endpoint { #[key(default)] Other }
+/// # struct App;
+/// # impl Schema for App { type Phase = Phase; type StoreMethod = Method; type Endpoint = Endpoint; }
+/// use perf_trace_core::record::note_statement;
+///
+/// let recorder = Recorder::builder().capture_statements().build::<App>();
+/// let repeats = recorder.in_scope(|| {
+///     [1, 2, 3].map(|_| note_statement("SELECT qty FROM stock WHERE sku = ?"))
+/// });
+/// assert_eq!(repeats, [false, true, true]);
+/// let runs = recorder.statements();
+/// assert_eq!(runs[0].runs, 3);
+/// assert_eq!(runs[0].text.as_deref(), Some("SELECT qty FROM stock WHERE sku = ?"));
+/// assert!(!note_statement("SELECT 1"), "no recorder in scope");
+/// ```
+#[inline]
+pub fn note_statement(text: &str) -> bool {
+    with_current(|r| r.note_statement(crate::recorder::statements::statement_hash(text), text))
+        .unwrap_or(false)
+}
+
+/// A timer started in one place and ended in another, across polls and
+/// threads (it is `Send`): the time from [`start`](Stopwatch::start) to
+/// [`finish`](Stopwatch::finish) (or its drop), as one event of its key,
+/// added to the recorder current when it ends. A stream's wrapper starts one
+/// on its first poll and finishes it when the stream ends or is dropped.
+///
+/// Started with no recorder current, it reads no clock and records nothing.
+#[derive(Debug)]
+#[must_use = "the stopwatch records when finished or dropped"]
+pub struct Stopwatch {
+    set: &'static KeySetInfo,
+    index: usize,
+    start: Option<u64>,
+}
+
+impl Stopwatch {
+    /// Starts timing one event of `key`, when a recorder is current.
+    #[inline]
+    pub fn start<K: TimerKey>(key: K) -> Stopwatch {
+        Stopwatch {
+            set: K::INFO,
+            index: key.index(),
+            start: (!current_ptr().is_null()).then(clock::now),
+        }
+    }
+
+    /// Whether it is timing (a recorder was current at the start).
+    #[inline]
+    pub fn is_running(&self) -> bool {
+        self.start.is_some()
+    }
+
+    /// Ends the event now and adds it to the current recorder.
+    #[inline]
+    pub fn finish(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        if let Some(start) = self.start.take() {
+            record_timer(self.set, self.index, start);
+        }
+    }
+}
+
+impl Drop for Stopwatch {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -28,9 +28,11 @@ mod line_keys;
 mod pending;
 mod reuse;
 pub mod scope;
+pub mod statements;
 
 use extra_sets::ExtraSets;
 use line_keys::LineKeys;
+use statements::{StatementRuns, Statements};
 
 // What recording (`record`, the macros' guards) and the layer reach of the
 // inside: the current recorder, what its scope has pending, and reuse.
@@ -109,6 +111,8 @@ pub(crate) struct Inner {
     timer_offsets: [u32; MAX_SETS],
     /// Counter and timer sets the schema does not list.
     extra: ExtraSets,
+    /// The statements run, by hash (their texts in a test's recorder).
+    statements: Statements,
     decisions: [AtomicU64; 3],
     decision_ticks: AtomicU64,
     sse_events: AtomicU64,
@@ -281,6 +285,12 @@ impl Inner {
         self.extra.add(set, slot, n, ticks);
     }
 
+    /// Notes one run of a statement; whether it already ran in the request.
+    #[inline]
+    pub(crate) fn note_statement(&self, hash: u64, text: &str) -> bool {
+        self.statements.note(hash, text)
+    }
+
     pub(crate) fn add_sse_events(&self, n: u64) {
         self.sse_events.fetch_add(n, Relaxed);
     }
@@ -369,6 +379,7 @@ impl fmt::Debug for Recorder {
 /// Builds a [`Recorder`] with request metadata.
 #[derive(Default)]
 pub struct RecorderBuilder {
+    capture_statements: bool,
     method: &'static str,
     request_id: String,
     pool: Option<Arc<dyn PoolStats>>,
@@ -395,6 +406,15 @@ impl RecorderBuilder {
     /// The request's random id (rendered as `request_id` when not empty).
     pub fn request_id(mut self, request_id: impl Into<String>) -> Self {
         self.request_id = request_id.into();
+        self
+    }
+
+    /// Keeps the text of each distinct statement the request runs (up to
+    /// [`MAX_TEXT`](statements::MAX_TEXT) bytes), for a test's checks of
+    /// repeated statements ([`Recorder::statements`]). A service's recorder
+    /// keeps only hashes; a text never reaches the line either way.
+    pub fn capture_statements(mut self) -> Self {
+        self.capture_statements = true;
         self
     }
 
@@ -447,6 +467,7 @@ impl RecorderBuilder {
             counter_offsets,
             timer_offsets,
             extra: ExtraSets::default(),
+            statements: Statements::new(self.capture_statements),
             decisions: Default::default(),
             decision_ticks: AtomicU64::new(0),
             sse_events: AtomicU64::new(0),
@@ -478,6 +499,15 @@ impl Recorder {
     /// The request id given at creation.
     pub fn request_id(&self) -> &str {
         &self.0.request_id
+    }
+
+    /// How often each distinct statement ran so far in the request, most
+    /// runs first, as noted by [`record::note_statement`](crate::record::note_statement)
+    /// (the SQL wrappers of `perf-trace-sql` note every statement). Texts
+    /// are there only when the recorder was built with
+    /// [`capture_statements`](RecorderBuilder::capture_statements).
+    pub fn statements(&self) -> Vec<StatementRuns> {
+        self.0.statements.runs()
     }
 
     /// Sets the endpoint class (the default class until set).

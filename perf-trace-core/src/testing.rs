@@ -1,4 +1,7 @@
-//! Tracing one request in a unit test, without starting a server.
+//! Tracing one request in a unit test, without starting a server, and the
+//! N+1 checks that need no baseline: counts flat across data sizes
+//! ([`check_flat`]) and no statement repeated in a request
+//! ([`assert_no_repeated_statements`]).
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode};
@@ -7,6 +10,7 @@ use http_body_util::BodyExt;
 use tower_service::Service;
 
 use crate::keys::Schema;
+use crate::recorder::statements::StatementRuns;
 use crate::recorder::Recorder;
 use crate::snapshot::Snapshot;
 
@@ -15,6 +19,12 @@ mod routes;
 
 #[cfg(feature = "axum")]
 pub use routes::{assert_routes, check_routes, UnmatchedRouteKey};
+
+mod n_plus_one;
+pub use n_plus_one::{
+    assert_flat, assert_no_repeated_statements, check_flat, counts_by_field, repeated_statements,
+    FlatnessRun, NotFlat,
+};
 
 /// A response collected whole, with the snapshot of its request.
 #[derive(Debug, Clone)]
@@ -27,6 +37,9 @@ pub struct TracedResponse {
     pub body: Bytes,
     /// Everything the request recorded, serialize included.
     pub snapshot: Snapshot,
+    /// Each distinct statement the request ran, with its text and how
+    /// often it ran, most runs first (kept by this test's recorder only).
+    pub statements: Vec<StatementRuns>,
 }
 
 /// An error of the service or of its body while tracing one request.
@@ -65,6 +78,7 @@ where
 {
     let recorder = Recorder::builder()
         .method(crate::layer::method_name(request.method()))
+        .capture_statements()
         .build::<S>();
     let work = async move {
         let mut service = service;
@@ -89,5 +103,6 @@ where
         headers: parts.headers,
         body,
         snapshot: recorder.snapshot(),
+        statements: recorder.statements(),
     })
 }

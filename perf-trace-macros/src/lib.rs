@@ -8,7 +8,8 @@
 //! - [`phase!`](macro@phase): records one phase around a block or an `async`
 //!   block inside a function.
 //! - [`counted_store`](macro@counted_store): a store trait's method enum and a
-//!   decorator that counts and times each call.
+//!   decorator that counts and times each call, or a repository's `impl`
+//!   block counted in place.
 //!
 //! Keys are enum variants named in code: an unknown key is a compile error
 //! that points at it and lists the valid ones.
@@ -225,6 +226,34 @@ pub fn traced_phase(args: TokenStream, input: TokenStream) -> TokenStream {
 /// let store = CountedAuthzStore::new(Db);
 /// assert_eq!(store.get_user(7), Ok("user7".to_owned()));
 /// assert_eq!(AuthzStoreMethod::NAMES, ["GetUser", "GetRoleDefinitionsByIDs"]);
+/// ```
+///
+/// # On a repository's `impl` block
+///
+/// A service with no store trait puts the attribute on the inherent `impl`
+/// block of its repository struct instead: each method, sync or `async`
+/// (or returning `impl Future` / `Box::pin(async ..)`), is counted and timed
+/// in place, under a generated `pub enum <Type>Method` (or `methods =
+/// Name`), with the same key checks and the same `rename_all`, `#[counted(skip)]`
+/// and `#[counted(rename)]` options; there is no decorator to write or name
+/// (`decorator = ..` is an error there). Associated functions are counted
+/// too; a `const fn` must be skipped. On `impl Trait for Type` the attribute
+/// is refused: put it on the trait.
+///
+/// ```rust,ignore
+/// use perf_trace_core::counted_store;
+///
+/// struct Repo { pool: Vec<u32> }
+///
+/// #[counted_store]
+/// impl Repo {
+///     async fn get_stock(&self, sku: usize) -> Option<u32> { self.pool.get(sku).copied() }
+///     #[counted(skip)]
+///     fn len(&self) -> usize { self.pool.len() }
+/// }
+///
+/// use perf_trace_core::KeySet;
+/// assert_eq!(RepoMethod::NAMES, ["get_stock"]);
 /// ```
 #[proc_macro_attribute]
 pub fn counted_store(args: TokenStream, input: TokenStream) -> TokenStream {

@@ -427,6 +427,9 @@ fn an_unknown_key_message_suggests_the_closest_key_and_lists_them_all() {
 #[path = "macros_runtime/phase_block.rs"]
 mod phase_block;
 
+#[path = "macros_runtime/store_impl.rs"]
+mod store_impl;
+
 mod async_trait_stores {
     //! Stores written with `#[async_trait]`, in either order with
     //! `#[counted_store]`: the boxed futures are timed and counted.

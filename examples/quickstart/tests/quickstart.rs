@@ -152,24 +152,32 @@ async fn its_route_keys_match_its_routes() {
     assert_routes::<Inventory>(&app).await;
 }
 
-/// The crate's README and the repository's show this service and the two
-/// tests above as they are here.
+/// The crate's README and the repository's show this service and the budget
+/// test above as they are here; the crate's README and the repository's
+/// guide show the snapshot test.
 #[test]
 fn the_readmes_show_this_service_and_its_tests_verbatim() {
     let tests = include_str!("quickstart.rs");
-    for readme in [
-        include_str!("../../../perf-trace-core/README.md"),
-        include_str!("../../../README.md"),
+    let shown = |start: &str, end: &str| {
+        let at = tests.find(start).expect(start);
+        let len = tests[at..].find(end).expect(end);
+        tests[at..at + len].trim_end().to_owned()
+    };
+    let budget = shown("/// A budget test", "/// A snapshot test");
+    let snapshot = shown("/// A snapshot test", "\n}\n");
+    let core = include_str!("../../../perf-trace-core/README.md");
+    let root = include_str!("../../../README.md");
+    let guide = include_str!("../../../docs/guide.md");
+    for (doc, service, blocks) in [
+        (core, true, vec![&budget, &snapshot]),
+        (root, true, vec![&budget]),
+        (guide, false, vec![&snapshot]),
     ] {
-        assert!(readme.contains(include_str!("../src/main.rs")));
-        for (start, end) in [
-            ("/// A budget test", "/// A snapshot test"),
-            ("/// A snapshot test", "\n}\n"),
-        ] {
-            let at = tests.find(start).expect(start);
-            let len = tests[at..].find(end).expect(end);
-            let shown = tests[at..at + len].trim_end();
-            assert!(readme.contains(shown), "a README lacks:\n{shown}");
+        if service {
+            assert!(doc.contains(include_str!("../src/main.rs")));
+        }
+        for block in blocks {
+            assert!(doc.contains(block.as_str()), "a README lacks:\n{block}");
         }
     }
 }

@@ -57,6 +57,7 @@ impl Recorder {
             }
         }
         inner.extra.clear();
+        inner.statements.clear();
         inner.decisions = Default::default();
         *inner.decision_ticks.get_mut() = 0;
         *inner.sse_events.get_mut() = 0;

@@ -75,6 +75,14 @@ impl Recorder {
     }
 }
 
+/// Whether a recorder is current on this thread: one thread-local read,
+/// for code that does work of its own before recording (a SQL wrapper
+/// reading a statement's kind) and skips it outside a request.
+#[inline]
+pub fn is_active() -> bool {
+    !current_ptr().is_null()
+}
+
 /// The recorder current on this thread, if any.
 pub fn current() -> Option<Recorder> {
     let p = current_ptr();

@@ -1,6 +1,6 @@
 //! `#[traced_phase(Set::Variant)]`: records one phase around a fn's body.
 
-mod ast;
+pub(crate) mod ast;
 mod attr;
 pub(crate) mod block;
 mod expand;

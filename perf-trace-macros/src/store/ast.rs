@@ -1,11 +1,12 @@
-//! The store trait, read item by item into what the decorator forwards.
+//! The store trait, read item by item into what the decorator forwards, and
+//! a repository's `impl` block, read into the methods it counts in place.
 
 use proc_macro2::Span;
 use quote::format_ident;
 use syn::visit::Visit;
 use syn::{
-    Attribute, FnArg, Ident, ItemTrait, Pat, PatIdent, ReturnType, Signature, TraitItem,
-    TraitItemConst, TraitItemFn, TraitItemType, Type, TypeParamBound,
+    Attribute, FnArg, Ident, ImplItem, ItemImpl, ItemTrait, Pat, PatIdent, ReturnType, Signature,
+    TraitItem, TraitItemConst, TraitItemFn, TraitItemType, Type, TypeParamBound,
 };
 
 use super::attr::{self, Options};
@@ -144,20 +145,24 @@ impl Store {
 
 fn no_counted(attrs: &mut Vec<Attribute>, errors: &mut Errors) {
     for attr in attrs.iter().filter(|a| attr::is_counted(a)) {
-        errors.spanned(attr, "#[counted] goes on the methods of the store trait");
+        errors.spanned(attr, "#[counted] goes on the methods of the store");
     }
     attrs.retain(|a| !attr::is_counted(a));
+}
+
+/// The `#[cfg]` attributes among `attrs`, which the method's key keeps.
+fn cfgs_of(attrs: &[Attribute]) -> Vec<Attribute> {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("cfg"))
+        .cloned()
+        .collect()
 }
 
 fn method(f: &TraitItemFn, counted: attr::Counted, errors: &mut Errors) -> Option<Method> {
     let name = &f.sig.ident;
     let mut sig = f.sig.clone();
-    let cfgs = f
-        .attrs
-        .iter()
-        .filter(|a| a.path().is_ident("cfg"))
-        .cloned()
-        .collect();
+    let cfgs = cfgs_of(&f.attrs);
 
     // A method the decorator cannot forward may keep the trait's default
     // body, which then runs on the decorator itself.
@@ -261,7 +266,28 @@ fn method(f: &TraitItemFn, counted: attr::Counted, errors: &mut Errors) -> Optio
         }
     };
 
-    let variant = match (counted.skip, counted.rename) {
+    let variant = variant(name, counted, errors);
+
+    sig.inputs.iter_mut().for_each(|input| {
+        if let FnArg::Receiver(r) = input {
+            r.attrs.clear();
+        }
+    });
+    ok.then_some(Method {
+        sig,
+        cfgs,
+        receiver: kind_of_receiver,
+        self_token,
+        args,
+        kind,
+        variant,
+    })
+}
+
+/// The variant of a method named `name` under its `#[counted]` options;
+/// `None` when it is skipped (or its rename is refused).
+fn variant(name: &Ident, counted: attr::Counted, errors: &mut Errors) -> Option<Variant> {
+    match (counted.skip, counted.rename) {
         (Some(_), Some(rename)) => {
             errors.spanned(&rename, "a skipped method has no variant to rename");
             None
@@ -290,22 +316,7 @@ fn method(f: &TraitItemFn, counted: attr::Counted, errors: &mut Errors) -> Optio
             rename: None,
             method: name.clone(),
         }),
-    };
-
-    sig.inputs.iter_mut().for_each(|input| {
-        if let FnArg::Receiver(r) = input {
-            r.attrs.clear();
-        }
-    });
-    ok.then_some(Method {
-        sig,
-        cfgs,
-        receiver: kind_of_receiver,
-        self_token,
-        args,
-        kind,
-        variant,
-    })
+    }
 }
 
 /// Whether `ty` is `Self`.
@@ -370,4 +381,88 @@ fn is_pinned_boxed_future(ty: &Type) -> bool {
     single_arg(ty, "Pin")
         .and_then(|b| single_arg(b, "Box"))
         .is_some_and(|d| matches!(d, Type::TraitObject(o) if future_bound(&o.bounds)))
+}
+
+/// A repository's inherent `impl` block, whose methods are counted in place.
+pub(crate) struct Inherent {
+    /// The method enum's name.
+    pub(crate) methods: Ident,
+    /// The type the block implements, for the enum's docs.
+    pub(crate) owner: Ident,
+    /// `rename_all = "..."` for the method enum, when given.
+    pub(crate) rename_all: Option<syn::LitStr>,
+    /// The counted methods, in declaration order: their `#[cfg]`s and variant.
+    pub(crate) counted: Vec<(Vec<Attribute>, Variant)>,
+}
+
+impl Inherent {
+    /// Reads `item`, removing our helper attributes from it; `None` when
+    /// the enum cannot be named. The counted methods' bodies are timed by
+    /// [`expand::time_methods`](super::expand::time_methods).
+    pub(crate) fn from_impl(
+        item: &mut ItemImpl,
+        options: Options,
+        errors: &mut Errors,
+    ) -> Option<Inherent> {
+        if let Some(decorator) = &options.decorator {
+            errors.spanned(
+                decorator,
+                "`decorator` names the wrapper of a store trait: on an `impl` block the methods \
+                 are counted in place, with no wrapper to name",
+            );
+        }
+        if let Some((_, path, _)) = &item.trait_ {
+            errors.spanned(
+                path,
+                "#[counted_store] goes on a store trait or on an inherent `impl` block \
+                 (`impl Repo { .. }`), not on a trait's impl: put it on the trait, whose \
+                 decorator then counts every implementation",
+            );
+        }
+        let owner = match &*item.self_ty {
+            Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.clone()),
+            _ => None,
+        };
+        let methods = match (options.methods, &owner) {
+            (Some(methods), _) => Some(methods),
+            (None, Some(owner)) => Some(format_ident!("{owner}Method")),
+            (None, None) => {
+                errors.spanned(
+                    &item.self_ty,
+                    "#[counted_store] names its method enum after the type, and this type has \
+                     no name: give one with `methods = EnumName`",
+                );
+                None
+            }
+        };
+        let mut counted = Vec::new();
+        for impl_item in &mut item.items {
+            match impl_item {
+                ImplItem::Fn(f) => {
+                    let options = attr::take_counted(&mut f.attrs, errors);
+                    let Some(variant) = variant(&f.sig.ident, options, errors) else {
+                        continue;
+                    };
+                    if let Some(constness) = &f.sig.constness {
+                        errors.spanned(
+                            constness,
+                            "a counted method cannot be a `const fn`: its calls are timed at \
+                             run time; mark it `#[counted(skip)]`",
+                        );
+                        continue;
+                    }
+                    counted.push((cfgs_of(&f.attrs), variant));
+                }
+                ImplItem::Const(c) => no_counted(&mut c.attrs, errors),
+                ImplItem::Type(t) => no_counted(&mut t.attrs, errors),
+                _ => {}
+            }
+        }
+        Some(Inherent {
+            methods: methods?,
+            owner: owner.unwrap_or_else(|| format_ident!("Self")),
+            rename_all: options.rename_all,
+            counted,
+        })
+    }
 }

@@ -1,20 +1,25 @@
-//! The rules a store trait must follow.
+//! The rules a store's counted methods must follow.
 
-use syn::ItemTrait;
+use syn::Ident;
 
-use super::ast::Store;
+use super::ast::Variant;
 use crate::errors::Errors;
 
-/// Checks `store`, reporting every broken rule.
-pub(crate) fn check(item: &ItemTrait, store: &Store, errors: &mut Errors) {
-    let name = &item.ident;
-    let variants: Vec<_> = store.variants().map(|(_, v)| v).collect();
+/// Checks the counted methods of `name` (a trait or an `impl` block's type),
+/// whose method enum is `methods`, reporting every broken rule.
+pub(crate) fn check<'a>(
+    name: &Ident,
+    methods: &Ident,
+    variants: impl IntoIterator<Item = &'a Variant>,
+    errors: &mut Errors,
+) {
+    let variants: Vec<&Variant> = variants.into_iter().collect();
     if variants.is_empty() {
         errors.spanned(
             name,
             format!(
-                "`{name}` has no counted method: #[counted_store] counts the calls of a store \
-                 trait's methods, and every method of `{name}` is skipped or missing"
+                "`{name}` has no counted method: #[counted_store] counts the calls of a store's \
+                 methods, and every method of `{name}` is skipped or missing"
             ),
         );
     }
@@ -27,9 +32,9 @@ pub(crate) fn check(item: &ItemTrait, store: &Store, errors: &mut Errors) {
             errors.at(
                 span,
                 format!(
-                    "`{}::{}` would be the variant of both `{}` and `{}`: rename one with \
+                    "`{methods}::{}` would be the variant of both `{}` and `{}`: rename one with \
                      `#[counted(rename = \"...\")]`",
-                    store.methods, v.ident, first.method, v.method
+                    v.ident, first.method, v.method
                 ),
             );
         }

@@ -22,3 +22,8 @@ pub struct CoreReadme;
 #[cfg(doctest)]
 #[doc = include_str!("../../../perf-trace-macros/README.md")]
 pub struct MacrosReadme;
+
+/// The guide (`docs/guide.md`): what the README only names, in full.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/guide.md")]
+pub struct Guide;

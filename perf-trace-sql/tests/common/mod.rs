@@ -1,0 +1,52 @@
+//! The schema the tests and the bench record into (SQL needs no key set
+//! of its own), and the SQLite database they run on.
+
+// Each test binary, and the bench, uses part of this.
+#![allow(dead_code)]
+
+use perf_trace_core::{KeySet, Schema};
+use sqlx::sqlite::SqlitePoolOptions;
+use sqlx::SqlitePool;
+
+/// An in-memory database with an empty `stock (sku, qty)` table, on one
+/// connection: an in-memory database lives in its connection.
+pub async fn stock_db() -> SqlitePool {
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect("sqlite::memory:")
+        .await
+        .unwrap();
+    sqlx::query("CREATE TABLE stock (sku INTEGER PRIMARY KEY, qty INTEGER NOT NULL)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool
+}
+
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(phases)]
+pub enum Phase {
+    Load,
+}
+
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(store_methods)]
+pub enum Method {
+    Unused,
+}
+
+#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+#[key_set(endpoints)]
+pub enum Endpoint {
+    #[key(default)]
+    Other,
+}
+
+/// A service that runs SQL through the wrappers.
+pub struct App;
+
+impl Schema for App {
+    type Phase = Phase;
+    type StoreMethod = Method;
+    type Endpoint = Endpoint;
+}
