@@ -3,8 +3,9 @@
 //! context. None of them changes the line.
 
 mod common;
+#[path = "common/metric_series.rs"]
+mod metric_series;
 
-use std::collections::BTreeSet;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use bytes::Bytes;
 use common::{Batch, Cache, Captured, Endpoint, Phase, Render, TestSchema};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
+use metric_series::{series, Rng};
 use parking_lot::Mutex;
 use perf_trace_core::exits::metrics::MetricsSink;
 use perf_trace_core::exits::sampling::TailSampling;
@@ -181,39 +183,6 @@ async fn the_tracing_sink_writes_one_event_per_request_with_the_whole_line() {
 
 // ---- metrics -----------------------------------------------------------------
 
-/// The series of an OpenMetrics text: each sample line's name and labels,
-/// without its value and exemplar.
-fn series(text: &str) -> BTreeSet<String> {
-    text.lines()
-        .filter(|line| !line.starts_with('#') && !line.is_empty())
-        .map(|line| {
-            let end = line
-                .find('}')
-                .map_or_else(|| line.find(' ').unwrap(), |i| i + 1);
-            line[..end].to_owned()
-        })
-        .collect()
-}
-
-/// A small deterministic generator, so a failure repeats.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn word(&mut self) -> String {
-        let len = 1 + self.next() % 12;
-        (0..len)
-            .map(|_| char::from(b'a' + (self.next() % 26) as u8))
-            .collect()
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn metric_series_are_fixed_by_the_key_sets_not_by_the_input() {
     let metrics = Arc::new(MetricsSink::new("svc"));
@@ -233,14 +202,14 @@ async fn metric_series_are_fixed_by_the_key_sets_not_by_the_input() {
             let status = statuses[(rng.next() % statuses.len() as u64) as usize];
             let path = format!(
                 "{prefix}/{}/{}?{}={}&status={status}",
-                rng.word(),
-                rng.word(),
-                rng.word(),
-                rng.word()
+                rng.word(1..=12),
+                rng.word(1..=12),
+                rng.word(1..=12),
+                rng.word(1..=12)
             );
             let request = Request::get(path.as_str())
-                .header("authorization", format!("Bearer {}", rng.word()))
-                .header("x-user", rng.word())
+                .header("authorization", format!("Bearer {}", rng.word(1..=12)))
+                .header("x-user", rng.word(1..=12))
                 .body(())
                 .unwrap();
             serve(&service, request).await;

@@ -7,8 +7,9 @@ mod hub_support;
 
 #[path = "../../../perf-trace-otel/tests/common/mod.rs"]
 mod collector;
+#[path = "../../../perf-trace-core/tests/common/metric_series.rs"]
+mod metric_series;
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use hub_example::perf::exits::{HubExits, OPENMETRICS_CONTENT_TYPE};
 use hub_example::settings::ExitSettings;
 use hub_example::settings::Settings;
 use hub_support::{hub_options, Seeded, TestHub};
+use metric_series::{series, Rng};
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use perf_trace_otel::{OtlpConfig, OtlpSink};
 
@@ -59,36 +61,6 @@ fn metrics_on() -> HubExits {
         ..ExitSettings::default()
     };
     HubExits::start(&settings).unwrap()
-}
-
-/// Each sample line's name and labels, without value and exemplar.
-fn series(text: &str) -> BTreeSet<String> {
-    text.lines()
-        .filter(|line| !line.starts_with('#') && !line.is_empty())
-        .map(|line| {
-            let end = line
-                .find('}')
-                .map_or_else(|| line.find(' ').unwrap(), |i| i + 1);
-            line[..end].to_owned()
-        })
-        .collect()
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn word(&mut self) -> String {
-        (0..4 + self.next() % 8)
-            .map(|_| char::from(b'a' + (self.next() % 26) as u8))
-            .collect()
-    }
 }
 
 #[tokio::test]
@@ -148,13 +120,13 @@ async fn metric_series_are_fixed_by_the_key_sets_whatever_the_requests() {
     let mut counts = Vec::new();
     for _ in 0..3 {
         for _ in 0..60 {
-            let word = rng.word();
+            let word = rng.word(4..=11);
             let token = tokens[(rng.next() % tokens.len() as u64) as usize].as_deref();
             let uri = match rng.next() % 5 {
-                0 => format!("{}?{word}={}", hub.project_agents_uri(), rng.word()),
+                0 => format!("{}?{word}={}", hub.project_agents_uri(), rng.word(4..=11)),
                 1 => format!("/api/v1/agents?limit=5&q{word}=1"),
                 2 => format!("/api/v1/agents/{word}"),
-                3 => format!("/{word}/{}", rng.word()),
+                3 => format!("/{word}/{}", rng.word(4..=11)),
                 _ => format!("/healthz?{word}"),
             };
             words.push(word);

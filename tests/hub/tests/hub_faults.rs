@@ -5,7 +5,7 @@
 //! each the Hub answers clearly, keeps serving, and writes each request's
 //! line once.
 //! (Closed standard output and unusable database files need the binary:
-//! hub-example/tests/serve_faults.rs.)
+//! serve_faults.rs.)
 
 mod hub_support;
 mod served;

@@ -1,6 +1,6 @@
 //! Shared fixtures of the hub tests: a seeded database, the Hub built over
 //! it in-process with its log captured, and helpers to call it and read its
-//! lines.
+//! lines; the Hub run as a process is [`process`]'s.
 //!
 //! The database is an SQLite file in a temporary folder, or, with
 //! `HUB_TEST_STORE=postgres`, a schema of its own on the server of
@@ -54,7 +54,7 @@ impl Seeded {
     /// suites' store.
     pub fn on_sqlite(agents: u32) -> Seeded {
         let dir = tempfile::tempdir().unwrap();
-        let doc = seed_into(dir.path().join("hub.db"), agents);
+        let doc = seed_into(dir.path().join("hub.db"), agents, &bench_slug(agents));
         Seeded { doc, dir, pg: None }
     }
 
@@ -63,7 +63,7 @@ impl Seeded {
     pub fn on_postgres(agents: u32, server: &str) -> Seeded {
         let dir = tempfile::tempdir().unwrap();
         let schema = postgres::PgSchema::create(server);
-        let doc = seed_into(schema.url().into(), agents);
+        let doc = seed_into(schema.url().into(), agents, &bench_slug(agents));
         Seeded {
             doc,
             dir,
@@ -86,16 +86,22 @@ impl Seeded {
 }
 
 /// `agents` agents (and the fixed users, groups and roles) seeded into the
-/// database at `db_path` (a file, or a PostgreSQL URL).
-fn seed_into(db_path: std::path::PathBuf, agents: u32) -> SeedDocument {
+/// database at `db_path` (a file, or a PostgreSQL URL) under the project
+/// `slug`.
+fn seed_into(db_path: std::path::PathBuf, agents: u32, slug: &str) -> SeedDocument {
     seed(&SeedOptions {
         db_path,
         session_secret: SECRET.into(),
         agents,
-        project_slug: format!("bench-{agents}"),
+        project_slug: slug.into(),
         rand_seed: 42,
     })
     .unwrap()
+}
+
+/// The project slug of a fixture of `agents` agents.
+fn bench_slug(agents: u32) -> String {
+    format!("bench-{agents}")
 }
 
 /// A Hub over a seeded database, with its log captured.

@@ -1,18 +1,100 @@
-//! Hub processes (`hub-process serve`, the Hub's command line) for the tests
-//! that kill a replica or run two of them on one database, and what a client
+//! Hub processes, run from the Hub's command line as a user runs it: its
+//! help and one-line errors, `seed`, a `serve` whose log is read as it is
+//! written, replicas killed or run two on one database; and what a client
 //! does with them over plain HTTP/1.1: a request, an agent's status, an
-//! event stream read as it comes.
+//! event stream read as it comes. Every process is killed (if still
+//! running) when its test ends, even by a failed assertion.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hub_example::seed::SeedDocument;
+use serde_json::Value;
 
 use super::SECRET;
 
-/// A Hub process, killed (if still running) when the test ends.
+/// How long a Hub may take to listen or a client may wait for an answer:
+/// a liveness bound only.
+const LIVENESS: Duration = Duration::from_secs(30);
+
+/// The Hub's command line, ready for arguments: `hub-process`, built in
+/// this package from `hub_example::cli` (cargo gives a package's tests the
+/// paths of its own binaries only), named `hub-example` as a user runs it.
+pub fn hub_example() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hub-process"));
+    command.arg0("hub-example");
+    command
+}
+
+/// `hub-example serve --db DB`, ready for more arguments.
+pub fn serve(db: &Path) -> Command {
+    let mut command = hub_example();
+    command.args(["serve", "--db", db.to_str().unwrap()]);
+    command
+}
+
+/// `agents` agents seeded into `dir/hub.db` under the project `slug`.
+pub fn seed_in(dir: &Path, agents: u32, slug: &str) -> SeedDocument {
+    super::seed_into(dir.join("hub.db"), agents, slug)
+}
+
+/// [`SECRET`] in a file of `dir`, as `--session-secret-file` reads it.
+pub fn secret_file(dir: &Path) -> PathBuf {
+    let path = dir.join("secret");
+    std::fs::write(&path, format!("{SECRET}\n")).unwrap();
+    path
+}
+
+/// The id of an agent of `project_id` in the SQLite database at `db`.
+pub fn first_agent(db: &Path, project_id: &str) -> String {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .query_row(
+            "SELECT id FROM agents WHERE project_id = ?1 LIMIT 1",
+            [project_id],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+/// A loopback port free right now (the OS picks it).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// Waits until something accepts connections on `addr`.
+pub fn wait_until_listening(addr: &str) {
+    let started = Instant::now();
+    while TcpStream::connect(addr).is_err() {
+        assert!(started.elapsed() < LIVENESS, "nothing listens on {addr}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Kills `child` if it still runs and reaps it.
+fn stop(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A child process killed (if still running) when the test ends.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        stop(&mut self.0);
+    }
+}
+
+/// A Hub process on a database given by URL (a PostgreSQL schema or an
+/// SQLite file), its output discarded.
 pub struct Replica {
     pub child: Child,
     /// `127.0.0.1:PORT`.
@@ -28,15 +110,14 @@ impl Replica {
     /// `serve` on `db_url` with the variables `env` set; returns once it
     /// listens.
     pub fn serve_with(db_url: &str, env: &[(&str, &str)]) -> Replica {
-        Self::serve_command(Command::new(env!("CARGO_BIN_EXE_hub-process")), db_url, env)
+        Self::serve_command(hub_example(), db_url, env)
     }
 
     /// `serve` on `db_url` in a process whose descriptor limit, soft and
     /// hard, is `nofile` (so the Hub cannot raise it); returns once it
     /// listens.
     pub fn serve_with_descriptor_limit(db_url: &str, nofile: u64) -> Replica {
-        use std::os::unix::process::CommandExt;
-        let mut command = Command::new(env!("CARGO_BIN_EXE_hub-process"));
+        let mut command = hub_example();
         // SAFETY: between fork and exec the closure only calls setrlimit,
         // which is async-signal-safe, and allocates nothing.
         unsafe {
@@ -46,11 +127,7 @@ impl Replica {
     }
 
     fn serve_command(mut command: Command, db_url: &str, env: &[(&str, &str)]) -> Replica {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let child = command
             .args(["serve", "--db", db_url, "--session-secret", SECRET])
             .args(["--port", &port.to_string()])
@@ -59,16 +136,13 @@ impl Replica {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let addr = format!("127.0.0.1:{port}");
-        let start = Instant::now();
-        while TcpStream::connect(&addr).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "{addr} never listened"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Replica { child, addr }
+        // Killed even when it never listens.
+        let replica = Replica {
+            child,
+            addr: format!("127.0.0.1:{port}"),
+        };
+        wait_until_listening(&replica.addr);
+        replica
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -85,26 +159,180 @@ impl Replica {
 
 impl Drop for Replica {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
 }
 
-/// Sends `request` as it is on a fresh connection; the whole answer as
-/// text, read until the Hub closes the connection.
-pub fn round_trip(addr: &str, request: &str) -> String {
-    round_trip_within(addr, request, None)
+/// A running Hub and the log lines it has written so far (its standard
+/// output, read on a thread of its own).
+pub struct RunningHub {
+    child: KillOnDrop,
+    log: Arc<Mutex<Vec<String>>>,
+    reader: Option<JoinHandle<()>>,
 }
 
-/// [`round_trip`], failing when a read waits longer than `bound` (a
-/// liveness bound).
+impl RunningHub {
+    /// Starts `command` with its standard output read as it comes, and
+    /// returns once every port of `ports` listens.
+    pub fn start(mut command: Command, ports: &[u16]) -> RunningHub {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let lines = Arc::clone(&log);
+        let reader = std::thread::spawn(move || {
+            let mut text = String::new();
+            let mut reader = BufReader::new(stdout);
+            while reader.read_line(&mut text).unwrap_or(0) > 0 {
+                lines.lock().unwrap().push(std::mem::take(&mut text));
+            }
+        });
+        let hub = RunningHub {
+            child: KillOnDrop(child),
+            log,
+            reader: Some(reader),
+        };
+        for port in ports {
+            wait_until_listening(&format!("127.0.0.1:{port}"));
+        }
+        hub
+    }
+
+    /// The lines written so far, parsed.
+    pub fn lines(&self) -> Vec<Value> {
+        let log = self.log.lock().unwrap();
+        log.iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// The lines written so far, as written.
+    pub fn text(&self) -> String {
+        self.log.lock().unwrap().concat()
+    }
+
+    /// Waits (a liveness bound only) until a line matches `wanted`.
+    pub fn wait_for_line(&self, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+        let started = Instant::now();
+        loop {
+            if let Some(line) = self.lines().into_iter().find(&wanted) {
+                return line;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "no {what} line: {}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The process.
+    pub fn process(&mut self) -> &mut Child {
+        &mut self.child.0
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&mut self) {
+        let term = Command::new("kill")
+            .args(["-TERM", &self.process().id().to_string()])
+            .status()
+            .unwrap();
+        assert!(term.success());
+    }
+
+    /// Waits for the exit, for at most `limit`, then for the last of its
+    /// log; its exit status.
+    pub fn wait_for_exit(&mut self, limit: Duration) -> ExitStatus {
+        let sent = Instant::now();
+        let status = loop {
+            if let Some(status) = self.process().try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                sent.elapsed() < limit,
+                "the Hub was still running {} s after SIGTERM",
+                limit.as_secs()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        self.finish_log();
+        status
+    }
+
+    /// Kills the process outright and waits for the last of its log.
+    pub fn kill(&mut self) {
+        self.process().kill().unwrap();
+        self.process().wait().unwrap();
+        self.finish_log();
+    }
+
+    fn finish_log(&mut self) {
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+    }
+}
+
+/// Sends `request` as it is on a fresh connection and reads the answer
+/// until the Hub closes the connection, failing when a read waits longer
+/// than `bound` (a liveness bound); the answer as text, or why there is
+/// none.
+pub fn try_round_trip_within(
+    addr: &str,
+    request: &str,
+    bound: Option<Duration>,
+) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect(addr)?;
+    stream.set_read_timeout(bound)?;
+    stream.write_all(request.as_bytes())?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response)?;
+    Ok(String::from_utf8_lossy(&response).into_owned())
+}
+
+/// [`try_round_trip_within`], which must succeed.
 pub fn round_trip_within(addr: &str, request: &str, bound: Option<Duration>) -> String {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(bound).unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
+    try_round_trip_within(addr, request, bound)
+        .unwrap_or_else(|e| panic!("no answer ({e}) to {request}"))
+}
+
+/// [`try_round_trip_within`] within the liveness bound.
+pub fn try_round_trip(addr: &str, request: &str) -> std::io::Result<String> {
+    try_round_trip_within(addr, request, Some(LIVENESS))
+}
+
+/// [`try_round_trip`], which must succeed.
+pub fn round_trip(addr: &str, request: &str) -> String {
+    round_trip_within(addr, request, Some(LIVENESS))
+}
+
+/// One request on a fresh connection (`head`: the request line and any
+/// header lines, without `Host`), closed after the answer; the whole
+/// answer as text, or why there is none.
+pub fn try_exchange(addr: &str, head: &str) -> std::io::Result<String> {
+    try_round_trip(
+        addr,
+        &format!("{head}\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+    )
+}
+
+/// [`try_exchange`], which must succeed.
+pub fn exchange(addr: &str, head: &str) -> String {
+    try_exchange(addr, head).unwrap_or_else(|e| panic!("no answer ({e}) to {head}"))
+}
+
+/// The head of `GET path` with `token`.
+pub fn get_head(path: &str, token: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nAuthorization: Bearer {token}")
+}
+
+/// `GET path` with `token`; the whole answer as text.
+pub fn get(addr: &str, path: &str, token: &str) -> String {
+    exchange(addr, &get_head(path, token))
 }
 
 /// One request with a JSON `body` on a fresh connection, closed after the
@@ -118,6 +346,15 @@ pub fn request(addr: &str, method: &str, path: &str, token: &str, body: &str) ->
             body.len()
         ),
     )
+}
+
+/// Reads until the Hub closes the connection, for at most `limit` (a
+/// liveness bound); returns what came and whether it closed.
+pub fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> (String, bool) {
+    stream.set_read_timeout(Some(limit)).unwrap();
+    let mut bytes = Vec::new();
+    let closed = stream.read_to_end(&mut bytes).is_ok();
+    (String::from_utf8_lossy(&bytes).into_owned(), closed)
 }
 
 /// Sets `agent`'s phase through the Hub at `addr`, which must accept it.

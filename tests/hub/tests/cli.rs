@@ -1,10 +1,10 @@
 //! The command line as a user meets it: help, one-line errors, seed and serve.
 
-mod support;
+mod hub_support;
 
 use std::path::Path;
 
-use support::{free_port, get, hub_example, serve, RunningHub};
+use hub_support::process::{free_port, get, hub_example, serve, RunningHub};
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let out = hub_example().args(args).output().unwrap();

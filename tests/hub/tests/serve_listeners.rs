@@ -5,7 +5,7 @@
 //! `Host` only; and the web client's own routes behind the Hub's request
 //! guards, traced as their own endpoint classes.
 
-mod support;
+mod hub_support;
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -15,10 +15,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hub_example::seed::SeedDocument;
-use serde_json::Value;
-use support::{
-    first_agent, free_port, read_until_closed, round_trip, seed_in, serve, RunningHub, SECRET,
+use hub_support::process::{
+    first_agent, free_port, read_until_closed, round_trip, seed_in, serve, RunningHub,
 };
+use hub_support::SECRET;
+use serde_json::Value;
 
 fn seeded(dir: &Path) -> SeedDocument {
     seed_in(dir, 5, "listeners")

@@ -2,13 +2,15 @@
 //! queue within the deadline and logs the outcome once, and every record it
 //! accepted is either in `audit_events` or counted as lost.
 
-mod support;
+mod hub_support;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::{free_port, get_head, secret_file, seed_in, serve, try_exchange, RunningHub};
+use hub_support::process::{
+    free_port, get_head, secret_file, seed_in, serve, try_exchange, RunningHub,
+};
 
 /// One GET on a fresh connection; the status code, or `None` when the Hub
 /// refused or closed the connection (it is shutting down).

@@ -6,7 +6,7 @@
 //! event streams, cuts off what outlives the shutdown deadline, logs both
 //! ends of the shutdown and exits.
 
-mod support;
+mod hub_support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -14,10 +14,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use support::{
+use hub_support::process::{
     exchange, first_agent, free_port, read_until_closed, secret_file, seed_in, serve,
-    wait_until_listening, RunningHub, SECRET,
+    wait_until_listening, RunningHub,
 };
+use hub_support::SECRET;
 
 fn seeded(dir: &Path, agents: u32) -> hub_example::seed::SeedDocument {
     seed_in(dir, agents, "faults")

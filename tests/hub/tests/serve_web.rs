@@ -2,11 +2,11 @@
 //! `--web-port`, the API alone on `--port`, and the flags that only make
 //! sense with the web listener refused without it.
 
-mod support;
+mod hub_support;
 
 use std::process::Stdio;
 
-use support::{exchange, free_port, hub_example, serve, RunningHub};
+use hub_support::process::{exchange, free_port, hub_example, serve, RunningHub};
 
 #[test]
 fn web_flags_need_enable_web() {
