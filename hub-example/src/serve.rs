@@ -3,13 +3,13 @@
 
 use std::path::Path;
 
-use crate::store::db::postgres::runtime::off_runtime;
-use crate::store::db::postgres::{
-    migrate_postgres, pending_postgres_migrations, postgres_schema_version,
-};
 use crate::store::db::{
     migrate, pending_migrations, postgres_url, schema_version, Db, DbError, OpenMode, PoolOptions,
     LATEST_VERSION,
+};
+use crate::store::postgres::runtime::off_runtime;
+use crate::store::postgres::{
+    migrate_postgres, pending_postgres_migrations, postgres_schema_version,
 };
 
 /// Opens the database for serving and brings its schema up to date (or

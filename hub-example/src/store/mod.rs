@@ -18,7 +18,7 @@
 //! and [`CountedAuthzStore`], the decorator installed only when tracing is
 //! on. The methods are synchronous on purpose. SQLite through rusqlite
 //! blocks (and PostgreSQL's calls block on the async driver, see
-//! [`crate::store::db::postgres`]), so a request runs its whole authorization pass
+//! [`crate::store::postgres`]), so a request runs its whole authorization pass
 //! (memo, decisions, row reads) inside one
 //! `perf_trace_core::scope::spawn_blocking` call, which carries the
 //! request's recorder to the blocking thread. Async methods would add one

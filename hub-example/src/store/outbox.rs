@@ -9,9 +9,9 @@ use std::future::poll_fn;
 use tokio::runtime::Handle;
 use tokio_postgres::AsyncMessage;
 
-use crate::store::db::postgres::runtime::off_runtime;
-use crate::store::db::postgres::PgManager;
 use crate::store::db::{Db, DbError, Dialect};
+use crate::store::postgres::runtime::off_runtime;
+use crate::store::postgres::PgManager;
 
 /// The channel of one schema.
 #[derive(Debug, Clone)]

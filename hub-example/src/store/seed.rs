@@ -32,7 +32,7 @@ impl SeedTarget {
     /// the time; `None` when it already holds a table (nothing is changed).
     pub fn open_fresh(location: &Path, now_ms: i64) -> Result<Option<SeedTarget>, DbError> {
         if let Some(url) = postgres_url(location) {
-            if crate::store::db::postgres::holds_tables(url)? {
+            if crate::store::postgres::holds_tables(url)? {
                 return Ok(None);
             }
             let mut staging = rusqlite::Connection::open_in_memory()?;
@@ -73,7 +73,7 @@ impl SeedTarget {
             Target::File(db) => in_one_transaction(&mut *db.conn()?),
             Target::Postgres { mut staging, url } => {
                 let written = in_one_transaction(&mut staging)?;
-                crate::store::db::postgres::copy_seeded(&staging, &url, now_ms)?;
+                crate::store::postgres::copy_seeded(&staging, &url, now_ms)?;
                 Ok(written)
             }
         }

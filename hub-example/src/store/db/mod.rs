@@ -2,11 +2,11 @@
 //! several Hubs can share): a pool of connections that counts its waits,
 //! and the schema migrations, one entry per version and dialect.
 
-mod migrations;
 mod pool;
-pub mod postgres;
 
-pub use migrations::{migrate, pending_migrations, schema_version, LATEST_VERSION};
+pub use crate::store::sqlite::migrations::{
+    migrate, pending_migrations, schema_version, LATEST_VERSION,
+};
 pub use pool::{Conn, Db, Dialect, OpenMode, PgConn, PoolOptions};
 
 use std::path::{Path, PathBuf};
@@ -91,7 +91,7 @@ impl DbError {
                 e.code,
                 rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
             ),
-            DbError::Postgres(e) => postgres::is_unavailable(e),
+            DbError::Postgres(e) => crate::store::postgres::is_unavailable(e),
             _ => false,
         }
     }

@@ -17,9 +17,9 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags};
 use tokio::runtime::Handle;
 
-use super::postgres::runtime::{driver_runtime, off_runtime};
-use super::postgres::{PgClient, PgManager};
 use super::DbError;
+use crate::store::postgres::runtime::{driver_runtime, off_runtime};
+use crate::store::postgres::{PgClient, PgManager};
 
 /// A pooled SQLite connection.
 pub type Conn = PooledConnection<SqliteConnectionManager>;
@@ -260,7 +260,7 @@ impl Db {
         })?;
         Ok(Db {
             pool: Pool::Postgres(pool, spare),
-            path: Arc::new(PathBuf::from(super::postgres::redacted(url))),
+            path: Arc::new(PathBuf::from(crate::store::postgres::redacted(url))),
         })
     }
 
@@ -475,7 +475,7 @@ mod tests {
 
     #[test]
     fn postgres_waits_come_from_the_pool_statistics_with_the_same_meaning() {
-        let Some(server) = crate::store::db::postgres::test_server() else {
+        let Some(server) = crate::store::postgres::test_server() else {
             return;
         };
         let options = PoolOptions {

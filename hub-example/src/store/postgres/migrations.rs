@@ -9,10 +9,10 @@
 
 use super::PgClient;
 
-use super::super::migrations::{
+use crate::store::db::{DbError, LATEST_VERSION};
+use crate::store::sqlite::migrations::{
     versions_after, Migration, BUILT_IN_ROLES_AND_SETTINGS, MIGRATIONS,
 };
-use super::super::{DbError, LATEST_VERSION};
 
 const POSTGRES_MIGRATIONS: &[Migration] = &[
     Migration {

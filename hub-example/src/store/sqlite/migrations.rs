@@ -3,18 +3,18 @@
 
 use rusqlite::{Connection, OptionalExtension};
 
-use super::DbError;
+use crate::store::db::DbError;
 
 /// One schema change in one dialect. Each version has one entry here
 /// (SQLite) and one in `postgres::migrations` (PostgreSQL), with the same
 /// version and name.
-pub(super) struct Migration {
-    pub(super) version: u32,
-    pub(super) name: &'static str,
-    pub(super) sql: &'static str,
+pub(crate) struct Migration {
+    pub(crate) version: u32,
+    pub(crate) name: &'static str,
+    pub(crate) sql: &'static str,
 }
 
-pub(super) const MIGRATIONS: &[Migration] = &[
+pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
         name: "core schema",
@@ -191,7 +191,7 @@ ALTER TABLE audit_events ADD COLUMN last_ms INTEGER;
 ];
 
 /// Version 2's rows, written alike in both dialects' lists.
-pub(super) const BUILT_IN_ROLES_AND_SETTINGS: &str = r#"
+pub(crate) const BUILT_IN_ROLES_AND_SETTINGS: &str = r#"
 INSERT INTO role_definitions (id, name, description, permissions) VALUES
   ('00000000-0000-4000-8000-000000000001', 'hub-admin', 'Everything, everywhere', '["*"]'),
   ('00000000-0000-4000-8000-000000000002', 'project-owner', 'Runs a project',
@@ -242,7 +242,7 @@ pub fn pending_migrations(conn: &Connection) -> Result<Vec<u32>, DbError> {
 
 /// The versions of `migrations` above `current`, the version a database
 /// records; an error when that database is newer than this build.
-pub(super) fn versions_after<'m>(
+pub(crate) fn versions_after<'m>(
     current: u32,
     migrations: impl IntoIterator<Item = &'m Migration>,
 ) -> Result<Vec<u32>, DbError> {
