@@ -1,8 +1,8 @@
-//! All the Hub's data access, one facade per concern, the dialect chosen
+//! All the Hub's data access, one facade per concern, the engine chosen
 //! once when a store is opened:
 //!
 //! - [`AuthzStore`] (this module): every input the authorization service
-//!   reads, and nothing else, implemented once in `authz` for both dialects;
+//!   reads, and nothing else, implemented once in `authz` for both engines;
 //! - [`agents`]: the lists' agent rows, status changes, delegations;
 //! - [`sessions`], [`tokens`], [`settings`]: browser sessions, user access
 //!   tokens, hub settings;
@@ -10,7 +10,7 @@
 //! - [`seed`]: the seeder's writes.
 //!
 //! Below the facades, `sqlite/` and `postgres/` hold what differs by
-//! dialect (binding, reading a row, the statements each writes its own
+//! engine (binding, reading a row, the statements each writes its own
 //! way); `statements` holds the rest once, `mapping` reads each row type
 //! once, and [`rows`] holds the row types the facades share.
 //!
@@ -29,8 +29,8 @@ pub mod agents;
 pub mod audit;
 mod authz;
 pub mod db;
-mod dialect;
-mod engine;
+mod either;
+mod executor;
 mod mapping;
 pub mod outbox;
 pub mod postgres;
@@ -42,7 +42,7 @@ pub mod sqlite;
 mod statements;
 pub mod tokens;
 
-pub use dialect::Store;
+pub use either::Store;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -122,17 +122,17 @@ pub trait AuthzStore: Send + Sync + 'static {
 }
 
 /// What is done with the authorization store of a database, whichever its
-/// dialect: called with the store as its own type, so whatever is built
+/// engine: called with the store as its own type, so whatever is built
 /// over it (the router) is monomorphized and no call goes through `dyn`.
 pub trait WithAuthzStore {
     /// What the visit gives.
     type Output;
-    /// Called once, with the store of the database's dialect.
+    /// Called once, with the store of the database's engine.
     fn visit<S: AuthzStore + Clone>(self, store: S) -> Self::Output;
 }
 
-/// Opens the authorization store of `db`'s dialect ([`Store::open`]) and
-/// hands it to `visitor`: the router's one choice of dialect.
+/// Opens the authorization store of `db`'s engine ([`Store::open`]) and
+/// hands it to `visitor`: the router's one choice of engine.
 pub fn with_authz_store<V: WithAuthzStore>(db: &Db, visitor: V) -> V::Output {
     match Store::open(db) {
         Store::Sqlite(store) => visitor.visit(store),

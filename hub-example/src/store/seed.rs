@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-pub use super::engine::Param;
+pub use super::executor::Param;
 use super::sqlite::holds_tables;
 pub use super::sqlite::seed::{every_row, SeedTable, SeedWriter};
 use crate::store::db::{migrate, postgres_url, Db, DbError, OpenMode, PoolOptions};

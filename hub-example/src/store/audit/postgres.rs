@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use tokio_postgres::types::ToSql;
 
-use super::dialect::{columns_through, EachRow, Snapshot, Statements};
 use super::read;
 use super::rows::{AuditPage, AuditQuery, AuditRow};
+use super::statements::{columns_through, EachRow, Snapshot, Statements};
 use crate::store::db::{Db, DbError};
 use crate::store::postgres::{PgClient, PgManager, PgTransaction};
 

@@ -1,13 +1,13 @@
 //! The database, SQLite (embedded, the default) or PostgreSQL (a server
 //! several Hubs can share): a pool of connections that counts its waits,
-//! and the schema migrations, one entry per version and dialect.
+//! and the schema migrations, one entry per version and engine.
 
 mod pool;
 
 pub use crate::store::sqlite::migrations::{
     migrate, pending_migrations, schema_version, LATEST_VERSION,
 };
-pub use pool::{Conn, Db, Dialect, OpenMode, PgConn, PoolOptions};
+pub use pool::{Conn, Db, Engine, OpenMode, PgConn, PoolOptions};
 
 use std::path::{Path, PathBuf};
 
@@ -76,9 +76,9 @@ pub enum DbError {
         /// Why.
         reason: String,
     },
-    /// A connection of one dialect was asked of a database of the other.
+    /// A connection of one engine was asked of a database of the other.
     #[error("the database is {0:?}, not the dialect this code path needs")]
-    WrongDialect(Dialect),
+    WrongEngine(Engine),
 }
 
 impl DbError {

@@ -1,7 +1,7 @@
 //! The schema migrations' port to PostgreSQL: one entry per version of
 //! the SQLite list, same version, same name, same tables, columns, keys and
 //! indexes. Text columns compare bytewise (`COLLATE "C"`), as SQLite's do,
-//! so every `ORDER BY` gives the same order on both dialects; times are
+//! so every `ORDER BY` gives the same order on both engines; times are
 //! `BIGINT` milliseconds and the admin flag a `BOOLEAN`.
 //!
 //! Replicas starting together on one database take an advisory lock, so

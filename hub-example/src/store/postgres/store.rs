@@ -8,7 +8,7 @@ use tokio_postgres::Row;
 
 use super::statements::STATEMENTS;
 use crate::store::db::{Db, DbError};
-use crate::store::engine::{impl_sql_row, Engine, Param};
+use crate::store::executor::{impl_sql_row, Executor, Param};
 use crate::store::statements::Statements;
 
 /// The Hub's store on PostgreSQL.
@@ -87,7 +87,7 @@ impl_sql_row!(Row, |self, idx| {
     bytes: Ok(self.try_get(idx)?),
 });
 
-impl Engine for PostgresStore {
+impl Executor for PostgresStore {
     type Row<'r> = Row;
 
     fn statements(&self) -> &'static Statements {

@@ -5,7 +5,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::store::db::DbError;
 
-/// One schema change in one dialect. Each version has one entry here
+/// One schema change in one engine. Each version has one entry here
 /// (SQLite) and one in `postgres::migrations` (PostgreSQL), with the same
 /// version and name.
 pub(crate) struct Migration {
@@ -190,7 +190,7 @@ ALTER TABLE audit_events ADD COLUMN last_ms INTEGER;
     },
 ];
 
-/// Version 2's rows, written alike in both dialects' lists.
+/// Version 2's rows, written alike in both engines' lists.
 pub(crate) const BUILT_IN_ROLES_AND_SETTINGS: &str = r#"
 INSERT INTO role_definitions (id, name, description, permissions) VALUES
   ('00000000-0000-4000-8000-000000000001', 'hub-admin', 'Everything, everywhere', '["*"]'),

@@ -7,7 +7,7 @@ use rusqlite::{params_from_iter, OptionalExtension, Row};
 
 use super::statements::STATEMENTS;
 use crate::store::db::{Db, DbError};
-use crate::store::engine::{impl_sql_row, Engine, Param};
+use crate::store::executor::{impl_sql_row, Executor, Param};
 use crate::store::statements::Statements;
 
 /// The Hub's store on SQLite.
@@ -65,7 +65,7 @@ impl_sql_row!(Row<'_>, |self, idx| {
     bytes: Ok(self.get_ref(idx)?.as_blob().map_err(rusqlite::Error::from)?),
 });
 
-impl Engine for SqliteStore {
+impl Executor for SqliteStore {
     type Row<'r> = Row<'r>;
 
     fn statements(&self) -> &'static Statements {
