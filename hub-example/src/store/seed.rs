@@ -6,8 +6,9 @@ use std::path::Path;
 
 pub use super::executor::Param;
 use super::sqlite::holds_tables;
+use super::sqlite::migrations::migrate;
 pub use super::sqlite::seed::{every_row, SeedTable, SeedWriter};
-use crate::store::db::{migrate, postgres_url, Db, DbError, OpenMode, PoolOptions};
+use crate::store::db::{postgres_url, Db, DbError, OpenMode, PoolOptions};
 
 /// A migrated, empty database to seed.
 #[derive(Debug)]

@@ -1,12 +1,12 @@
 //! The database, SQLite (embedded, the default) or PostgreSQL (a server
-//! several Hubs can share): a pool of connections that counts its waits,
-//! and the schema migrations, one entry per version and engine.
+//! several Hubs can share), its [`Engine`]: a pool of connections that
+//! counts its waits, and the schema migrations of its engine
+//! ([`Db::migrate`]).
 
+mod migrations;
 mod pool;
 
-pub use crate::store::sqlite::migrations::{
-    migrate, pending_migrations, schema_version, LATEST_VERSION,
-};
+pub use crate::store::sqlite::migrations::LATEST_VERSION;
 pub use pool::{Conn, Db, Engine, OpenMode, PgConn, PoolOptions};
 
 use std::path::{Path, PathBuf};

@@ -14,7 +14,7 @@
 mod client;
 mod copy;
 mod manager;
-mod migrations;
+pub(crate) mod migrations;
 pub(crate) mod runtime;
 mod statements;
 mod store;
@@ -22,7 +22,6 @@ mod store;
 pub use client::{PgClient, PgTransaction};
 pub use copy::{copy_seeded, holds_tables};
 pub use manager::PgManager;
-pub use migrations::{migrate_postgres, pending_postgres_migrations, postgres_schema_version};
 pub use store::PostgresStore;
 
 /// Whether a PostgreSQL failure means the server is unavailable for now

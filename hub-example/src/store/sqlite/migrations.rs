@@ -5,9 +5,10 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::store::db::DbError;
 
-/// One schema change in one engine. Each version has one entry here
+/// One schema change on one engine. Each version has one entry here
 /// (SQLite) and one in `postgres::migrations` (PostgreSQL), with the same
-/// version and name.
+/// version and name; [`Db::migrate`](crate::store::db::Db::migrate) applies
+/// the list of the database's engine.
 pub(crate) struct Migration {
     pub(crate) version: u32,
     pub(crate) name: &'static str,
@@ -216,7 +217,7 @@ const BOOKKEEPING: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
 )";
 
 /// The schema version recorded in the file (0 for a file never migrated).
-pub fn schema_version(conn: &Connection) -> Result<u32, DbError> {
+pub(crate) fn schema_version(conn: &Connection) -> Result<u32, DbError> {
     let has_table: bool = conn
         .query_row(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
@@ -236,7 +237,7 @@ pub fn schema_version(conn: &Connection) -> Result<u32, DbError> {
 }
 
 /// The versions not yet applied; an error when the file is newer than this build.
-pub fn pending_migrations(conn: &Connection) -> Result<Vec<u32>, DbError> {
+pub(crate) fn pending_migrations(conn: &Connection) -> Result<Vec<u32>, DbError> {
     versions_after(schema_version(conn)?, MIGRATIONS)
 }
 
@@ -261,7 +262,7 @@ pub(crate) fn versions_after<'m>(
 
 /// Applies every pending migration, each in its own transaction, and returns
 /// the versions applied. `applied_at` is `now_ms`.
-pub fn migrate(conn: &mut Connection, now_ms: i64) -> Result<Vec<u32>, DbError> {
+pub(crate) fn migrate(conn: &mut Connection, now_ms: i64) -> Result<Vec<u32>, DbError> {
     conn.execute_batch(BOOKKEEPING)?;
     let pending = pending_migrations(conn)?;
     for migration in MIGRATIONS.iter().filter(|m| pending.contains(&m.version)) {
