@@ -1,18 +1,39 @@
-//! All the Hub's data access, one facade per concern, the engine chosen
-//! once when a store is opened:
+//! All the Hub's data access, one facade per concern, over a [`db::Db`]
+//! whose [`db::Engine`] (SQLite or PostgreSQL) is chosen once, when it is
+//! opened.
 //!
-//! - [`AuthzStore`] (this module): every input the authorization service
-//!   reads, and nothing else, implemented once in `authz` for both engines;
-//! - [`agents`]: the lists' agent rows, status changes, delegations;
-//! - [`sessions`], [`tokens`], [`settings`]: browser sessions, user access
-//!   tokens, hub settings;
-//! - [`outbox`]: the events' channel between replicas (PostgreSQL);
-//! - [`seed`]: the seeder's writes.
+//! **One facade style.** A concern is a module of free functions whose
+//! first parameter is the `&Db`: each opens the store of the database's
+//! engine ([`Store::open`]) and runs its statements through the one
+//! statement interface, `executor::Executor`. A new store call is one such
+//! function in its concern's module, its statement in `statements` (or, when
+//! the engines write it differently, in both `sqlite/` and `postgres/`).
+//! Two kinds of concern take another shape, each for a reason:
 //!
-//! Below the facades, `sqlite/` and `postgres/` hold what differs by
-//! engine (binding, reading a row, the statements each writes its own
-//! way); `statements` holds the rest once, `mapping` reads each row type
-//! once, and [`rows`] holds the row types the facades share.
+//! - [`AuthzStore`] (this module), every input the authorization service
+//!   reads and nothing else, is a trait: `#[counted_store]` counts its
+//!   methods, and the router is monomorphized over each engine's store
+//!   ([`with_authz_store`]). Its methods are implemented once, in `authz`,
+//!   for any `Executor`, the same interface the free functions run on;
+//! - what holds a connection or a channel of its own is a type opened from
+//!   the database: the audit writer ([`audit::open`]; its reads are free
+//!   functions, [`audit::query_events`]), the events' [`outbox::Outbox`],
+//!   the seeder's [`seed::SeedTarget`].
+//!
+//! The concerns: [`agents`] (the lists' agent rows, status changes,
+//! delegations); [`sessions`], [`tokens`], [`settings`] (browser sessions,
+//! user access tokens, hub settings); [`audit`] (the audit table);
+//! [`outbox`] (the events' channel between replicas, PostgreSQL); [`seed`]
+//! (the seeder's writes).
+//!
+//! **One folder per engine.** `sqlite/` and `postgres/` hold all that
+//! differs by engine: the store's binding and the statements each writes
+//! its own way, the schema's migrations (SQLite's list and its PostgreSQL
+//! port, applied by [`db::Db::migrate`] for the database's engine), and for
+//! PostgreSQL the driver, its pool manager and the seeder's copy. [`db`]
+//! holds what does not: the pooled [`db::Db`], its engine and its errors.
+//! `statements` holds the shared statements once, `mapping` reads each row
+//! type once, and [`rows`] holds the row types the facades share.
 //!
 //! `#[counted_store]` makes [`AuthzStoreMethod`] (the `store_<Method>` keys)
 //! and [`CountedAuthzStore`], the decorator installed only when tracing is
