@@ -7,6 +7,10 @@ use crate::store::postgres::migrations as postgres;
 use crate::store::postgres::runtime::off_runtime;
 use crate::store::sqlite::migrations as sqlite;
 
+/// The schema version this build needs, the same on both engines (SQLite's
+/// list is the versions' reference; PostgreSQL's port has each of them).
+pub const LATEST_VERSION: u32 = sqlite::LATEST_VERSION;
+
 impl Db {
     /// Applies every pending migration of the database's engine, each in
     /// its own transaction, with `now_ms` as their `applied_at`; the versions

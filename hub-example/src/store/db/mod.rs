@@ -6,7 +6,7 @@
 mod migrations;
 mod pool;
 
-pub use crate::store::sqlite::migrations::LATEST_VERSION;
+pub use migrations::LATEST_VERSION;
 pub use pool::{Conn, Db, Engine, OpenMode, PgConn, PoolOptions};
 
 use std::path::{Path, PathBuf};
