@@ -18,8 +18,9 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::runtime::Handle;
 
 use super::DbError;
+use crate::store::postgres::client::PgClient;
+use crate::store::postgres::manager::PgManager;
 use crate::store::postgres::runtime::{driver_runtime, off_runtime};
-use crate::store::postgres::{PgClient, PgManager};
 
 /// A pooled SQLite connection.
 pub type Conn = PooledConnection<SqliteConnectionManager>;

@@ -10,122 +10,158 @@
 //! drives its connection (see `runtime` for which one and where blocking
 //! is allowed); each connection keeps its prepared statements, as
 //! rusqlite's statement cache does for SQLite.
+//!
+//! The store: statements prepared once per connection (cached by the
+//! client), parameters bound as PostgreSQL takes them (an id list as one
+//! text array, so a statement's text never depends on how many ids there
+//! are).
 
-mod client;
+pub(crate) mod client;
 mod copy;
-mod manager;
+mod failures;
+pub(crate) mod manager;
 pub(crate) mod migrations;
 pub(crate) mod runtime;
 mod statements;
-mod store;
 
 pub use client::{PgClient, PgTransaction};
 pub use copy::{copy_seeded, holds_tables};
+#[cfg(test)]
+pub(crate) use failures::test_server;
+pub use failures::{is_unavailable, redacted};
 pub use manager::PgManager;
-pub use store::PostgresStore;
 
-/// Whether a PostgreSQL failure means the server is unavailable for now
-/// (down, restarting, the connection terminated, out of connections, a lock
-/// not granted in time) rather than a fault of the statement.
-pub fn is_unavailable(e: &tokio_postgres::Error) -> bool {
-    if e.is_closed() {
-        return true;
-    }
-    if let Some(code) = e.code() {
-        let code = code.code();
-        return code.starts_with("08")
-            || matches!(code, "57P01" | "57P02" | "57P03" | "53300" | "55P03");
-    }
-    // A failure below the protocol (a refused or reset socket).
-    std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+
+use self::statements::STATEMENTS;
+use crate::store::db::{Db, DbError};
+use crate::store::executor::{impl_sql_row, Executor, Param};
+use crate::store::statements::Statements;
+
+/// The Hub's store on PostgreSQL.
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    db: Db,
 }
 
-/// `url` with its password, if any, replaced by `***`.
-pub fn redacted(url: &str) -> String {
-    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
-        return url.to_owned();
-    };
-    let rest = &url[scheme_end..];
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    match authority.rfind('@') {
-        Some(at) => match authority[..at].find(':') {
-            Some(colon) => format!(
-                "{}{}:***{}",
-                &url[..scheme_end],
-                &authority[..colon],
-                &rest[at..]
-            ),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
+impl PostgresStore {
+    /// A store reading through `db`'s pool (a PostgreSQL one).
+    pub fn new(db: Db) -> Self {
+        PostgresStore { db }
+    }
+
+    /// The database the store reads.
+    pub fn db(&self) -> &Db {
+        &self.db
     }
 }
 
-/// The error and its causes on one line (the client's own text stops at
-/// "error connecting to server").
-fn one_line(e: &tokio_postgres::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        let part = cause.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
+/// A parameter as PostgreSQL takes it: a list becomes a text array, and
+/// principals two of them (their kinds, their ids).
+#[derive(Debug)]
+enum Bound<'a> {
+    One(Param<'a>),
+    Texts(Vec<&'a str>),
+}
+
+fn bind<'a>(params: &[Param<'a>]) -> Vec<Bound<'a>> {
+    let mut bound = Vec::with_capacity(params.len() + 1);
+    for param in params {
+        match *param {
+            Param::Ids(ids) => bound.push(Bound::Texts(ids.iter().map(|id| &**id).collect())),
+            Param::Principals(principals) => {
+                bound.push(Bound::Texts(
+                    principals.iter().map(|p| p.kind.as_str()).collect(),
+                ));
+                bound.push(Bound::Texts(principals.iter().map(|p| &*p.id).collect()));
+            }
+            one => bound.push(Bound::One(one)),
         }
-        source = cause.source();
     }
-    text.lines().collect::<Vec<_>>().join(" ")
+    bound
 }
 
-/// The server of the PostgreSQL unit tests, from `PERF_TRACE_PG_URL`; `None`
-/// (the test is skipped, and says so) when it is not set, a panic when it is
-/// not set under `CI=true`.
-#[cfg(test)]
-pub(crate) fn test_server() -> Option<String> {
-    match std::env::var("PERF_TRACE_PG_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_owned()),
-        _ => {
-            assert!(
-                std::env::var("CI").map_or(true, |v| v != "true"),
-                "PERF_TRACE_PG_URL is not set and CI=true: CI runs the PostgreSQL tests"
-            );
-            eprintln!("PostgreSQL test skipped: PERF_TRACE_PG_URL is not set");
-            None
+impl Bound<'_> {
+    /// The value as the driver's own type for it, which checks it against
+    /// the statement's parameter type.
+    fn value(&self) -> &(dyn ToSql + Sync) {
+        match self {
+            Bound::One(Param::Text(text)) => text,
+            Bound::One(Param::OptText(text)) => text,
+            Bound::One(Param::Int(n)) => n,
+            Bound::One(Param::Bytes(bytes)) => bytes,
+            Bound::Texts(texts) => texts,
+            Bound::One(Param::Ids(_) | Param::Principals(_)) => {
+                unreachable!("lists are bound as text arrays")
+            }
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::db::{DbError, PoolOptions};
+/// Runs `call` with `params` bound for PostgreSQL.
+fn with_bound<T>(params: &[Param<'_>], call: impl FnOnce(&[&(dyn ToSql + Sync)]) -> T) -> T {
+    let bound = bind(params);
+    let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(Bound::value).collect();
+    call(&refs)
+}
 
-    #[test]
-    fn a_password_never_leaves_the_url() {
-        assert_eq!(
-            redacted("postgres://hub:s3cret@db.example:5432/hub?sslmode=disable"),
-            "postgres://hub:***@db.example:5432/hub?sslmode=disable"
-        );
-        assert_eq!(
-            redacted("postgres://postgres@127.0.0.1/test"),
-            "postgres://postgres@127.0.0.1/test"
-        );
-        assert_eq!(
-            redacted("postgresql://u:p@h/d?options=-c%20a%3Db@c"),
-            "postgresql://u:***@h/d?options=-c%20a%3Db@c"
-        );
+impl_sql_row!(Row, |self, idx| {
+    text: Ok(self.try_get(idx)?),
+    opt_text: Ok(self.try_get(idx)?),
+    int: Ok(self.try_get(idx)?),
+    opt_int: Ok(self.try_get(idx)?),
+    flag: Ok(self.try_get(idx)?),
+    bytes: Ok(self.try_get(idx)?),
+});
+
+impl Executor for PostgresStore {
+    type Row<'r> = Row;
+
+    fn statements(&self) -> &'static Statements {
+        &STATEMENTS
     }
 
-    #[test]
-    fn a_malformed_url_is_refused_without_repeating_it() {
-        let err = PgManager::new(
-            "postgres://u:pw@h:notaport/d",
-            PoolOptions::default(),
-            runtime::driver_runtime(),
-        )
-        .unwrap_err();
-        assert!(matches!(err, DbError::BadUrl(_)), "{err}");
-        assert!(!err.to_string().contains("pw"), "{err}");
+    fn query<T>(
+        &self,
+        sql: &str,
+        params: &[Param<'_>],
+        read: impl FnMut(&Row) -> Result<T, DbError>,
+    ) -> Result<Vec<T>, DbError> {
+        let rows = with_bound(params, |p| {
+            self.db.pg_conn()?.query(sql, p).map_err(DbError::from)
+        })?;
+        rows.iter().map(read).collect()
+    }
+
+    fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, DbError> {
+        with_bound(params, |p| {
+            self.db.pg_conn()?.execute(sql, p).map_err(DbError::from)
+        })
+    }
+
+    fn execute_each(&self, sql: &str, each: &[Vec<Param<'_>>]) -> Result<(), DbError> {
+        let mut conn = self.db.pg_conn()?;
+        let mut tx = conn.transaction()?;
+        for params in each {
+            with_bound(params, |p| tx.execute(sql, p))?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn execute_steps(&self, steps: &[(&str, &[Param<'_>])]) -> Result<Vec<u64>, DbError> {
+        let mut conn = self.db.pg_conn()?;
+        let mut tx = conn.transaction()?;
+        let mut changed = Vec::with_capacity(steps.len());
+        for (sql, params) in steps {
+            let n = match sql.is_empty() {
+                true => 0,
+                false => with_bound(params, |p| tx.execute(sql, p))?,
+            };
+            changed.push(n);
+        }
+        tx.commit()?;
+        Ok(changed)
     }
 }
