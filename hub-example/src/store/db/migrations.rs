@@ -41,3 +41,48 @@ impl Db {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::db::{OpenMode, PoolOptions};
+
+    #[test]
+    fn an_sqlite_database_takes_sqlites_migrations_once_and_refuses_a_newer_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hub.db");
+        let db = Db::open(&path, OpenMode::CreateIfMissing, PoolOptions::default()).unwrap();
+        assert_eq!(db.engine(), Engine::Sqlite);
+        assert_eq!(db.schema_version().unwrap(), 0);
+        let every: Vec<u32> = (1..=LATEST_VERSION).collect();
+        assert_eq!(db.pending_migrations().unwrap(), every);
+
+        assert_eq!(db.migrate(7).unwrap(), every);
+        assert_eq!(db.schema_version().unwrap(), LATEST_VERSION);
+        assert!(db.pending_migrations().unwrap().is_empty());
+        assert!(db.migrate(8).unwrap().is_empty());
+        let applied_at: i64 = db
+            .conn()
+            .unwrap()
+            .query_row("SELECT MAX(applied_at) FROM schema_migrations", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(applied_at, 7);
+
+        db.conn()
+            .unwrap()
+            .execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, 'later', 9)",
+                [LATEST_VERSION + 1],
+            )
+            .unwrap();
+        let err = db.pending_migrations().unwrap_err();
+        assert!(
+            matches!(err, DbError::SchemaTooNew { found, expected }
+                if found == LATEST_VERSION + 1 && expected == LATEST_VERSION),
+            "{err}"
+        );
+        assert!(matches!(db.migrate(10), Err(DbError::SchemaTooNew { .. })));
+    }
+}
