@@ -3,14 +3,7 @@
 
 use std::path::Path;
 
-use crate::store::db::postgres::runtime::off_runtime;
-use crate::store::db::postgres::{
-    migrate_postgres, pending_postgres_migrations, postgres_schema_version,
-};
-use crate::store::db::{
-    migrate, pending_migrations, postgres_url, schema_version, Db, DbError, OpenMode, PoolOptions,
-    LATEST_VERSION,
-};
+use crate::store::db::{postgres_url, Db, DbError, OpenMode, PoolOptions, LATEST_VERSION};
 
 /// Opens the database for serving and brings its schema up to date (or
 /// checks it is, with `auto_migrate` off: the command line's
@@ -19,38 +12,20 @@ use crate::store::db::{
 /// A `postgres://` URL in place of the path opens that PostgreSQL database
 /// (which must answer) the same way.
 pub fn open_for_serving(path: &Path, auto_migrate: bool) -> Result<Db, DbError> {
-    if let Some(url) = postgres_url(path) {
-        return open_postgres_for_serving(url, auto_migrate);
-    }
-    let db = Db::open(path, OpenMode::MustExist, PoolOptions::default())?;
-    let mut conn = db.conn()?;
+    let db = match postgres_url(path) {
+        Some(url) => Db::open_postgres(url, PoolOptions::default())?,
+        None => Db::open(path, OpenMode::MustExist, PoolOptions::default())?,
+    };
+    // The migrations of the database's engine (PostgreSQL's run off any
+    // async worker: programs serving Hubs in-process may call this from
+    // one).
     if auto_migrate {
-        migrate(&mut conn, crate::clock::now_ms())?;
-    } else if !pending_migrations(&conn)?.is_empty() {
+        db.migrate(crate::clock::now_ms())?;
+    } else if !db.pending_migrations()?.is_empty() {
         return Err(DbError::SchemaOutdated {
-            found: schema_version(&conn)?,
+            found: db.schema_version()?,
             expected: LATEST_VERSION,
         });
     }
-    drop(conn);
-    Ok(db)
-}
-
-fn open_postgres_for_serving(url: &str, auto_migrate: bool) -> Result<Db, DbError> {
-    let db = Db::open_postgres(url, PoolOptions::default())?;
-    // Blocks on the driver's runtime: not on an async worker (programs
-    // serving Hubs in-process may call this from one).
-    off_runtime(|| {
-        let mut conn = db.pg_conn()?;
-        if auto_migrate {
-            migrate_postgres(&mut conn, crate::clock::now_ms())?;
-        } else if !pending_postgres_migrations(&mut conn)?.is_empty() {
-            return Err(DbError::SchemaOutdated {
-                found: postgres_schema_version(&mut conn)?,
-                expected: LATEST_VERSION,
-            });
-        }
-        Ok(())
-    })?;
     Ok(db)
 }

@@ -111,7 +111,7 @@ pub async fn put_profiling<S: AuthzStore, A: AuditEmitter>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::db::{migrate, OpenMode, PoolOptions};
+    use crate::store::db::{OpenMode, PoolOptions};
 
     #[test]
     fn the_body_is_exactly_one_boolean() {
@@ -142,7 +142,7 @@ mod tests {
             PoolOptions::default(),
         )
         .unwrap();
-        migrate(&mut db.conn().unwrap(), 0).unwrap();
+        db.migrate(0).unwrap();
         assert!(!readiness_marks(&db).unwrap());
         set_readiness_marks(&db, true, 1).unwrap();
         assert!(readiness_marks(&db).unwrap());

@@ -77,7 +77,7 @@ impl PgEventRelay {
         };
         runtime.spawn(listener.run(stop.clone()));
         // The listener runs on the driver's runtime: another worker of a
-        // multi-threaded one, or the process's own (`store::db::postgres::runtime`).
+        // multi-threaded one, or the process's own (`store::postgres::runtime`).
         // Only a one-worker runtime whose worker is this thread could hold
         // it up, and then the wait just runs out.
         let (lock, first) = &*listened;

@@ -139,7 +139,7 @@ fn holds_data(path: &Path) -> bool {
 pub fn seed(options: &SeedOptions) -> Result<SeedDocument, SeedError> {
     check_options(options)?;
     let not_empty = || match postgres_url(&options.db_path) {
-        Some(url) => SeedError::NotEmpty(crate::store::db::postgres::redacted(url).into()),
+        Some(url) => SeedError::NotEmpty(crate::store::postgres::redacted(url).into()),
         None => SeedError::NotEmpty(options.db_path.clone()),
     };
     let target = SeedTarget::open_fresh(&options.db_path, SEED_EPOCH_MS)?.ok_or_else(not_empty)?;
@@ -191,7 +191,7 @@ fn document(
         agent_count: options.agents,
         other_agent_count: OTHER_PROJECT_AGENTS,
         rand_seed: options.rand_seed,
-        db_path: crate::store::db::postgres::redacted(&options.db_path.display().to_string()),
+        db_path: crate::store::postgres::redacted(&options.db_path.display().to_string()),
         seeded_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         phase_counts: distribution.phase_counts,
         activity_counts: distribution.activity_counts,

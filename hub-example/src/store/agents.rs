@@ -4,8 +4,8 @@
 //! store-counted. One statement per shape; id lists travel as one value, so
 //! the statement text does not depend on their length.
 
-use super::dialect::Store;
-use super::engine::{Engine, Param, SqlRow};
+use super::either::Store;
+use super::executor::{Executor, Param, SqlRow};
 use super::mapping;
 pub use super::rows::{DelegationParty, DelegationView, RowPage, RowQuery, RowScope};
 use crate::model::{Agent, AgentActivity, AgentPhase};
@@ -17,10 +17,10 @@ pub fn read_agents(db: &Db, query: &RowQuery<'_>) -> Result<RowPage, DbError> {
     read_agents_on(&Store::open(db), query)
 }
 
-/// [`read_agents`] on `engine`: the same clauses in the same order on
-/// either dialect, so the rows and the pages are the same.
-fn read_agents_on<E: Engine>(engine: &E, query: &RowQuery<'_>) -> Result<RowPage, DbError> {
-    let statements = engine.statements();
+/// [`read_agents`] on `executor`: the same clauses in the same order on
+/// either engine, so the rows and the pages are the same.
+fn read_agents_on<E: Executor>(executor: &E, query: &RowQuery<'_>) -> Result<RowPage, DbError> {
+    let statements = executor.statements();
     let mut sql = statements.agent_rows.to_owned();
     let mut params: Vec<Param<'_>> = Vec::with_capacity(5);
     let mut bind = |sql: &mut String, clause: &str, value| {
@@ -60,7 +60,7 @@ fn read_agents_on<E: Engine>(engine: &E, query: &RowQuery<'_>) -> Result<RowPage
         bind(&mut sql, " LIMIT ?", Param::Int(limit));
     }
 
-    let mut agents = engine.query(&sql, &params, |r| mapping::agent(r))?;
+    let mut agents = executor.query(&sql, &params, |r| mapping::agent(r))?;
     let next = match query.page {
         Some(page) if agents.len() > page.limit as usize => {
             agents.truncate(page.limit as usize);

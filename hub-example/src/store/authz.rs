@@ -1,8 +1,8 @@
-//! The authorization reads, once for both dialects: every [`Engine`] is an
+//! The authorization reads, once for both engines: every [`Executor`] is an
 //! [`AuthzStore`], one statement per method (one per batch), each row read
 //! by its mapping.
 
-use super::engine::{Engine, Param, SqlRow};
+use super::executor::{Executor, Param, SqlRow};
 use super::mapping::{self, id};
 use super::{AuthzStore, StoreResult};
 use crate::model::{
@@ -12,19 +12,19 @@ use crate::model::{
 use crate::settings::hub::Stored;
 use crate::store::db::DbError;
 
-fn effective_groups<E: Engine>(
-    engine: &E,
+fn effective_groups<E: Executor>(
+    executor: &E,
     kind: PrincipalKind,
     principal_id: &str,
 ) -> StoreResult<Vec<Id>> {
-    engine.query(
-        engine.statements().effective_groups,
+    executor.query(
+        executor.statements().effective_groups,
         &[Param::Text(kind.as_str()), Param::Text(principal_id)],
         |r| id(r, 0),
     )
 }
 
-impl<E: Engine> AuthzStore for E {
+impl<E: Executor> AuthzStore for E {
     fn get_effective_groups(&self, user_id: &str) -> StoreResult<Vec<Id>> {
         effective_groups(self, PrincipalKind::User, user_id)
     }

@@ -1,7 +1,7 @@
-//! One mapping per row type, for both dialects: a row's columns read
+//! One mapping per row type, for both engines: a row's columns read
 //! through [`SqlRow`] into the model.
 
-use super::engine::SqlRow;
+use super::executor::SqlRow;
 use crate::model::{
     AccessConstraint, Agent, AgentPhase, BindingScope, Group, Id, PrincipalRef, Project,
     RoleBinding, RoleDefinition, User,

@@ -1,24 +1,45 @@
-//! All the Hub's data access, one facade per concern, the dialect chosen
-//! once when a store is opened:
+//! All the Hub's data access, one facade per concern, over a [`db::Db`]
+//! whose [`db::Engine`] (SQLite or PostgreSQL) is chosen once, when it is
+//! opened.
 //!
-//! - [`AuthzStore`] (this module): every input the authorization service
-//!   reads, and nothing else, implemented once in `authz` for both dialects;
-//! - [`agents`]: the lists' agent rows, status changes, delegations;
-//! - [`sessions`], [`tokens`], [`settings`]: browser sessions, user access
-//!   tokens, hub settings;
-//! - [`outbox`]: the events' channel between replicas (PostgreSQL);
-//! - [`seed`]: the seeder's writes.
+//! **One facade style.** A concern is a module of free functions whose
+//! first parameter is the `&Db`: each opens the store of the database's
+//! engine ([`Store::open`]) and runs its statements through the one
+//! statement interface, `executor::Executor`. A new store call is one such
+//! function in its concern's module, its statement in `statements` (or, when
+//! the engines write it differently, in both `sqlite/` and `postgres/`).
+//! Two kinds of concern take another shape, each for a reason:
 //!
-//! Below the facades, `sqlite/` and `postgres/` hold what differs by
-//! dialect (binding, reading a row, the statements each writes its own
-//! way); `statements` holds the rest once, `mapping` reads each row type
-//! once, and [`rows`] holds the row types the facades share.
+//! - [`AuthzStore`] (this module), every input the authorization service
+//!   reads and nothing else, is a trait: `#[counted_store]` counts its
+//!   methods, and the router is monomorphized over each engine's store
+//!   ([`with_authz_store`]). Its methods are implemented once, in `authz`,
+//!   for any `Executor`, the same interface the free functions run on;
+//! - what holds a connection or a channel of its own is a type opened from
+//!   the database: the audit writer ([`audit::open`]; its reads are free
+//!   functions, [`audit::query_events`]), the events' [`outbox::Outbox`],
+//!   the seeder's [`seed::SeedTarget`].
+//!
+//! The concerns: [`agents`] (the lists' agent rows, status changes,
+//! delegations); [`sessions`], [`tokens`], [`settings`] (browser sessions,
+//! user access tokens, hub settings); [`audit`] (the audit table);
+//! [`outbox`] (the events' channel between replicas, PostgreSQL); [`seed`]
+//! (the seeder's writes).
+//!
+//! **One folder per engine.** `sqlite/` and `postgres/` hold all that
+//! differs by engine: the store's binding and the statements each writes
+//! its own way, the schema's migrations (SQLite's list and its PostgreSQL
+//! port, applied by [`db::Db::migrate`] for the database's engine), and for
+//! PostgreSQL the driver, its pool manager and the seeder's copy. [`db`]
+//! holds what does not: the pooled [`db::Db`], its engine and its errors.
+//! `statements` holds the shared statements once, `mapping` reads each row
+//! type once, and [`rows`] holds the row types the facades share.
 //!
 //! `#[counted_store]` makes [`AuthzStoreMethod`] (the `store_<Method>` keys)
 //! and [`CountedAuthzStore`], the decorator installed only when tracing is
 //! on. The methods are synchronous on purpose. SQLite through rusqlite
 //! blocks (and PostgreSQL's calls block on the async driver, see
-//! [`crate::store::db::postgres`]), so a request runs its whole authorization pass
+//! [`crate::store::postgres`]), so a request runs its whole authorization pass
 //! (memo, decisions, row reads) inside one
 //! `perf_trace_core::scope::spawn_blocking` call, which carries the
 //! request's recorder to the blocking thread. Async methods would add one
@@ -29,8 +50,8 @@ pub mod agents;
 pub mod audit;
 mod authz;
 pub mod db;
-mod dialect;
-mod engine;
+mod either;
+mod executor;
 mod mapping;
 pub mod outbox;
 pub mod postgres;
@@ -42,7 +63,7 @@ pub mod sqlite;
 mod statements;
 pub mod tokens;
 
-pub use dialect::Store;
+pub use either::Store;
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -122,17 +143,17 @@ pub trait AuthzStore: Send + Sync + 'static {
 }
 
 /// What is done with the authorization store of a database, whichever its
-/// dialect: called with the store as its own type, so whatever is built
+/// engine: called with the store as its own type, so whatever is built
 /// over it (the router) is monomorphized and no call goes through `dyn`.
 pub trait WithAuthzStore {
     /// What the visit gives.
     type Output;
-    /// Called once, with the store of the database's dialect.
+    /// Called once, with the store of the database's engine.
     fn visit<S: AuthzStore + Clone>(self, store: S) -> Self::Output;
 }
 
-/// Opens the authorization store of `db`'s dialect ([`Store::open`]) and
-/// hands it to `visitor`: the router's one choice of dialect.
+/// Opens the authorization store of `db`'s engine ([`Store::open`]) and
+/// hands it to `visitor`: the router's one choice of engine.
 pub fn with_authz_store<V: WithAuthzStore>(db: &Db, visitor: V) -> V::Output {
     match Store::open(db) {
         Store::Sqlite(store) => visitor.visit(store),

@@ -9,9 +9,9 @@ use std::future::poll_fn;
 use tokio::runtime::Handle;
 use tokio_postgres::AsyncMessage;
 
-use crate::store::db::postgres::runtime::off_runtime;
-use crate::store::db::postgres::PgManager;
-use crate::store::db::{Db, DbError, Dialect};
+use crate::store::db::{Db, DbError, Engine};
+use crate::store::postgres::runtime::off_runtime;
+use crate::store::postgres::PgManager;
 
 /// The channel of one schema.
 #[derive(Debug, Clone)]
@@ -25,14 +25,14 @@ impl Outbox {
     /// The channel of `db`'s schema when other Hubs may share the database
     /// (PostgreSQL); `None` on SQLite, which has no replicas.
     pub fn of(db: &Db) -> Option<Result<Outbox, DbError>> {
-        (db.dialect() == Dialect::Postgres).then(|| Outbox::open(db.clone()))
+        (db.engine() == Engine::Postgres).then(|| Outbox::open(db.clone()))
     }
 
     /// The channel of `db`'s schema; `db` must be a PostgreSQL database.
     pub fn open(db: Db) -> Result<Outbox, DbError> {
         let manager = db
             .pg_manager()
-            .ok_or(DbError::WrongDialect(Dialect::Sqlite))?;
+            .ok_or(DbError::WrongEngine(Engine::Sqlite))?;
         let schema = off_runtime(|| -> Result<String, DbError> {
             Ok(db
                 .pg_conn()?

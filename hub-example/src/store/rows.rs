@@ -1,4 +1,4 @@
-//! The row types the facades take and give, shared by both dialects: a
+//! The row types the facades take and give, shared by both engines: a
 //! leaf, importing only the model.
 
 use serde::Serialize;

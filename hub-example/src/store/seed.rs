@@ -4,10 +4,11 @@
 
 use std::path::Path;
 
-pub use super::engine::Param;
+pub use super::executor::Param;
 use super::sqlite::holds_tables;
+use super::sqlite::migrations::migrate;
 pub use super::sqlite::seed::{every_row, SeedTable, SeedWriter};
-use crate::store::db::{migrate, postgres_url, Db, DbError, OpenMode, PoolOptions};
+use crate::store::db::{postgres_url, Db, DbError, OpenMode, PoolOptions};
 
 /// A migrated, empty database to seed.
 #[derive(Debug)]
@@ -32,7 +33,7 @@ impl SeedTarget {
     /// the time; `None` when it already holds a table (nothing is changed).
     pub fn open_fresh(location: &Path, now_ms: i64) -> Result<Option<SeedTarget>, DbError> {
         if let Some(url) = postgres_url(location) {
-            if crate::store::db::postgres::holds_tables(url)? {
+            if crate::store::postgres::holds_tables(url)? {
                 return Ok(None);
             }
             let mut staging = rusqlite::Connection::open_in_memory()?;
@@ -73,7 +74,7 @@ impl SeedTarget {
             Target::File(db) => in_one_transaction(&mut *db.conn()?),
             Target::Postgres { mut staging, url } => {
                 let written = in_one_transaction(&mut staging)?;
-                crate::store::db::postgres::copy_seeded(&staging, &url, now_ms)?;
+                crate::store::postgres::copy_seeded(&staging, &url, now_ms)?;
                 Ok(written)
             }
         }

@@ -2,8 +2,8 @@
 //! session id (the id itself is never stored), and the sign-in's lookup
 //! of a user by email.
 
-use super::dialect::Store;
-use super::engine::{Engine, Param, SqlRow};
+use super::either::Store;
+use super::executor::{Executor, Param, SqlRow};
 pub use super::rows::LiveSession;
 use crate::store::db::{Db, DbError};
 

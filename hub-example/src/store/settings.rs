@@ -3,8 +3,8 @@
 //! larger than any the API stores ([`MAX_VALUE_BYTES`]) is never read
 //! whole: only its size comes back.
 
-use super::dialect::Store;
-use super::engine::{Engine, Param, SqlRow};
+use super::either::Store;
+use super::executor::{Executor, Param, SqlRow};
 use crate::settings::hub::{Stored, MAX_VALUE_BYTES};
 use crate::store::db::{Db, DbError};
 
@@ -13,10 +13,13 @@ pub fn hub_setting(db: &Db, key: &str) -> Result<Option<Stored>, DbError> {
     hub_setting_on(&Store::open(db), key)
 }
 
-pub(super) fn hub_setting_on<E: Engine>(engine: &E, key: &str) -> Result<Option<Stored>, DbError> {
-    let sql = engine.statements().hub_setting;
+pub(super) fn hub_setting_on<E: Executor>(
+    executor: &E,
+    key: &str,
+) -> Result<Option<Stored>, DbError> {
+    let sql = executor.statements().hub_setting;
     let most = i64::try_from(MAX_VALUE_BYTES).unwrap_or(i64::MAX);
-    engine.query_opt(sql, &[Param::Text(key), Param::Int(most)], |r| {
+    executor.query_opt(sql, &[Param::Text(key), Param::Int(most)], |r| {
         Ok(match r.opt_text(0)? {
             Some(text) => Stored::Text(text.to_owned()),
             None => Stored::Oversized(u64::try_from(r.int(1)?).unwrap_or_default()),

@@ -1,7 +1,7 @@
 //! Every statement the store runs, written once with PostgreSQL's numbered
 //! placeholders (`$1`); SQLite's table is the same text with `?1`, made once
-//! when first used. Only what the dialects say differently (id lists, the
-//! larger of two values) is written per dialect, in the [`DialectStatements`]
+//! when first used. Only what the engines say differently (id lists, the
+//! larger of two values) is written per engine, in the [`EngineStatements`]
 //! of `sqlite/` and `postgres/`.
 
 /// The columns of an agent row, in the order `mapping::agent` reads them.
@@ -24,24 +24,24 @@ pub(crate) use binding_columns;
 macro_rules! statements {
     (
         shared { $($shared:ident = $text:expr,)* }
-        per_dialect { $($(#[$doc:meta])* $own:ident,)* }
+        per_engine { $($(#[$doc:meta])* $own:ident,)* }
     ) => {
-        /// The statements of one dialect.
+        /// The statements of one engine.
         #[derive(Debug, Clone)]
         pub struct Statements {
             $(pub(crate) $shared: &'static str,)*
             $(pub(crate) $own: &'static str,)*
         }
 
-        /// The statements each dialect writes its own way.
+        /// The statements each engine writes its own way.
         #[derive(Debug, Clone, Copy)]
-        pub struct DialectStatements {
+        pub struct EngineStatements {
             $($(#[$doc])* pub(crate) $own: &'static str,)*
         }
 
         impl Statements {
-            /// The shared statements with a dialect's own.
-            pub(crate) const fn with(own: DialectStatements) -> Statements {
+            /// The shared statements with a engine's own.
+            pub(crate) const fn with(own: EngineStatements) -> Statements {
                 Statements {
                     $($shared: $text,)*
                     $($own: own.$own,)*
@@ -113,7 +113,7 @@ statements! {
              WHERE d.project_id = $1 ORDER BY d.created_at, d.id",
         agent_rows = concat!("SELECT ", agent_columns!(), " FROM agents WHERE 1 = 1"),
     }
-    per_dialect {
+    per_engine {
         /// The role bindings of several principals (`Param::Principals`).
         role_bindings_for_principals,
         /// Several role definitions (`Param::Ids`).

@@ -3,8 +3,8 @@
 
 use sha2::{Digest, Sha256};
 
-use super::dialect::Store;
-use super::engine::{Engine, Param};
+use super::either::Store;
+use super::executor::{Executor, Param};
 pub use super::rows::NewAccessToken;
 use crate::store::db::{Db, DbError};
 

@@ -24,7 +24,6 @@ use hub_example::perf::keys::HubSchema;
 use hub_example::seed::{seed, SeedError, SeedOptions};
 use hub_example::serve::open_for_serving;
 use hub_example::settings::Settings;
-use hub_example::store::db::postgres::postgres_schema_version;
 use hub_example::store::db::{Db, DbError, PoolOptions, LATEST_VERSION};
 use hub_example::Hub;
 use hub_support::postgres::{pg_url, PgDatabase, PgSchema};
@@ -168,12 +167,9 @@ fn migrations_apply_once_and_an_outdated_schema_is_refused_without_them() {
     drop(open_for_serving(&url, true).unwrap());
     // Applied once: a second start (another replica) finds nothing to do.
     let db = open_for_serving(&url, false).unwrap();
-    let version = std::thread::spawn(move || {
-        let mut conn = db.pg_conn().unwrap();
-        postgres_schema_version(&mut conn).unwrap()
-    })
-    .join()
-    .unwrap();
+    let version = std::thread::spawn(move || db.schema_version().unwrap())
+        .join()
+        .unwrap();
     assert_eq!(version, LATEST_VERSION);
 }
 

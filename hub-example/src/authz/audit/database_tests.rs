@@ -11,13 +11,13 @@ use super::*;
 use crate::authz::Action;
 use crate::model::PrincipalRef;
 use crate::store::audit::{open, query_events, AuditQuery};
-use crate::store::db::{migrate, Db, OpenMode, PoolOptions};
+use crate::store::db::{Db, OpenMode, PoolOptions};
 
 fn migrated() -> (tempfile::TempDir, Db) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hub.db");
     let db = Db::open(&path, OpenMode::CreateIfMissing, PoolOptions::default()).unwrap();
-    migrate(&mut db.conn().unwrap(), 0).unwrap();
+    db.migrate(0).unwrap();
     (dir, db)
 }
 

@@ -1,22 +1,22 @@
 //! The audit table, `audit_events`: the writer the audit queue persists
 //! through, and the reads behind `GET /api/v1/admin/audit-events`. The
-//! database's dialect is chosen once, when the writer is opened or a read
+//! database's engine is chosen once, when the writer is opened or a read
 //! takes its snapshot; below, `sqlite` and `postgres` hold each one's
 //! statements and what only it does (SQLite's multi-row `INSERT`,
 //! PostgreSQL's arrays and reconnection). The reads order, page, count and
 //! bucket the same on both, so the endpoint answers the same JSON on both.
 
-mod dialect;
 mod postgres;
 mod read;
 mod rows;
 mod sqlite;
+mod statements;
 
 use std::time::Duration;
 
 pub use rows::{AuditCursor, AuditEventRow, AuditPage, AuditQuery, AuditRow};
 
-use crate::store::db::{Db, DbError, Dialect};
+use crate::store::db::{Db, DbError, Engine};
 
 /// Writes rows into `audit_events` on a connection of its own, so it never
 /// takes a pooled connection from a request.
@@ -77,8 +77,8 @@ impl AuditWriter {
 /// histogram. Its statements read one snapshot: the audit writer keeps
 /// committing while they run, and the count must be the histogram's sum.
 pub fn query_events(db: &Db, query: &AuditQuery) -> Result<AuditPage, DbError> {
-    match db.dialect() {
-        Dialect::Sqlite => sqlite::read_page(db, query),
-        Dialect::Postgres => postgres::read_page(db, query),
+    match db.engine() {
+        Engine::Sqlite => sqlite::read_page(db, query),
+        Engine::Postgres => postgres::read_page(db, query),
     }
 }

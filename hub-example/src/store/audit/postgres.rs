@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use tokio_postgres::types::ToSql;
 
-use super::dialect::{columns_through, EachRow, Snapshot, Statements};
 use super::read;
 use super::rows::{AuditPage, AuditQuery, AuditRow};
-use crate::store::db::postgres::{PgClient, PgManager, PgTransaction};
+use super::statements::{columns_through, EachRow, Snapshot, Statements};
 use crate::store::db::{Db, DbError};
+use crate::store::postgres::{PgClient, PgManager, PgTransaction};
 
 /// The statements, with PostgreSQL's `$n` placeholders.
 pub(super) const STATEMENTS: Statements = Statements {

@@ -1,10 +1,10 @@
 //! The reads behind `GET /api/v1/admin/audit-events`, the same on both
-//! dialects: one page of a window, newest first, with the window's count
+//! engines: one page of a window, newest first, with the window's count
 //! (exact, or estimated from row ids) and histogram, all read in one
-//! snapshot that the dialect opens.
+//! snapshot that the engine opens.
 
-use super::dialect::{Columns, Snapshot, Statements};
 use super::rows::{AuditCursor, AuditEventRow, AuditPage, AuditQuery};
+use super::statements::{Columns, Snapshot, Statements};
 use crate::store::db::DbError;
 
 /// Reads one page of the window `query` names with `statements`.

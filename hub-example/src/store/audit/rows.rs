@@ -1,6 +1,6 @@
 //! The rows of the `audit_events` table (migrations 3, 5 and 6), as written
 //! and as read back, and what a read asks for and gets. Plain values: both
-//! dialects and every caller share them.
+//! engines and every caller share them.
 
 /// One row to write, its columns borrowed from the entry it stores: a
 /// decision, or the decisions of one question of a batch.

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use rusqlite::{params_from_iter, Connection, OpenFlags, Transaction};
 
-use super::dialect::{columns_through, EachRow, Snapshot, Statements};
 use super::read;
 use super::rows::{AuditPage, AuditQuery, AuditRow};
+use super::statements::{columns_through, EachRow, Snapshot, Statements};
 use crate::store::db::{Db, DbError};
 
 /// The statements, with SQLite's `?n` placeholders.

@@ -1,13 +1,13 @@
 //! The database, SQLite (embedded, the default) or PostgreSQL (a server
-//! several Hubs can share): a pool of connections that counts its waits,
-//! and the schema migrations, one entry per version and dialect.
+//! several Hubs can share), its [`Engine`]: a pool of connections that
+//! counts its waits, and the schema migrations of its engine
+//! ([`Db::migrate`]).
 
 mod migrations;
 mod pool;
-pub mod postgres;
 
-pub use migrations::{migrate, pending_migrations, schema_version, LATEST_VERSION};
-pub use pool::{Conn, Db, Dialect, OpenMode, PgConn, PoolOptions};
+pub use migrations::LATEST_VERSION;
+pub use pool::{Conn, Db, Engine, OpenMode, PgConn, PoolOptions};
 
 use std::path::{Path, PathBuf};
 
@@ -76,9 +76,9 @@ pub enum DbError {
         /// Why.
         reason: String,
     },
-    /// A connection of one dialect was asked of a database of the other.
+    /// A connection of one engine was asked of a database of the other.
     #[error("the database is {0:?}, not the dialect this code path needs")]
-    WrongDialect(Dialect),
+    WrongEngine(Engine),
 }
 
 impl DbError {
@@ -91,7 +91,7 @@ impl DbError {
                 e.code,
                 rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
             ),
-            DbError::Postgres(e) => postgres::is_unavailable(e),
+            DbError::Postgres(e) => crate::store::postgres::is_unavailable(e),
             _ => false,
         }
     }

@@ -17,9 +17,10 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags};
 use tokio::runtime::Handle;
 
-use super::postgres::runtime::{driver_runtime, off_runtime};
-use super::postgres::{PgClient, PgManager};
 use super::DbError;
+use crate::store::postgres::client::PgClient;
+use crate::store::postgres::manager::PgManager;
+use crate::store::postgres::runtime::{driver_runtime, off_runtime};
 
 /// A pooled SQLite connection.
 pub type Conn = PooledConnection<SqliteConnectionManager>;
@@ -61,7 +62,7 @@ impl Drop for PgConn {
 
 /// Which database a [`Db`] talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
+pub enum Engine {
     /// An SQLite file, embedded.
     Sqlite,
     /// A PostgreSQL server.
@@ -163,7 +164,7 @@ pub struct Db {
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Db")
-            .field("dialect", &self.dialect())
+            .field("engine", &self.engine())
             .field("path", &self.path)
             .finish_non_exhaustive()
     }
@@ -260,15 +261,15 @@ impl Db {
         })?;
         Ok(Db {
             pool: Pool::Postgres(pool, spare),
-            path: Arc::new(PathBuf::from(super::postgres::redacted(url))),
+            path: Arc::new(PathBuf::from(crate::store::postgres::redacted(url))),
         })
     }
 
     /// Which database this is.
-    pub fn dialect(&self) -> Dialect {
+    pub fn engine(&self) -> Engine {
         match self.pool {
-            Pool::Sqlite(..) => Dialect::Sqlite,
-            Pool::Postgres(..) => Dialect::Postgres,
+            Pool::Sqlite(..) => Engine::Sqlite,
+            Pool::Postgres(..) => Engine::Postgres,
         }
     }
 
@@ -277,12 +278,12 @@ impl Db {
         &self.path
     }
 
-    /// Checks out an SQLite connection ([`DbError::WrongDialect`] on
+    /// Checks out an SQLite connection ([`DbError::WrongEngine`] on
     /// PostgreSQL). A checkout that finds no idle connection counts as a
     /// wait, and its duration as wait time.
     pub fn conn(&self) -> Result<Conn, DbError> {
         let Pool::Sqlite(pool, figures) = &self.pool else {
-            return Err(DbError::WrongDialect(Dialect::Postgres));
+            return Err(DbError::WrongEngine(Engine::Postgres));
         };
         let conn = match pool.try_get() {
             Some(conn) => conn,
@@ -301,14 +302,14 @@ impl Db {
         Ok(conn)
     }
 
-    /// Checks out a PostgreSQL connection ([`DbError::WrongDialect`] on
+    /// Checks out a PostgreSQL connection ([`DbError::WrongEngine`] on
     /// SQLite), counted by the pool as [`Db::conn`] counts. It blocks on the
     /// driver's runtime, as every call of the connection does: call it from
     /// a blocking-pool thread (`spawn_blocking`) or a thread of no runtime,
     /// never from an async task (it would panic).
     pub fn pg_conn(&self) -> Result<PgConn, DbError> {
         let Pool::Postgres(pool, manager) = &self.pool else {
-            return Err(DbError::WrongDialect(Dialect::Sqlite));
+            return Err(DbError::WrongEngine(Engine::Sqlite));
         };
         let runtime = manager.runtime();
         let conn = runtime.block_on(pool.get_owned()).map_err(|e| match e {
@@ -475,7 +476,7 @@ mod tests {
 
     #[test]
     fn postgres_waits_come_from_the_pool_statistics_with_the_same_meaning() {
-        let Some(server) = crate::store::db::postgres::test_server() else {
+        let Some(server) = crate::store::postgres::test_server() else {
             return;
         };
         let options = PoolOptions {

@@ -1,16 +1,43 @@
-//! The store on PostgreSQL: statements prepared once per connection
-//! (cached by the client), parameters bound as PostgreSQL takes them (an id
-//! list as one text array, so a statement's text never depends on how many
-//! ids there are).
+//! PostgreSQL (a server several Hubs can share): the store's binding and
+//! statements ([`PostgresStore`]), the async driver (`tokio-postgres`) in a
+//! `bb8` pool, seen by the synchronous store through blocking facades; the
+//! failures that mean "unavailable for now"; the migrations' port and the
+//! seeder's copy.
+//!
+//! The store's methods are synchronous and run inside one `spawn_blocking`
+//! per request, exactly as on SQLite, so both engines make the same calls
+//! in the same places. A [`PgClient`]'s calls block on the runtime that
+//! drives its connection (see `runtime` for which one and where blocking
+//! is allowed); each connection keeps its prepared statements, as
+//! rusqlite's statement cache does for SQLite.
+//!
+//! The store: statements prepared once per connection (cached by the
+//! client), parameters bound as PostgreSQL takes them (an id list as one
+//! text array, so a statement's text never depends on how many ids there
+//! are).
 
+pub(crate) mod client;
+mod copy;
+mod failures;
+pub(crate) mod manager;
+pub(crate) mod migrations;
+pub(crate) mod runtime;
 mod statements;
+
+pub use client::{PgClient, PgTransaction};
+pub use copy::{copy_seeded, holds_tables};
+#[cfg(test)]
+pub(crate) use failures::test_server;
+pub use failures::{is_unavailable, redacted};
+pub use manager::PgManager;
 
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-use super::engine::{impl_sql_row, Engine, Param};
-use super::statements::Statements;
+use self::statements::STATEMENTS;
 use crate::store::db::{Db, DbError};
+use crate::store::executor::{impl_sql_row, Executor, Param};
+use crate::store::statements::Statements;
 
 /// The Hub's store on PostgreSQL.
 #[derive(Debug, Clone)]
@@ -88,11 +115,11 @@ impl_sql_row!(Row, |self, idx| {
     bytes: Ok(self.try_get(idx)?),
 });
 
-impl Engine for PostgresStore {
+impl Executor for PostgresStore {
     type Row<'r> = Row;
 
     fn statements(&self) -> &'static Statements {
-        &statements::STATEMENTS
+        &STATEMENTS
     }
 
     fn query<T>(

@@ -1,9 +1,9 @@
 //! PostgreSQL's own statements (id lists are text arrays, `= ANY` or
 //! `unnest`); the shared ones are used as written.
 
-use crate::store::statements::{agent_columns, binding_columns, DialectStatements, Statements};
+use crate::store::statements::{agent_columns, binding_columns, EngineStatements, Statements};
 
-const OWN: DialectStatements = DialectStatements {
+const OWN: EngineStatements = EngineStatements {
     role_bindings_for_principals: concat!(
         "SELECT ",
         binding_columns!(),

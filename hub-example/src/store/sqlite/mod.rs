@@ -1,17 +1,22 @@
-//! The store on SQLite: statements prepared once per connection (cached),
+//! SQLite (embedded, the default): the store's binding and statements,
+//! the schema's migrations (the versions' reference text, which
+//! PostgreSQL's port follows) and the seeder's writes.
+//!
+//! The store: statements prepared once per connection (cached),
 //! parameters bound as SQLite takes them (an id list as one JSON array, so
 //! a statement's text never depends on how many ids there are).
 
+pub(crate) mod migrations;
+pub(crate) mod seed;
 mod statements;
 
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{params_from_iter, OptionalExtension, Row};
 
-use super::engine::{impl_sql_row, Engine, Param};
-use super::statements::Statements;
+use self::statements::STATEMENTS;
 use crate::store::db::{Db, DbError};
-
-pub(crate) mod seed;
+use crate::store::executor::{impl_sql_row, Executor, Param};
+use crate::store::statements::Statements;
 
 /// The Hub's store on SQLite.
 #[derive(Debug, Clone)]
@@ -68,11 +73,11 @@ impl_sql_row!(Row<'_>, |self, idx| {
     bytes: Ok(self.get_ref(idx)?.as_blob().map_err(rusqlite::Error::from)?),
 });
 
-impl Engine for SqliteStore {
+impl Executor for SqliteStore {
     type Row<'r> = Row<'r>;
 
     fn statements(&self) -> &'static Statements {
-        &statements::STATEMENTS
+        &STATEMENTS
     }
 
     fn query<T>(

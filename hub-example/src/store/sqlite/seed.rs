@@ -1,11 +1,11 @@
 //! The seeder's writes. The seeder always writes SQLite: a PostgreSQL
 //! target is seeded through an in-memory SQLite database copied over
-//! afterwards, so both dialects get the same rows.
+//! afterwards, so both engines get the same rows.
 
 use rusqlite::{params_from_iter, Transaction};
 
 use crate::store::db::DbError;
-use crate::store::engine::Param;
+use crate::store::executor::Param;
 
 /// The tables a seed writes, each with the columns its rows give, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

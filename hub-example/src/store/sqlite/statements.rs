@@ -3,9 +3,9 @@
 
 use std::sync::LazyLock;
 
-use crate::store::statements::{binding_columns, question_marks, DialectStatements, Statements};
+use crate::store::statements::{binding_columns, question_marks, EngineStatements, Statements};
 
-const OWN: DialectStatements = DialectStatements {
+const OWN: EngineStatements = EngineStatements {
     role_bindings_for_principals: concat!(
         "SELECT ", binding_columns!(), " FROM json_each($1) j
          JOIN role_bindings rb

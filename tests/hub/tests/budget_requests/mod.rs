@@ -25,7 +25,7 @@ use hub_example::perf::trace_layer;
 use hub_example::seed::SeedDocument;
 use hub_example::settings::hub::Stored;
 use hub_example::store::agents::{read_agents, RowQuery, RowScope};
-use hub_example::store::db::{Db, Dialect};
+use hub_example::store::db::{Db, Engine};
 use hub_example::store::{AuthzStore, CountedAuthzStore, PostgresStore, SqliteStore, StoreResult};
 use hub_example::{build_router, AppState};
 use perf_trace_core::testing::{perf_traced_request, TracedResponse};
@@ -284,9 +284,9 @@ impl<S: AuthzStore> AuthzStore for RereadingStore<S> {
 /// Hub with tracing on, with the store swapped.
 pub fn rereading_router(seeded: &Seeded) -> Router {
     let db = seeded.db();
-    match db.dialect() {
-        Dialect::Sqlite => router_over(SqliteStore::new(db.clone()), db),
-        Dialect::Postgres => router_over(PostgresStore::new(db.clone()), db),
+    match db.engine() {
+        Engine::Sqlite => router_over(SqliteStore::new(db.clone()), db),
+        Engine::Postgres => router_over(PostgresStore::new(db.clone()), db),
     }
 }
 

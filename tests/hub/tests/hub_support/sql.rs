@@ -6,7 +6,7 @@
 //! placeholders become `$1`. Everything runs on a thread of its own:
 //! PostgreSQL's synchronous client may not run on the test's async runtime.
 
-use hub_example::store::db::{Db, Dialect};
+use hub_example::store::db::{Db, Engine};
 use postgres::types::Type;
 
 /// One stored value, whatever the column's type.
@@ -71,13 +71,13 @@ fn postgres_placeholders(sql: &str) -> String {
 
 /// Runs a statement that returns no rows; the number of rows it changed.
 pub fn execute(db: &Db, sql: &str, params: &[&str]) -> u64 {
-    off_runtime(|| match db.dialect() {
-        Dialect::Sqlite => db
+    off_runtime(|| match db.engine() {
+        Engine::Sqlite => db
             .conn()
             .unwrap()
             .execute(sql, rusqlite::params_from_iter(params))
             .unwrap_or_else(|e| panic!("{sql}: {e}")) as u64,
-        Dialect::Postgres => {
+        Engine::Postgres => {
             let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
                 params.iter().map(|p| p as _).collect();
             db.pg_conn()
@@ -90,8 +90,8 @@ pub fn execute(db: &Db, sql: &str, params: &[&str]) -> u64 {
 
 /// The rows of a query, every column as a [`Cell`].
 pub fn query(db: &Db, sql: &str, params: &[&str]) -> Vec<Vec<Cell>> {
-    off_runtime(|| match db.dialect() {
-        Dialect::Sqlite => {
+    off_runtime(|| match db.engine() {
+        Engine::Sqlite => {
             let conn = db.conn().unwrap();
             let mut stmt = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
             let columns = stmt.column_count();
@@ -103,7 +103,7 @@ pub fn query(db: &Db, sql: &str, params: &[&str]) -> Vec<Vec<Cell>> {
             .and_then(|rows| rows.collect())
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
         }
-        Dialect::Postgres => {
+        Engine::Postgres => {
             let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
                 params.iter().map(|p| p as _).collect();
             let rows = db
@@ -159,14 +159,14 @@ fn postgres_cell(row: &postgres::Row, i: usize) -> Cell {
 /// database and its journal), or every row of every table of the
 /// PostgreSQL schema in PostgreSQL's text form.
 pub fn stored_bytes(db: &Db, sqlite_dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
-    match db.dialect() {
-        Dialect::Sqlite => std::fs::read_dir(sqlite_dir)
+    match db.engine() {
+        Engine::Sqlite => std::fs::read_dir(sqlite_dir)
             .unwrap()
             .map(|entry| entry.unwrap().path())
             .filter(|path| path.to_string_lossy().contains("hub.db"))
             .map(|path| (path.display().to_string(), std::fs::read(&path).unwrap()))
             .collect(),
-        Dialect::Postgres => {
+        Engine::Postgres => {
             let tables = query(
                 db,
                 "SELECT table_name::text FROM information_schema.tables

@@ -1,7 +1,7 @@
 //! The schema migrations' port to PostgreSQL: one entry per version of
 //! the SQLite list, same version, same name, same tables, columns, keys and
 //! indexes. Text columns compare bytewise (`COLLATE "C"`), as SQLite's do,
-//! so every `ORDER BY` gives the same order on both dialects; times are
+//! so every `ORDER BY` gives the same order on both engines; times are
 //! `BIGINT` milliseconds and the admin flag a `BOOLEAN`.
 //!
 //! Replicas starting together on one database take an advisory lock, so
@@ -9,10 +9,10 @@
 
 use super::PgClient;
 
-use super::super::migrations::{
-    versions_after, Migration, BUILT_IN_ROLES_AND_SETTINGS, MIGRATIONS,
+use crate::store::db::DbError;
+use crate::store::sqlite::migrations::{
+    versions_after, Migration, BUILT_IN_ROLES_AND_SETTINGS, LATEST_VERSION, MIGRATIONS,
 };
-use super::super::{DbError, LATEST_VERSION};
 
 const POSTGRES_MIGRATIONS: &[Migration] = &[
     Migration {
@@ -207,7 +207,7 @@ const MIGRATION_LOCK: i64 = 0x5C10_0001;
 
 /// The schema version recorded in the database's current schema (0 when
 /// never migrated).
-pub fn postgres_schema_version(client: &mut PgClient) -> Result<u32, DbError> {
+pub(crate) fn schema_version(client: &mut PgClient) -> Result<u32, DbError> {
     let has_table = client
         .query_one("SELECT to_regclass('schema_migrations') IS NOT NULL", &[])?
         .try_get::<_, bool>(0)?;
@@ -222,14 +222,14 @@ pub fn postgres_schema_version(client: &mut PgClient) -> Result<u32, DbError> {
 
 /// The versions not yet applied; an error when the database is newer than
 /// this build, or when a version has no PostgreSQL port.
-pub fn pending_postgres_migrations(client: &mut PgClient) -> Result<Vec<u32>, DbError> {
+pub(crate) fn pending_migrations(client: &mut PgClient) -> Result<Vec<u32>, DbError> {
     check_ported()?;
-    versions_after(postgres_schema_version(client)?, ported())
+    versions_after(schema_version(client)?, ported())
 }
 
 /// Applies every pending migration, each in its own transaction, under an
 /// advisory lock, and returns the versions applied. `applied_at` is `now_ms`.
-pub fn migrate_postgres(client: &mut PgClient, now_ms: i64) -> Result<Vec<u32>, DbError> {
+pub(crate) fn migrate(client: &mut PgClient, now_ms: i64) -> Result<Vec<u32>, DbError> {
     client.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])?;
     let result = apply_pending(client, now_ms);
     let unlocked = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]);
@@ -240,7 +240,7 @@ pub fn migrate_postgres(client: &mut PgClient, now_ms: i64) -> Result<Vec<u32>, 
 
 fn apply_pending(client: &mut PgClient, now_ms: i64) -> Result<Vec<u32>, DbError> {
     client.batch_execute(BOOKKEEPING)?;
-    let pending = pending_postgres_migrations(client)?;
+    let pending = pending_migrations(client)?;
     for migration in ported().filter(|m| pending.contains(&m.version)) {
         let mut tx = client.transaction()?;
         tx.batch_execute(migration.sql)?;

@@ -1,10 +1,11 @@
-//! What each database brings to the audit table: its statements, and a way
-//! to run a read whose parameters are all integers and to take the columns
-//! of a row. How the reads are strung together is the same on both.
+//! The audit table's statements, as each engine writes them, and what an
+//! engine brings to run them: a read whose parameters are all integers,
+//! and the columns of a row. How the reads are strung together is the same
+//! on both.
 
 use crate::store::db::DbError;
 
-/// The audit statements of one dialect, clause for clause the same on both
+/// The audit statements of one engine, clause for clause the same on both
 /// (only the placeholders differ). Every parameter is an integer.
 #[derive(Debug)]
 pub(super) struct Statements {
@@ -41,7 +42,7 @@ pub(super) trait Columns {
 /// only in its name.
 macro_rules! columns_through {
     ($row:ty, $get:ident) => {
-        impl $crate::store::audit::dialect::Columns for $row {
+        impl $crate::store::audit::statements::Columns for $row {
             fn int(&self, index: usize) -> Result<i64, $crate::store::db::DbError> {
                 Ok(self.$get(index)?)
             }

@@ -1,12 +1,12 @@
 //! The one interface every facade runs its statements through: [`Param`]s
-//! in, rows read through [`SqlRow`], on an [`Engine`] of either dialect
-//! (`sqlite/`, `postgres/`, or `dialect::Store`, either of them).
+//! in, rows read through [`SqlRow`], on an [`Executor`] of either engine
+//! (`sqlite/`, `postgres/`, or `either::Store`, either of them).
 
 use super::statements::Statements;
 use crate::model::{Id, PrincipalRef};
 use crate::store::db::DbError;
 
-/// A statement's parameter, bound as each dialect binds it.
+/// A statement's parameter, bound as each engine binds it.
 #[derive(Debug, Clone, Copy)]
 pub enum Param<'a> {
     /// Text.
@@ -53,7 +53,7 @@ macro_rules! impl_sql_row {
         flag: $flag:expr,
         bytes: $bytes:expr $(,)?
     }) => {
-        impl $crate::store::engine::SqlRow for $row {
+        impl $crate::store::executor::SqlRow for $row {
             fn text(&$self, $idx: usize) -> Result<&str, DbError> {
                 $text
             }
@@ -78,7 +78,7 @@ macro_rules! impl_sql_row {
 pub(crate) use impl_sql_row;
 
 /// A database the facades' statements run on.
-pub trait Engine: Send + Sync + 'static {
+pub trait Executor: Send + Sync + 'static {
     /// The row its queries yield.
     type Row<'r>: SqlRow;
     /// Its statements.
@@ -110,6 +110,6 @@ pub trait Engine: Send + Sync + 'static {
     fn execute_each(&self, sql: &str, each: &[Vec<Param<'_>>]) -> Result<(), DbError>;
     /// Runs each statement with its parameters, in order, all in one
     /// transaction; the rows each changed. An empty statement is a step
-    /// the dialect has nothing to run for (0 rows).
+    /// the engine has nothing to run for (0 rows).
     fn execute_steps(&self, steps: &[(&str, &[Param<'_>])]) -> Result<Vec<u64>, DbError>;
 }

@@ -1,17 +1,17 @@
-//! The store of either dialect, chosen once, when it is opened: the
-//! authorization store's engines (`SqliteStore`, `PostgresStore`) are
+//! The store of either engine, chosen once, when it is opened: the
+//! authorization store's executors (`SqliteStore`, `PostgresStore`) are
 //! types of their own, so the per-request reads are monomorphized over
 //! them; [`Store`] is either, for the facades called with a `Db`
 //! (sessions, writes, the lists' rows): one `match` per statement, never a
 //! `dyn` call.
 
-use super::engine::{impl_sql_row, Engine, Param};
+use super::executor::{impl_sql_row, Executor, Param};
 use super::postgres::PostgresStore;
 use super::sqlite::SqliteStore;
 use super::statements::Statements;
-use crate::store::db::{Db, DbError, Dialect};
+use crate::store::db::{Db, DbError, Engine};
 
-/// The store of one database, its dialect chosen once, when it is opened.
+/// The store of one database, its engine chosen once, when it is opened.
 #[derive(Debug, Clone)]
 pub enum Store {
     /// On SQLite.
@@ -21,16 +21,16 @@ pub enum Store {
 }
 
 impl Store {
-    /// The store over `db`, of its dialect.
+    /// The store over `db`, of its engine.
     pub fn open(db: &Db) -> Store {
-        match db.dialect() {
-            Dialect::Sqlite => Store::Sqlite(SqliteStore::new(db.clone())),
-            Dialect::Postgres => Store::Postgres(PostgresStore::new(db.clone())),
+        match db.engine() {
+            Engine::Sqlite => Store::Sqlite(SqliteStore::new(db.clone())),
+            Engine::Postgres => Store::Postgres(PostgresStore::new(db.clone())),
         }
     }
 }
 
-/// A row of either dialect.
+/// A row of either engine.
 pub enum AnyRow<'r> {
     /// An SQLite row.
     Sqlite(&'r rusqlite::Row<'r>),
@@ -38,7 +38,7 @@ pub enum AnyRow<'r> {
     Postgres(&'r tokio_postgres::Row),
 }
 
-/// `$body` with `$row` bound to the row of either dialect.
+/// `$body` with `$row` bound to the row of either engine.
 macro_rules! either_row {
     ($any:expr, $row:ident => $body:expr) => {
         match $any {
@@ -57,7 +57,7 @@ impl_sql_row!(AnyRow<'_>, |self, idx| {
     bytes: either_row!(self, r => r.bytes(idx)),
 });
 
-/// `$body` with `$store` bound to the store of either dialect.
+/// `$body` with `$store` bound to the store of either engine.
 macro_rules! either_store {
     ($any:expr, $store:ident => $body:expr) => {
         match $any {
@@ -67,7 +67,7 @@ macro_rules! either_store {
     };
 }
 
-impl Engine for Store {
+impl Executor for Store {
     type Row<'r> = AnyRow<'r>;
 
     fn statements(&self) -> &'static Statements {

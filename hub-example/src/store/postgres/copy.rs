@@ -6,8 +6,9 @@
 use rusqlite::types::Value;
 use tokio_postgres::types::{ToSql, Type};
 
+use super::migrations::migrate;
 use super::runtime::{driver_runtime, off_runtime};
-use super::{migrate_postgres, PgManager, PgTransaction};
+use super::{PgManager, PgTransaction};
 use crate::store::db::{DbError, PoolOptions};
 
 /// The tables the seeder fills, parents before children.
@@ -59,7 +60,7 @@ pub fn copy_seeded(from: &rusqlite::Connection, url: &str, now_ms: i64) -> Resul
     let manager = PgManager::new(url, PoolOptions::default(), driver_runtime())?;
     off_runtime(|| {
         let mut conn = manager.open_client()?;
-        migrate_postgres(&mut conn, now_ms)?;
+        migrate(&mut conn, now_ms)?;
         let mut tx = conn.transaction()?;
         for table in &tables {
             write_table(&mut tx, table)?;

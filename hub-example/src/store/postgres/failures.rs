@@ -1,24 +1,5 @@
-//! PostgreSQL: the async driver (`tokio-postgres`) in a `bb8` pool, seen by
-//! the synchronous store through blocking facades; the failures that mean
-//! "unavailable for now"; the migrations' port and the seeder's copy.
-//!
-//! The store's methods are synchronous and run inside one `spawn_blocking`
-//! per request, exactly as on SQLite, so both dialects make the same calls
-//! in the same places. A [`PgClient`]'s calls block on the runtime that
-//! drives its connection (see [`runtime`] for which one and where blocking
-//! is allowed); each connection keeps its prepared statements, as
-//! rusqlite's statement cache does for SQLite.
-
-mod client;
-mod copy;
-mod manager;
-mod migrations;
-pub(crate) mod runtime;
-
-pub use client::{PgClient, PgTransaction};
-pub use copy::{copy_seeded, holds_tables};
-pub use manager::PgManager;
-pub use migrations::{migrate_postgres, pending_postgres_migrations, postgres_schema_version};
+//! PostgreSQL's failures: which mean "unavailable for now", and how one
+//! is told (on one line, a URL without its password).
 
 /// Whether a PostgreSQL failure means the server is unavailable for now
 /// (down, restarting, the connection terminated, out of connections, a lock
@@ -60,7 +41,7 @@ pub fn redacted(url: &str) -> String {
 
 /// The error and its causes on one line (the client's own text stops at
 /// "error connecting to server").
-fn one_line(e: &tokio_postgres::Error) -> String {
+pub(super) fn one_line(e: &tokio_postgres::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {
@@ -96,6 +77,7 @@ pub(crate) fn test_server() -> Option<String> {
 mod tests {
     use super::*;
     use crate::store::db::{DbError, PoolOptions};
+    use crate::store::postgres::{runtime, PgManager};
 
     #[test]
     fn a_password_never_leaves_the_url() {

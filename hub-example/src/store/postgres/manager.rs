@@ -10,7 +10,8 @@ use tokio::runtime::Handle;
 use tokio_postgres::tls::NoTlsStream;
 use tokio_postgres::{Client, Config, Connection, NoTls, Socket};
 
-use super::{one_line, redacted, PgClient};
+use super::client::PgClient;
+use super::failures::{one_line, redacted};
 use crate::store::db::{DbError, PoolOptions};
 
 /// The connection manager of the PostgreSQL pool.

@@ -221,8 +221,8 @@ impl<'a> PgTransaction<'a> {
 
 #[cfg(test)]
 mod tests {
-    use crate::store::db::postgres::test_server;
     use crate::store::db::{Db, PoolOptions};
+    use crate::store::postgres::test_server;
 
     #[test]
     fn a_transaction_commits_or_rolls_back_when_dropped() {
