@@ -9,12 +9,12 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::app::accept::Listener;
+use crate::app::serve::open_for_serving;
 use crate::app::{Hub, HubOptions};
 use crate::log::stdout_writer;
 use crate::perf::exits::{metrics_addr, metrics_router, HubExits, METRICS_MAX_CONNECTIONS};
 use crate::seed::{seed_to_file, SeedOptions};
-use crate::serve::open_for_serving;
-use crate::server::Listener;
 use crate::settings::ServerLimits;
 use crate::settings::StartupSettings;
 
@@ -303,7 +303,7 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
     }
     // As Go's runtime does: the soft descriptor limit up to the hard one,
     // before anything is opened; the connection cap is derived from it.
-    let raised = crate::connections::raise_descriptor_limit();
+    let raised = crate::app::connections::raise_descriptor_limit();
     let rt = runtime()?;
     // Opened in the runtime's context: a PostgreSQL pool drives its
     // connections on the Hub's runtime.

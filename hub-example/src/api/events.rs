@@ -39,6 +39,7 @@ use tokio_stream::{Stream, StreamExt};
 
 use super::params::Params;
 use super::{ApiError, StreamLimiter, StreamPermit};
+use crate::app::state::AppState;
 use crate::auth::bearer::{bearer_token, resolve_credential};
 use crate::auth::session::{resolve_session, session_cookie, BrowserSession};
 use crate::auth::{AuthError, CredentialExpiry};
@@ -50,7 +51,6 @@ use crate::events::{
 use crate::perf::keys::Phase;
 use crate::settings::ServerLimits;
 use crate::shutdown::ShutdownSignal;
-use crate::state::AppState;
 use crate::store::AuthzStore;
 
 /// How often an idle stream sends a keep-alive comment.

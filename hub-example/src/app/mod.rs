@@ -1,4 +1,4 @@
-//! The Hub: the router over the application state ([`crate::state`]), and
+//! The Hub: the router over the application state ([`crate::app::state`]), and
 //! serving.
 //!
 //! Tracing on or off is decided once, when the Hub is built. Off, the state
@@ -13,9 +13,14 @@
 //! refused credentials; [`Hub::guarded`] puts routes of other listeners
 //! (the web client's pages, the metrics port) behind the same request
 //! guards. [`Hub::serving_listeners`] serves every listener of the process
-//! with the connection timeouts and caps of [`crate::server`], and shuts
+//! with the connection timeouts and caps of [`crate::app::accept`], and shuts
 //! them down together: one deadline for the requests in flight on all of
 //! them, then the audit queue drained once, then `shutdown finished`.
+
+pub(crate) mod accept;
+pub mod connections;
+pub mod serve;
+pub mod state;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -35,22 +40,22 @@ use crate::api::{
     limit_request_size, method_not_allowed, not_found, panic_response, profiling, public,
     ListQuota, StreamLimiter,
 };
+use crate::app::accept::{Listener, ServerCounters};
+use crate::app::connections::{descriptor_limit, ConnectionCaps, ConnectionGate, ConnectionStats};
+use crate::app::state::AppState;
 use crate::auth::{FailedLogins, TokenSigner};
 use crate::authz::audit::{AuditBackend, MemoryAuditBackend, PrincipalLimits, WRITER_BUSY_TIMEOUT};
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::cache::ResponseCache;
-use crate::connections::{descriptor_limit, ConnectionCaps, ConnectionGate, ConnectionStats};
 use crate::events::{EventBus, PgEventRelay};
 use crate::log::{Logger, SharedWriter};
 use crate::perf::exits::HubExits;
 use crate::perf::{trace_layers, HubTraceLayer, WebTraceLayer};
 use crate::replicas::ReplicaInbox;
-use crate::server::{Listener, ServerCounters};
 use crate::settings::hub::{self, CreatorRoles, InvalidSetting};
 use crate::settings::AuditSettings;
 use crate::settings::ServerLimits;
 use crate::settings::{Settings, PERF_TRACE_KEY};
-use crate::state::AppState;
 use crate::store::db::postgres::runtime::off_runtime;
 use crate::store::db::Db;
 use crate::store::outbox::Outbox;
@@ -479,7 +484,7 @@ impl Hub {
     }
 
     /// Serves on `listener` until `shutdown` completes, then shuts down
-    /// gracefully within the shutdown deadline (see [`crate::server`]).
+    /// gracefully within the shutdown deadline (see [`crate::app::accept`]).
     pub async fn serve(
         self,
         listener: TcpListener,
@@ -514,7 +519,7 @@ impl Hub {
     }
 
     /// Serves every listener in one accept loop until `shutdown` completes,
-    /// then shuts them all down together (see [`crate::server`]): each
+    /// then shuts them all down together (see [`crate::app::accept`]): each
     /// stops accepting, the requests in flight on any of them finish or are
     /// cut off at one deadline, the audit queue is drained once, and
     /// `shutdown finished` is the last line.
@@ -550,7 +555,7 @@ impl Hub {
                     ],
                 );
             }
-            let cut_off = crate::server::serve(
+            let cut_off = crate::app::accept::serve(
                 listeners,
                 logger.clone(),
                 limits,
