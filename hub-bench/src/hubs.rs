@@ -24,8 +24,8 @@ use hub_example::api::profiling::set_readiness_marks;
 use hub_example::app::{Hub, HubOptions, RunningHub};
 use hub_example::log::SharedWriter;
 use hub_example::perf::exits::HubExits;
-use hub_example::serve::open_for_serving;
 use hub_example::settings::Settings;
+use hub_example::store::db::Db;
 use hub_example::web::{router, WebOptions};
 
 /// Whether a Hub served here traces its requests (its
@@ -105,24 +105,21 @@ pub fn seeded_hub_with_exits(
     cache: hub_example::settings::CacheSettings,
     exits: HubExits,
 ) -> anyhow::Result<Hub> {
-    let db = open_for_serving(db_path, true)?;
+    let db = Db::open_for_serving(db_path, true)?;
     let log = File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;
     // Unbuffered, as the Hub's standard output (`hub_example::log::stdout_writer`):
     // the perf_trace lines come in batches.
     let writer: SharedWriter = Arc::new(Mutex::new(Box::new(log)));
-    Ok(Hub::with_exits(
-        db,
-        HubOptions {
-            session_secret: session_secret.into(),
-            settings: Settings {
-                perf_trace: tracing.is_on(),
-                gcp_logs: false,
-                cache,
-            },
-            log: writer,
+    let options = HubOptions {
+        session_secret: session_secret.into(),
+        settings: Settings {
+            perf_trace: tracing.is_on(),
+            gcp_logs: false,
+            cache,
         },
-        exits,
-    ))
+        log: writer,
+    };
+    Ok(Hub::builder(db, options).exits(exits).build())
 }
 
 /// A served Hub with its web client; stopped when dropped.

@@ -12,7 +12,7 @@
 //! - [`perf`] is the perf-trace wiring: the key sets, the policy, the
 //!   tracing layers and the exits.
 //! - [`seed`] writes a reproducible data set into a fresh database;
-//!   [`serve::open_for_serving`] opens one for serving.
+//!   [`store::db::Db::open_for_serving`] opens one for serving.
 //! - [`connections`] bounds the connections the Hub holds open (the
 //!   descriptor limit raised, one cap with headroom, a cap per address);
 //!   [`rate`] keeps the token buckets of the quotas and sign-in rates.

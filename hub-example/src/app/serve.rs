@@ -1,5 +1,6 @@
-//! Opening a seeded database for serving, shared by the `serve` command and
-//! by programs that serve Hubs in-process (the bench crate's demo).
+//! Opening a seeded database for serving ([`Db::open_for_serving`]), shared
+//! by the `serve` command and by programs that serve Hubs in-process (the
+//! bench crate's demo).
 
 use std::path::Path;
 
@@ -12,28 +13,36 @@ use crate::store::db::{
     LATEST_VERSION,
 };
 
-/// Opens the database for serving and brings its schema up to date (or
-/// checks it is, with `auto_migrate` off: the command line's
-/// `--no-auto-migrate`). The file must exist; an outdated schema without
-/// `auto_migrate` is [`DbError::SchemaOutdated`], and nothing is written.
-/// A `postgres://` URL in place of the path opens that PostgreSQL database
-/// (which must answer) the same way.
+impl Db {
+    /// Opens the database for serving and brings its schema up to date (or
+    /// checks it is, with `auto_migrate` off: the command line's
+    /// `--no-auto-migrate`). The file must exist; an outdated schema without
+    /// `auto_migrate` is [`DbError::SchemaOutdated`], and nothing is written.
+    /// A `postgres://` URL in place of the path opens that PostgreSQL database
+    /// (which must answer) the same way.
+    pub fn open_for_serving(path: &Path, auto_migrate: bool) -> Result<Db, DbError> {
+        if let Some(url) = postgres_url(path) {
+            return open_postgres_for_serving(url, auto_migrate);
+        }
+        let db = Db::open(path, OpenMode::MustExist, PoolOptions::default())?;
+        let mut conn = db.conn()?;
+        if auto_migrate {
+            migrate(&mut conn, crate::clock::now_ms())?;
+        } else if !pending_migrations(&conn)?.is_empty() {
+            return Err(DbError::SchemaOutdated {
+                found: schema_version(&conn)?,
+                expected: LATEST_VERSION,
+            });
+        }
+        drop(conn);
+        Ok(db)
+    }
+}
+
+/// [`Db::open_for_serving`], at the path the command line and other
+/// programs have named it by.
 pub fn open_for_serving(path: &Path, auto_migrate: bool) -> Result<Db, DbError> {
-    if let Some(url) = postgres_url(path) {
-        return open_postgres_for_serving(url, auto_migrate);
-    }
-    let db = Db::open(path, OpenMode::MustExist, PoolOptions::default())?;
-    let mut conn = db.conn()?;
-    if auto_migrate {
-        migrate(&mut conn, crate::clock::now_ms())?;
-    } else if !pending_migrations(&conn)?.is_empty() {
-        return Err(DbError::SchemaOutdated {
-            found: schema_version(&conn)?,
-            expected: LATEST_VERSION,
-        });
-    }
-    drop(conn);
-    Ok(db)
+    Db::open_for_serving(path, auto_migrate)
 }
 
 fn open_postgres_for_serving(url: &str, auto_migrate: bool) -> Result<Db, DbError> {
