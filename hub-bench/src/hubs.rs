@@ -8,6 +8,8 @@
 //! - [`start_hub`]: it served with the API alone.
 //! - [`WebHub`]: it served with its web client, as `hub-example serve
 //!   --enable-web` serves it.
+//!
+//! Each is traced or not as its [`Tracing`] says.
 
 use std::fs::File;
 use std::path::Path;
@@ -22,9 +24,26 @@ use hub_example::api::profiling::set_readiness_marks;
 use hub_example::app::{Hub, HubOptions, RunningHub};
 use hub_example::log::SharedWriter;
 use hub_example::perf::exits::HubExits;
-use hub_example::serve::open_for_serving;
 use hub_example::settings::Settings;
+use hub_example::store::db::Db;
 use hub_example::web::{router, WebOptions};
+
+/// Whether a Hub served here traces its requests (its
+/// `server.hub.perf_trace` setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tracing {
+    /// Tracing on: the tracing layer and a perf_trace line per request.
+    On,
+    /// Tracing off: no tracing layer, no perf_trace lines.
+    Off,
+}
+
+impl Tracing {
+    /// The setting's value.
+    pub fn is_on(self) -> bool {
+        self == Tracing::On
+    }
+}
 
 /// Serves the seeded database at `db_path` in this process, on a free
 /// loopback port, as `hub-example serve` would (see [`seeded_hub`]). Stop
@@ -32,15 +51,15 @@ use hub_example::web::{router, WebOptions};
 pub async fn start_hub(
     db_path: &Path,
     session_secret: &str,
-    perf_trace: bool,
+    tracing: Tracing,
     log_path: &Path,
 ) -> anyhow::Result<RunningHub> {
-    let hub = seeded_hub(db_path, session_secret, perf_trace, log_path)?;
+    let hub = seeded_hub(db_path, session_secret, tracing, log_path)?;
     Ok(hub.spawn(([127, 0, 0, 1], 0).into()).await?)
 }
 
 /// A Hub over the seeded database at `db_path`, opened as `hub-example
-/// serve` opens it (migrations applied), with tracing on or off, without
+/// serve` opens it (migrations applied), traced as `tracing` says, without
 /// the response cache (the benchmarks measure each request's own work),
 /// and every log line written to a new file at `log_path`, buffered as
 /// `serve` buffers standard output, the perf_trace lines buffered by their
@@ -49,19 +68,12 @@ pub async fn start_hub(
 pub fn seeded_hub(
     db_path: &Path,
     session_secret: &str,
-    perf_trace: bool,
+    tracing: Tracing,
     log_path: &Path,
 ) -> anyhow::Result<Hub> {
     let interval = hub_example::perf::LINE_FLUSH_INTERVAL;
     let cache = hub_example::settings::CacheSettings::disabled();
-    seeded_hub_writing_every(
-        db_path,
-        session_secret,
-        perf_trace,
-        log_path,
-        interval,
-        cache,
-    )
+    seeded_hub_writing_every(db_path, session_secret, tracing, log_path, interval, cache)
 }
 
 /// [`seeded_hub`] with its lines written out every `interval` (the
@@ -71,7 +83,7 @@ pub fn seeded_hub(
 pub fn seeded_hub_writing_every(
     db_path: &Path,
     session_secret: &str,
-    perf_trace: bool,
+    tracing: Tracing,
     log_path: &Path,
     interval: Duration,
     cache: hub_example::settings::CacheSettings,
@@ -80,7 +92,7 @@ pub fn seeded_hub_writing_every(
         background_lines: Some(interval),
         ..HubExits::default()
     };
-    seeded_hub_with_exits(db_path, session_secret, perf_trace, log_path, cache, exits)
+    seeded_hub_with_exits(db_path, session_secret, tracing, log_path, cache, exits)
 }
 
 /// [`seeded_hub_writing_every`] with `exits` on its emitter (the benches'
@@ -88,29 +100,26 @@ pub fn seeded_hub_writing_every(
 pub fn seeded_hub_with_exits(
     db_path: &Path,
     session_secret: &str,
-    perf_trace: bool,
+    tracing: Tracing,
     log_path: &Path,
     cache: hub_example::settings::CacheSettings,
     exits: HubExits,
 ) -> anyhow::Result<Hub> {
-    let db = open_for_serving(db_path, true)?;
+    let db = Db::open_for_serving(db_path, true)?;
     let log = File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;
     // Unbuffered, as the Hub's standard output (`hub_example::log::stdout_writer`):
     // the perf_trace lines come in batches.
     let writer: SharedWriter = Arc::new(Mutex::new(Box::new(log)));
-    Ok(Hub::with_exits(
-        db,
-        HubOptions {
-            session_secret: session_secret.into(),
-            settings: Settings {
-                perf_trace,
-                gcp_logs: false,
-                cache,
-            },
-            log: writer,
+    let options = HubOptions {
+        session_secret: session_secret.into(),
+        settings: Settings {
+            perf_trace: tracing.is_on(),
+            gcp_logs: false,
+            cache,
         },
-        exits,
-    ))
+        log: writer,
+    };
+    Ok(Hub::builder(db, options).exits(exits).build())
 }
 
 /// A served Hub with its web client; stopped when dropped.
@@ -121,15 +130,15 @@ pub struct WebHub {
 }
 
 impl WebHub {
-    /// Serves the seeded database at `db_path` (migrations applied), tracing
-    /// on or off, every log line written to a new file at `log_path`.
+    /// Serves the seeded database at `db_path` (migrations applied), traced
+    /// as `tracing` says, every log line written to a new file at `log_path`.
     pub async fn start(
         db_path: &Path,
         session_secret: &str,
-        perf_trace: bool,
+        tracing: Tracing,
         log_path: &Path,
     ) -> anyhow::Result<WebHub> {
-        let hub = seeded_hub(db_path, session_secret, perf_trace, log_path)?;
+        let hub = seeded_hub(db_path, session_secret, tracing, log_path)?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         let (stop, stopped) = oneshot::channel::<()>();

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 
 mod support;
 
-use hub_bench::hubs::start_hub;
+use hub_bench::hubs::{start_hub, Tracing};
 use hub_example::app::{RunningHub, PERF_TRACE_WARNING};
 use hub_example::seed::{seed_to_file, SeedOptions};
 use serde_json::Value;
@@ -47,7 +47,9 @@ impl Server {
             .enable_all()
             .build()
             .unwrap();
-        let hub = runtime.block_on(start_hub(db, SECRET, true, log)).unwrap();
+        let hub = runtime
+            .block_on(start_hub(db, SECRET, Tracing::On, log))
+            .unwrap();
         Server {
             runtime,
             hub: Some(hub),

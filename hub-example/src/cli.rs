@@ -9,14 +9,14 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::app::accept::Listener;
 use crate::app::{Hub, HubOptions};
 use crate::log::stdout_writer;
 use crate::perf::exits::{metrics_addr, metrics_router, HubExits, METRICS_MAX_CONNECTIONS};
 use crate::seed::{seed_to_file, SeedOptions};
-use crate::serve::open_for_serving;
-use crate::server::Listener;
 use crate::settings::ServerLimits;
 use crate::settings::StartupSettings;
+use crate::store::db::Db;
 
 /// The example Hub, traced with perf-trace.
 #[derive(Debug, Parser)]
@@ -303,13 +303,13 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
     }
     // As Go's runtime does: the soft descriptor limit up to the hard one,
     // before anything is opened; the connection cap is derived from it.
-    let raised = crate::connections::raise_descriptor_limit();
+    let raised = crate::app::connections::raise_descriptor_limit();
     let rt = runtime()?;
     // Opened in the runtime's context: a PostgreSQL pool drives its
     // connections on the Hub's runtime.
     let db = {
         let _runtime = rt.enter();
-        open_for_serving(&args.db, !args.no_auto_migrate).map_err(CliError::from)?
+        Db::open_for_serving(&args.db, !args.no_auto_migrate).map_err(CliError::from)?
     };
     let addr = resolve(&args.host, args.port)?;
     let web_addr = match args.enable_web {
@@ -325,16 +325,15 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
             background_lines: Some(crate::perf::LINE_FLUSH_INTERVAL),
             ..HubExits::start(&exit_settings).map_err(|e| CliError(e.to_string()))?
         };
-        let hub = Hub::with_exits(
-            db,
-            HubOptions {
-                session_secret,
-                settings,
-                log: stdout_writer(),
-            },
-            exits,
-        )
-        .with_limits(limits)
+        let options = HubOptions {
+            session_secret,
+            settings,
+            log: stdout_writer(),
+        };
+        let hub = Hub::builder(db, options)
+            .exits(exits)
+            .build()
+            .with_limits(limits)
         .with_audit_settings(audit_settings);
         if let Err(e) = raised {
             hub.logger().warn(

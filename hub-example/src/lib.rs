@@ -12,7 +12,7 @@
 //! - [`perf`] is the perf-trace wiring: the key sets, the policy, the
 //!   tracing layers and the exits.
 //! - [`seed`] writes a reproducible data set into a fresh database;
-//!   [`serve::open_for_serving`] opens one for serving.
+//!   [`store::db::Db::open_for_serving`] opens one for serving.
 //! - [`connections`] bounds the connections the Hub holds open (the
 //!   descriptor limit raised, one cap with headroom, a cap per address);
 //!   [`rate`] keeps the token buckets of the quotas and sign-in rates.
@@ -31,7 +31,6 @@ pub mod authz;
 pub mod cache;
 pub mod cli;
 pub mod clock;
-pub mod connections;
 pub mod events;
 pub mod listing;
 pub mod log;
@@ -41,15 +40,18 @@ pub mod perf;
 pub mod rate;
 pub mod replicas;
 pub mod seed;
-pub mod serve;
-mod server;
 pub mod settings;
 pub mod shutdown;
-pub mod state;
 pub mod store;
 pub mod views;
 pub mod web;
 
+pub use app::accept::Listener;
+/// The connection caps, at their path from before the `app` folder.
+pub use app::connections;
+/// Opening a database for serving, at its path from before the `app` folder.
+pub use app::serve;
+/// The application state, at its path from before the `app` folder.
+pub use app::state;
+pub use app::state::AppState;
 pub use app::{build_router, build_router_with, Hub, HubOptions, RunningHub};
-pub use server::Listener;
-pub use state::AppState;

@@ -12,6 +12,7 @@ use axum::Router;
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
+use hub_bench::hubs::Tracing;
 use hub_example::app::Hub;
 use hub_example::seed::{seed_to_file, SeedDocument, SeedOptions};
 
@@ -89,7 +90,7 @@ pub fn side_hub(
             hub_bench::hubs::seeded_hub_with_exits(
                 db_path,
                 SESSION_SECRET,
-                true,
+                Tracing::On,
                 log_path,
                 cache_settings(cached),
                 exits,
@@ -100,10 +101,16 @@ pub fn side_hub(
             // The spans peer's Hub puts its store behind the counted
             // decorator, as `serve` does for it.
             hub_example::perf::peers::building_for(peer, || {
-                hub_writing_every(db_path, false, log_path, interval, cached)
+                hub_writing_every(db_path, Tracing::Off, log_path, interval, cached)
             })?
         }
-        side => hub_writing_every(db_path, side == Side::On, log_path, interval, cached)?,
+        side => {
+            let tracing = match side {
+                Side::On => Tracing::On,
+                _ => Tracing::Off,
+            };
+            hub_writing_every(db_path, tracing, log_path, interval, cached)?
+        }
     };
     let router = hub.router();
     #[cfg(feature = "peers")]
@@ -152,7 +159,7 @@ pub fn seed(dir: &Path, agents: u32) -> anyhow::Result<SeedDocument> {
 /// response cache on (the Hub's default settings) when `cached`.
 pub fn hub_writing_every(
     db_path: &Path,
-    perf_trace: bool,
+    tracing: Tracing,
     log_path: &Path,
     interval: std::time::Duration,
     cached: bool,
@@ -160,7 +167,7 @@ pub fn hub_writing_every(
     hub_bench::hubs::seeded_hub_writing_every(
         db_path,
         SESSION_SECRET,
-        perf_trace,
+        tracing,
         log_path,
         interval,
         cache_settings(cached),

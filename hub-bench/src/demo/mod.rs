@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use perf_trace_core::scion::header;
 
 use crate::apibench::{self, count_cell, scenarios, timed_get, ApibenchArgs};
-use crate::hubs::start_hub;
+use crate::hubs::{start_hub, Tracing};
 use crate::report::Report;
 use crate::table::{self, ms};
 use crate::{client, stats};
@@ -185,11 +185,11 @@ async fn run_size(
 
     progress.step(format!("serving {agents} agents, traced and untraced"));
     let log_path = out_dir.join(format!("hub{agents}.log"));
-    let traced = start_hub(&db_path, SESSION_SECRET, true, &log_path).await?;
+    let traced = start_hub(&db_path, SESSION_SECRET, Tracing::On, &log_path).await?;
     let untraced = start_hub(
         &db_path,
         SESSION_SECRET,
-        false,
+        Tracing::Off,
         &out_dir.join(format!("hub{agents}-off.log")),
     )
     .await?;

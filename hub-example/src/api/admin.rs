@@ -13,11 +13,11 @@ use std::collections::HashSet;
 use serde_json::{json, Value};
 
 use super::ApiError;
+use crate::app::state::AppState;
 use crate::authz::{AuditEmitter, Principal};
 use crate::replicas::Invalidation;
 use crate::settings::hub::{self, InvalidSetting, MAX_VALUE_BYTES};
 use crate::settings::yaml::{self, Limits, YamlError};
-use crate::state::AppState;
 use crate::store::{settings, AuthzStore};
 
 /// Settings that can only be set at startup, in normalized form.

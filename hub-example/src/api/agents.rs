@@ -10,6 +10,7 @@ use serde::Deserialize;
 use super::cached::respond;
 use super::params::{parse_id, parse_id_list, parse_view, Params};
 use super::{ApiError, LazyJson, ListQuota};
+use crate::app::state::AppState;
 use crate::authz::{Action, AuditEmitter, Principal};
 use crate::cache::{normalize_query, CacheKey, CallerKey};
 use crate::events::HubEvent;
@@ -18,7 +19,6 @@ use crate::model::{AgentActivity, AgentPhase};
 use crate::paging::PageRequest;
 use crate::perf::keys::CacheRoute;
 use crate::replicas::Invalidation;
-use crate::state::AppState;
 use crate::store::{agents, AuthzStore};
 use crate::views::CompactAgentView;
 

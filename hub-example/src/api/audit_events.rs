@@ -42,9 +42,9 @@ use serde_json::{json, Value};
 
 use super::params::Params;
 use super::ApiError;
+use crate::app::state::AppState;
 use crate::authz::{AuditEmitter, Authorizer, Principal};
 use crate::clock::{rfc3339_ms, MAX_RFC3339_MS};
-use crate::state::AppState;
 use crate::store::audit::{query_events, AuditCursor, AuditEventRow, AuditQuery};
 use crate::store::AuthzStore;
 

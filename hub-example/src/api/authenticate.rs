@@ -24,11 +24,11 @@ use axum::response::{IntoResponse, Response};
 use perf_trace_core::pool::{self, PoolFigures};
 
 use super::ApiError;
+use crate::app::state::AppState;
 use crate::auth::bearer::{bearer_token, resolve_credential};
 use crate::auth::session::{cookie_session, resolve_session, BrowserSession};
 use crate::auth::{CredentialExpiry, FailedLogins};
 use crate::authz::{AuditEmitter, Principal};
-use crate::state::AppState;
 use crate::store::AuthzStore;
 
 /// Paths served without a credential.

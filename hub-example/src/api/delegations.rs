@@ -11,9 +11,9 @@ use axum::{Extension, Json};
 
 use super::params::parse_id;
 use super::ApiError;
+use crate::app::state::AppState;
 use crate::authz::{Action, AuditEmitter, Principal};
 use crate::model::Id;
-use crate::state::AppState;
 pub use crate::store::agents::{project_delegations, DelegationParty, DelegationView};
 use crate::store::AuthzStore;
 

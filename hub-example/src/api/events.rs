@@ -27,7 +27,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::extract::{RawQuery, State};
+use axum::extract::{FromRequestParts, RawQuery, State};
+use axum::http::request::Parts;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -39,6 +40,7 @@ use tokio_stream::{Stream, StreamExt};
 
 use super::params::Params;
 use super::{ApiError, StreamLimiter, StreamPermit};
+use crate::app::state::AppState;
 use crate::auth::bearer::{bearer_token, resolve_credential};
 use crate::auth::session::{resolve_session, session_cookie, BrowserSession};
 use crate::auth::{AuthError, CredentialExpiry};
@@ -50,7 +52,6 @@ use crate::events::{
 use crate::perf::keys::Phase;
 use crate::settings::ServerLimits;
 use crate::shutdown::ShutdownSignal;
-use crate::state::AppState;
 use crate::store::AuthzStore;
 
 /// How often an idle stream sends a keep-alive comment.
@@ -243,16 +244,42 @@ async fn stream_end<S: AuthzStore, A: AuditEmitter>(
     }
 }
 
+/// What a stream reads from its request besides its caller, headers and
+/// query: what authentication noted (when the credential expires, whether
+/// a browser's session carried it), the shutdown signal of the server it
+/// came through, and the Hub's stream caps and re-check interval (none, and
+/// the default interval, on a router served without a Hub).
+pub struct StreamContext {
+    expiry: Option<CredentialExpiry>,
+    browser: bool,
+    shutdown: Option<ShutdownSignal>,
+    limiter: Option<StreamLimiter>,
+    recheck: Duration,
+}
+
+impl<T: Send + Sync> FromRequestParts<T> for StreamContext {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &T) -> Result<Self, Infallible> {
+        let extensions = &parts.extensions;
+        Ok(StreamContext {
+            expiry: extensions.get::<CredentialExpiry>().cloned(),
+            browser: extensions.get::<BrowserSession>().is_some(),
+            shutdown: extensions.get::<ShutdownSignal>().cloned(),
+            limiter: extensions.get::<StreamLimiter>().cloned(),
+            recheck: extensions
+                .get::<ServerLimits>()
+                .unwrap_or(&ServerLimits::default())
+                .stream_recheck_interval,
+        })
+    }
+}
+
 /// `GET /events`.
-#[allow(clippy::too_many_arguments)]
 pub async fn events<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
-    expiry: Option<Extension<CredentialExpiry>>,
-    shutdown: Option<Extension<ShutdownSignal>>,
-    limiter: Option<Extension<StreamLimiter>>,
-    limits: Option<Extension<ServerLimits>>,
-    browser: Option<Extension<BrowserSession>>,
+    context: StreamContext,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
@@ -265,8 +292,8 @@ pub async fn events<S: AuthzStore, A: AuditEmitter>(
         }
     };
     perf_trace_core::record::mark_stream();
-    let permit = match &limiter {
-        Some(Extension(limiter)) => Some(limiter.try_open(&principal.reference())?),
+    let permit = match &context.limiter {
+        Some(limiter) => Some(limiter.try_open(&principal.reference())?),
         None => None,
     };
     let st = state.clone();
@@ -289,17 +316,14 @@ pub async fn events<S: AuthzStore, A: AuditEmitter>(
             .then(|| Ok::<_, Infallible>(write_event(&event))),
         Err(BroadcastStreamRecvError::Lagged(missed)) => Some(Ok(lagged_notice(missed))),
     });
-    let recheck = limits
-        .map(|Extension(l)| l.stream_recheck_interval)
-        .unwrap_or(ServerLimits::default().stream_recheck_interval);
-    let credential = StreamCredential::of(&headers, browser.is_some());
+    let credential = StreamCredential::of(&headers, context.browser);
     let end = stream_end(
         state.clone(),
         credential,
         kept_subjects,
-        expiry.map(|Extension(e)| e),
-        shutdown.map(|Extension(s)| s),
-        recheck,
+        context.expiry,
+        context.shutdown,
+        context.recheck,
     );
     let stream = EndingStream {
         events: stream,
@@ -309,4 +333,41 @@ pub async fn events<S: AuthzStore, A: AuditEmitter>(
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn context(request: axum::http::Request<()>) -> StreamContext {
+        let (mut parts, ()) = request.into_parts();
+        let Ok(context) = StreamContext::from_request_parts(&mut parts, &()).await;
+        context
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_stream_reads_the_hub_s_values_from_its_request_and_defaults_without_them() {
+        let bare = context(axum::http::Request::new(())).await;
+        assert!(bare.limiter.is_none() && bare.shutdown.is_none() && bare.expiry.is_none());
+        assert!(!bare.browser);
+        assert_eq!(
+            bare.recheck,
+            ServerLimits::default().stream_recheck_interval
+        );
+
+        let limits = ServerLimits {
+            stream_recheck_interval: Duration::from_millis(1_234),
+            ..ServerLimits::default()
+        };
+        let mut request = axum::http::Request::new(());
+        let extensions = request.extensions_mut();
+        extensions.insert(limits);
+        extensions.insert(StreamLimiter::new(1, 1));
+        extensions.insert(ShutdownSignal::new());
+        extensions.insert(CredentialExpiry(42));
+        let served = context(request).await;
+        assert_eq!(served.recheck, Duration::from_millis(1_234));
+        assert!(served.limiter.is_some() && served.shutdown.is_some());
+        assert_eq!(served.expiry.map(|expiry| expiry.0), Some(42));
+    }
 }

@@ -22,10 +22,10 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::ApiError;
+use crate::app::state::AppState;
 use crate::authz::{AuditEmitter, Credential, Principal};
 use crate::replicas::Invalidation;
 use crate::settings::hub::{Stored, READINESS_MARKS};
-use crate::state::AppState;
 use crate::store::db::{Db, DbError};
 use crate::store::{settings, AuthzStore};
 

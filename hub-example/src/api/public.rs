@@ -7,10 +7,10 @@ use serde_json::{json, Value};
 
 use super::cached::respond;
 use super::ApiError;
+use crate::app::state::AppState;
 use crate::authz::AuditEmitter;
 use crate::cache::{CacheKey, CallerKey};
 use crate::perf::keys::CacheRoute;
-use crate::state::AppState;
 use crate::store::AuthzStore;
 
 /// The Hub's version, as `GET /api/v1/settings/public` reports it.
@@ -19,7 +19,7 @@ pub const HUB_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// `GET /healthz`: `{"status":"ok"}`, with the audit pipeline's figures
 /// under `audit` when the emitter keeps them (its summaries among them),
 /// and the connections' figures under `connections` while the Hub serves
-/// (see [`crate::connections`]). The status is `degraded` (still 200) from
+/// (see [`crate::app::connections`]). The status is `degraded` (still 200) from
 /// a rejected audit record or a failed batch until the queue has drained
 /// and none has happened for
 /// [`RECOVERY_WINDOW`](crate::authz::audit::RECOVERY_WINDOW), and while the

@@ -3,7 +3,7 @@
 //!
 //! The HTTP parser has its own, much larger limits (more than 100 headers,
 //! a path over 64 KiB); the server gives its answers to those a JSON body
-//! too (see `crate::server`).
+//! too (see `crate::app::accept`).
 
 use std::any::Any;
 

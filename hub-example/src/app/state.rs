@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
+use crate::app::connections::ConnectionStats;
 use crate::auth::tokens::TokenSigner;
 use crate::authz::{AuditEmitter, Authorizer, Principal};
 use crate::cache::ResponseCache;
-use crate::connections::ConnectionStats;
 use crate::events::EventBus;
 use crate::replicas::{Invalidation, ReplicaMessage};
 use crate::settings::hub::CreatorRoles;

@@ -1,0 +1,40 @@
+//! Opening a seeded database for serving ([`Db::open_for_serving`]), shared
+//! by the `serve` command and by programs that serve Hubs in-process (the
+//! bench crate's demo).
+
+use std::path::Path;
+
+use crate::store::db::{postgres_url, Db, DbError, OpenMode, PoolOptions, LATEST_VERSION};
+
+impl Db {
+    /// Opens the database for serving and brings its schema up to date (or
+    /// checks it is, with `auto_migrate` off: the command line's
+    /// `--no-auto-migrate`). The file must exist; an outdated schema without
+    /// `auto_migrate` is [`DbError::SchemaOutdated`], and nothing is written.
+    /// A `postgres://` URL in place of the path opens that PostgreSQL database
+    /// (which must answer) the same way.
+    pub fn open_for_serving(path: &Path, auto_migrate: bool) -> Result<Db, DbError> {
+        let db = match postgres_url(path) {
+            Some(url) => Db::open_postgres(url, PoolOptions::default())?,
+            None => Db::open(path, OpenMode::MustExist, PoolOptions::default())?,
+        };
+        // The migrations of the database's engine (PostgreSQL's run off any
+        // async worker: programs serving Hubs in-process may call this from
+        // one).
+        if auto_migrate {
+            db.migrate(crate::clock::now_ms())?;
+        } else if !db.pending_migrations()?.is_empty() {
+            return Err(DbError::SchemaOutdated {
+                found: db.schema_version()?,
+                expected: LATEST_VERSION,
+            });
+        }
+        Ok(db)
+    }
+}
+
+/// [`Db::open_for_serving`], at the path the command line and other
+/// programs have named it by.
+pub fn open_for_serving(path: &Path, auto_migrate: bool) -> Result<Db, DbError> {
+    Db::open_for_serving(path, auto_migrate)
+}
