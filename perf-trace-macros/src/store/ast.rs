@@ -1,6 +1,7 @@
 //! The store trait, read item by item into what the decorator forwards, and
 //! a repository's `impl` block, read into the methods it counts in place.
-//! What is read here is checked in [`valid`](super::valid).
+//! What is read here is checked in `valid.rs`, and generated from in
+//! `expand.rs`.
 
 use proc_macro2::Span;
 use quote::format_ident;
@@ -396,8 +397,7 @@ pub(crate) enum ImplEntry {
 
 impl Inherent {
     /// Reads `item`, removing our helper attributes from it. The counted
-    /// methods' bodies are timed by
-    /// [`expand::time_methods`](super::expand::time_methods).
+    /// methods' bodies are timed by `expand::time_methods`.
     pub(crate) fn from_impl(
         item: &mut ItemImpl,
         options: Options,
