@@ -4,9 +4,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
-use syn::{parse_quote, Block, Ident, ReturnType, Type};
-
-use crate::phase::ast::{body_kind, Body};
+use syn::{parse_quote, Block, Expr, Ident, ReturnType, Stmt, Type};
 
 /// What a timed body records.
 #[derive(Clone, Copy)]
@@ -123,4 +121,40 @@ fn mentions_impl_or_infer(ty: &Type) -> bool {
     let mut finder = Finder(false);
     syn::visit::visit_type(&mut finder, ty);
     finder.0
+}
+
+/// Where the future of a function that returns one is built.
+enum Body<'a> {
+    /// `async fn`: the whole body.
+    AsyncFn,
+    /// A fn whose tail expression is an `async` block (`-> impl Future`).
+    TailAsync(&'a mut Expr),
+    /// A fn whose tail expression is `Box::pin(async move { .. })`, as
+    /// `#[async_trait]` writes them: the async block inside.
+    BoxPinAsync(&'a mut Expr),
+    /// A plain function.
+    Sync,
+}
+
+/// Classifies a fn's body, `block` (of an `async fn` when `asyncness`).
+fn body_kind(asyncness: bool, block: &mut Block) -> Body<'_> {
+    if asyncness {
+        return Body::AsyncFn;
+    }
+    let Some(Stmt::Expr(tail, None)) = block.stmts.last_mut() else {
+        return Body::Sync;
+    };
+    if matches!(tail, Expr::Async(_)) {
+        return Body::TailAsync(tail);
+    }
+    if let Expr::Call(call) = tail {
+        let is_box_pin = matches!(&*call.func, Expr::Path(p) if {
+            let segs: Vec<_> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+            segs.len() >= 2 && segs[segs.len() - 1] == "pin" && segs[segs.len() - 2] == "Box"
+        });
+        if is_box_pin && call.args.len() == 1 && matches!(call.args[0], Expr::Async(_)) {
+            return Body::BoxPinAsync(&mut call.args[0]);
+        }
+    }
+    Body::Sync
 }

@@ -145,7 +145,23 @@ pub(crate) struct VariantAttrs {
     pub(crate) max: Option<Span>,
     /// `route = "GET /items/{sku}"`, any number: the routes an endpoint
     /// class stands for.
-    pub(crate) routes: Vec<LitStr>,
+    pub(crate) routes: Vec<Route>,
+}
+
+/// One `route = "..."` of an endpoint class, parsed once: the expansion
+/// takes its parts, the checks report its problem.
+pub(crate) struct Route {
+    /// The string as written (where an error points).
+    pub(crate) lit: LitStr,
+    /// Its method (empty for any) and path, or why it is not a route.
+    pub(crate) parsed: Result<(String, String), String>,
+}
+
+impl Route {
+    fn new(lit: LitStr) -> Self {
+        let parsed = parse_route(&lit.value()).map(|(m, p)| (m.to_owned(), p.to_owned()));
+        Route { lit, parsed }
+    }
 }
 
 /// Reads every `#[key(...)]` attribute of one variant.
@@ -158,7 +174,7 @@ pub(crate) fn variant(attrs: &[Attribute], errors: &mut Errors) -> VariantAttrs 
                 let lit: LitStr = meta.value()?.parse()?;
                 errors.set_once(&mut out.rename, Some(lit), &meta, "key");
             }
-            "route" => out.routes.push(meta.value()?.parse()?),
+            "route" => out.routes.push(Route::new(meta.value()?.parse()?)),
             "default" | "max" => {
                 if has_value(&meta) {
                     return errors.refuse_option(&meta, format!("`{name}` takes no value"));
@@ -184,4 +200,32 @@ pub(crate) fn variant(attrs: &[Attribute], errors: &mut Errors) -> VariantAttrs 
         Ok(())
     });
     out
+}
+
+/// The methods a route may name.
+const METHODS: [&str; 9] = [
+    "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "CONNECT", "TRACE",
+];
+
+/// A route, `"GET /items/{sku}"` or `"/health"` (any method): its method
+/// (empty for any) and its path, as axum's `MatchedPath` spells it.
+fn parse_route(route: &str) -> Result<(&str, &str), String> {
+    let (method, path) = match route.split_once(' ') {
+        Some((method, path)) => (method, path),
+        None => ("", route),
+    };
+    if !method.is_empty() && !METHODS.contains(&method) {
+        return Err(format!(
+            "unknown method `{method}` in route {route:?}; expected one of {} or no method \
+             (any), e.g. \"GET /items/{{sku}}\"",
+            METHODS.join(", ")
+        ));
+    }
+    if !path.starts_with('/') || path.contains(char::is_whitespace) {
+        return Err(format!(
+            "route {route:?} needs a path that starts with `/` and has no spaces, as the \
+             router spells it, e.g. \"GET /items/{{sku}}\""
+        ));
+    }
+    Ok((method, path))
 }

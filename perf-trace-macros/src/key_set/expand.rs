@@ -4,7 +4,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::Ident;
 
-use super::ast::Container;
+use super::ast::{Container, Variant};
 use super::attr::Role;
 
 /// The impls for `cont`. When `valid` is false, the impls are still emitted
@@ -34,64 +34,7 @@ pub(crate) fn impls(cont: &Container, valid: bool) -> TokenStream {
         }
     });
 
-    // The role impl is spanned at the enum's name, where a "the trait is
-    // implemented for" hint then points.
-    let span = ident.span();
-    let role = match cont.role() {
-        Some(Role::Phases) => quote_spanned! {span=>
-            #[automatically_derived]
-            impl ::perf_trace_core::__private01::PhaseKey for #ident {}
-        },
-        Some(Role::StoreMethods) => quote_spanned! {span=>
-            #[automatically_derived]
-            impl ::perf_trace_core::__private01::StoreMethodKey for #ident {}
-        },
-        Some(Role::Counters) => match &cont.attrs.by {
-            Some(by) => quote_spanned! {span=>
-                #[automatically_derived]
-                impl ::perf_trace_core::__private01::PairedCounterKey for #ident {
-                    type By = #by;
-                }
-            },
-            None => quote_spanned! {span=>
-                #[automatically_derived]
-                impl ::perf_trace_core::__private01::CounterKey for #ident {}
-            },
-        },
-        Some(Role::Timers) => quote_spanned! {span=>
-            #[automatically_derived]
-            impl ::perf_trace_core::__private01::TimerKey for #ident {}
-        },
-        Some(Role::Endpoints) => {
-            let default = cont
-                .variants
-                .iter()
-                .find(|v| v.attrs.default.is_some())
-                .or(cont.variants.first())
-                .filter(|_| fieldless)
-                .map(|v| v.ident);
-            let routes = keys.iter().flat_map(|v| {
-                let variant = v.ident;
-                v.attrs.routes.iter().filter_map(move |route| {
-                    let route = route.value();
-                    let (method, path) = super::valid::parse_route(&route).ok()?;
-                    Some(quote!((#method, #path, Self::#variant)))
-                })
-            });
-            match default {
-                Some(default) => quote_spanned! {span=>
-                    #[automatically_derived]
-                    impl ::perf_trace_core::__private01::EndpointKey for #ident {
-                        const DEFAULT: Self = Self::#default;
-                        const ROUTES: &'static [(&'static str, &'static str, Self)] =
-                            &[#(#routes),*];
-                    }
-                },
-                None => TokenStream::new(),
-            }
-        }
-        None => TokenStream::new(),
-    };
+    let role = role_impl(cont, keys, fieldless);
 
     let count = cont.variants.len();
     let pair_check = match (&cont.attrs.by, cont.role()) {
@@ -177,6 +120,69 @@ pub(crate) fn impls(cont: &Container, valid: bool) -> TokenStream {
         }
         #role
         #count_check
+    }
+}
+
+/// The marker impl of the set's role (`PhaseKey`, `EndpointKey`, ...), over
+/// `keys`, the variants when all are fieldless; nothing without a role.
+fn role_impl(cont: &Container, keys: &[Variant], fieldless: bool) -> TokenStream {
+    let ident = cont.ident;
+    // The role impl is spanned at the enum's name, where a "the trait is
+    // implemented for" hint then points.
+    let span = ident.span();
+    match cont.role() {
+        Some(Role::Phases) => quote_spanned! {span=>
+            #[automatically_derived]
+            impl ::perf_trace_core::__private01::PhaseKey for #ident {}
+        },
+        Some(Role::StoreMethods) => quote_spanned! {span=>
+            #[automatically_derived]
+            impl ::perf_trace_core::__private01::StoreMethodKey for #ident {}
+        },
+        Some(Role::Counters) => match &cont.attrs.by {
+            Some(by) => quote_spanned! {span=>
+                #[automatically_derived]
+                impl ::perf_trace_core::__private01::PairedCounterKey for #ident {
+                    type By = #by;
+                }
+            },
+            None => quote_spanned! {span=>
+                #[automatically_derived]
+                impl ::perf_trace_core::__private01::CounterKey for #ident {}
+            },
+        },
+        Some(Role::Timers) => quote_spanned! {span=>
+            #[automatically_derived]
+            impl ::perf_trace_core::__private01::TimerKey for #ident {}
+        },
+        Some(Role::Endpoints) => {
+            let default = cont
+                .variants
+                .iter()
+                .find(|v| v.attrs.default.is_some())
+                .or(cont.variants.first())
+                .filter(|_| fieldless)
+                .map(|v| v.ident);
+            let routes = keys.iter().flat_map(|v| {
+                let variant = v.ident;
+                v.attrs.routes.iter().filter_map(move |route| {
+                    let (method, path) = route.parsed.as_ref().ok()?;
+                    Some(quote!((#method, #path, Self::#variant)))
+                })
+            });
+            match default {
+                Some(default) => quote_spanned! {span=>
+                    #[automatically_derived]
+                    impl ::perf_trace_core::__private01::EndpointKey for #ident {
+                        const DEFAULT: Self = Self::#default;
+                        const ROUTES: &'static [(&'static str, &'static str, Self)] =
+                            &[#(#routes),*];
+                    }
+                },
+                None => TokenStream::new(),
+            }
+        }
+        None => TokenStream::new(),
     }
 }
 

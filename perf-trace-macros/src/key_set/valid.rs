@@ -233,7 +233,7 @@ fn check_counter_options(cont: &Container, errors: &mut Errors) {
         if role != Role::Endpoints {
             if let Some(route) = v.attrs.routes.first() {
                 errors.spanned(
-                    route,
+                    &route.lit,
                     format!(
                         "`#[key(route = ...)]` is for endpoint sets (the routes a class stands \
                          for); `{ident}` is marked `{}`",
@@ -243,8 +243,8 @@ fn check_counter_options(cont: &Container, errors: &mut Errors) {
             }
         }
         for route in &v.attrs.routes {
-            if let Err(problem) = parse_route(&route.value()) {
-                errors.spanned(route, problem);
+            if let Err(problem) = &route.parsed {
+                errors.spanned(&route.lit, problem);
             }
         }
         if let Some(span) = v.attrs.max {
@@ -258,32 +258,4 @@ fn check_counter_options(cont: &Container, errors: &mut Errors) {
             );
         }
     }
-}
-
-/// The methods a route may name.
-const METHODS: [&str; 9] = [
-    "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "CONNECT", "TRACE",
-];
-
-/// A route, `"GET /items/{sku}"` or `"/health"` (any method): its method
-/// (empty for any) and its path, as axum's `MatchedPath` spells it.
-pub(crate) fn parse_route(route: &str) -> Result<(&str, &str), String> {
-    let (method, path) = match route.split_once(' ') {
-        Some((method, path)) => (method, path),
-        None => ("", route),
-    };
-    if !method.is_empty() && !METHODS.contains(&method) {
-        return Err(format!(
-            "unknown method `{method}` in route {route:?}; expected one of {} or no method \
-             (any), e.g. \"GET /items/{{sku}}\"",
-            METHODS.join(", ")
-        ));
-    }
-    if !path.starts_with('/') || path.contains(char::is_whitespace) {
-        return Err(format!(
-            "route {route:?} needs a path that starts with `/` and has no spaces, as the \
-             router spells it, e.g. \"GET /items/{{sku}}\""
-        ));
-    }
-    Ok((method, path))
 }

@@ -1,9 +1,10 @@
 //! `#[traced_phase(Set::Variant)]`: records one phase around a fn's body.
 
-pub(crate) mod ast;
+mod ast;
 mod attr;
 pub(crate) mod block;
 mod expand;
+mod valid;
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -16,7 +17,10 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let key = attr::parse_key(args, &mut errors);
     let item = match ast::parse_fn(input.clone(), &mut errors) {
-        Some(item) => item,
+        Some(item) => {
+            valid::check(&item, &mut errors);
+            item
+        }
         None => {
             let errors = errors.to_compile_error();
             return quote!(#input #errors);

@@ -1,5 +1,7 @@
 //! The store trait, read item by item into what the decorator forwards, and
 //! a repository's `impl` block, read into the methods it counts in place.
+//! What is read here is checked in `valid.rs`, and generated from in
+//! `expand.rs`.
 
 use proc_macro2::Span;
 use quote::format_ident;
@@ -9,7 +11,7 @@ use syn::{
     TraitItem, TraitItemConst, TraitItemFn, TraitItemType, Type, TypeParamBound,
 };
 
-use super::attr::{self, Options};
+use super::attr::{self, Counted, Options};
 use crate::case::RenameRule;
 use crate::errors::Errors;
 
@@ -21,40 +23,53 @@ pub(crate) struct Store {
     pub(crate) decorator: Ident,
     /// `rename_all = "..."` for the method enum, when given.
     pub(crate) rename_all: Option<syn::LitStr>,
-    /// What the decorator's impl holds, in declaration order.
+    /// The trait's items, in declaration order.
     pub(crate) entries: Vec<Entry>,
 }
 
 /// One item of the trait.
 pub(crate) enum Entry {
-    /// A method the decorator forwards.
+    /// A method, forwarded by the decorator when it can be.
     Method(Box<Method>),
     /// An associated type, forwarded.
     Type(TraitItemType),
     /// An associated const, forwarded.
     Const(TraitItemConst),
+    /// A `#[counted]` attribute on an item other than a method, removed.
+    Misplaced(Attribute),
+    /// An item the decorator cannot forward (a macro invocation).
+    Refused(TraitItem),
 }
 
-/// How a method is forwarded.
+/// A method of the trait.
 pub(crate) struct Method {
+    /// The signature as declared, where errors about it point.
+    pub(crate) declared: Signature,
     /// The signature in the impl: argument patterns replaced by names.
     pub(crate) sig: Signature,
+    /// Whether the trait gives it a default body.
+    pub(crate) has_default: bool,
     /// The method's `#[cfg]` attributes.
     pub(crate) cfgs: Vec<Attribute>,
     /// How `self` is passed on to the inner store.
     pub(crate) receiver: Receiver,
-    /// The `self` token (its span).
-    pub(crate) self_token: syn::token::SelfValue,
     /// The arguments after `self`, in order.
     pub(crate) args: Vec<Ident>,
+    /// The argument types that name `Self` (which cannot be forwarded).
+    pub(crate) takes_self: Vec<Type>,
+    /// The return type, when it names `Self`.
+    pub(crate) returns_self: Option<Type>,
     /// Where the call's time is spent.
     pub(crate) kind: Kind,
-    /// The enum variant; `None` for a `#[counted(skip)]` method.
+    /// Its `#[counted(...)]` options.
+    pub(crate) counted: Counted,
+    /// The enum variant; `None` for a `#[counted(skip)]` method (or one
+    /// whose `rename` is refused).
     pub(crate) variant: Option<Variant>,
 }
 
-/// The receiver of a forwarded method.
-#[derive(Clone, Copy)]
+/// The receiver of a method.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Receiver {
     /// `&self`
     Ref,
@@ -62,6 +77,10 @@ pub(crate) enum Receiver {
     RefMut,
     /// `self`
     Value,
+    /// None: an associated function.
+    Missing,
+    /// Any other, such as `self: Arc<Self>`.
+    Unsupported,
 }
 
 /// Where a method's time is spent.
@@ -88,6 +107,28 @@ pub(crate) struct Variant {
     pub(crate) method: Ident,
 }
 
+impl Variant {
+    /// The variant of a method named `name` under its `#[counted]` options;
+    /// `None` when it is skipped, or its rename is not an identifier.
+    fn of(name: &Ident, counted: &Counted) -> Option<Variant> {
+        if counted.skip.is_some() {
+            return None;
+        }
+        let (ident, rename) = match &counted.rename {
+            Some(rename) => (rename.ident.clone()?, Some(rename.lit.clone())),
+            None => (
+                Ident::new(&RenameRule::Pascal.apply(&name.to_string()), name.span()),
+                None,
+            ),
+        };
+        Some(Variant {
+            ident,
+            rename,
+            method: name.clone(),
+        })
+    }
+}
+
 impl Store {
     /// Reads `item`, removing our helper attributes from it.
     pub(crate) fn from_trait(item: &mut ItemTrait, options: Options, errors: &mut Errors) -> Store {
@@ -103,27 +144,25 @@ impl Store {
             match trait_item {
                 TraitItem::Fn(f) => {
                     let counted = attr::take_counted(&mut f.attrs, errors);
-                    if let Some(method) = method(f, counted, errors) {
-                        entries.push(Entry::Method(Box::new(method)));
-                    }
+                    entries.push(Entry::Method(Box::new(Method::new(f, counted))));
                 }
                 TraitItem::Type(t) => {
-                    no_counted(&mut t.attrs, errors);
+                    entries.extend(
+                        take_misplaced(&mut t.attrs)
+                            .into_iter()
+                            .map(Entry::Misplaced),
+                    );
                     entries.push(Entry::Type(t.clone()));
                 }
                 TraitItem::Const(c) => {
-                    no_counted(&mut c.attrs, errors);
+                    entries.extend(
+                        take_misplaced(&mut c.attrs)
+                            .into_iter()
+                            .map(Entry::Misplaced),
+                    );
                     entries.push(Entry::Const(c.clone()));
                 }
-                TraitItem::Macro(m) => errors.spanned(
-                    &*m,
-                    "a macro invocation in a store trait cannot be forwarded through the \
-                     decorator: write out the items it expands to",
-                ),
-                other => errors.spanned(
-                    &*other,
-                    "this trait item cannot be forwarded through the decorator",
-                ),
+                other => entries.push(Entry::Refused(other.clone())),
             }
         }
         Store {
@@ -134,20 +173,29 @@ impl Store {
         }
     }
 
-    /// The counted methods' variants, in declaration order.
-    pub(crate) fn variants(&self) -> impl Iterator<Item = (&Method, &Variant)> {
+    /// The methods the decorator forwards, in declaration order.
+    pub(crate) fn forwarded(&self) -> impl Iterator<Item = &Method> {
         self.entries.iter().filter_map(|e| match e {
-            Entry::Method(m) => m.variant.as_ref().map(|v| (&**m, v)),
+            Entry::Method(m) if m.forwardable() => Some(&**m),
             _ => None,
         })
     }
+
+    /// The counted methods' variants, in declaration order.
+    pub(crate) fn variants(&self) -> impl Iterator<Item = (&Method, &Variant)> {
+        self.forwarded()
+            .filter_map(|m| m.variant.as_ref().map(|v| (m, v)))
+    }
 }
 
-fn no_counted(attrs: &mut Vec<Attribute>, errors: &mut Errors) {
-    for attr in attrs.iter().filter(|a| attr::is_counted(a)) {
-        errors.spanned(attr, "#[counted] goes on the methods of the store");
-    }
-    attrs.retain(|a| !attr::is_counted(a));
+/// Removes the `#[counted]` attributes of an item that is not a method,
+/// returning them.
+fn take_misplaced(attrs: &mut Vec<Attribute>) -> Vec<Attribute> {
+    let (misplaced, kept) = std::mem::take(attrs)
+        .into_iter()
+        .partition(attr::is_counted);
+    *attrs = kept;
+    misplaced
 }
 
 /// The `#[cfg]` attributes among `attrs`, which the method's key keeps.
@@ -159,163 +207,95 @@ fn cfgs_of(attrs: &[Attribute]) -> Vec<Attribute> {
         .collect()
 }
 
-fn method(f: &TraitItemFn, counted: attr::Counted, errors: &mut Errors) -> Option<Method> {
-    let name = &f.sig.ident;
-    let mut sig = f.sig.clone();
-    let cfgs = cfgs_of(&f.attrs);
-
-    // A method the decorator cannot forward may keep the trait's default
-    // body, which then runs on the decorator itself.
-    let inherit = counted.skip.is_some() && f.default.is_some();
-    let hint = "give it a default body and mark it `#[counted(skip)]` to keep that body for \
-                the decorator, or move it out of the store trait";
-    let Some(receiver) = f.sig.receiver() else {
-        if !inherit {
-            errors.spanned(
-                &f.sig,
-                format!(
-                    "an associated function without `self` cannot be forwarded through the \
-                     decorator (there is no store to call): {hint}"
-                ),
-            );
-        }
-        return None;
-    };
-    let self_token = receiver.self_token;
-    let kind_of_receiver = match &*receiver.ty {
-        Type::Reference(r) if is_self(&r.elem) => {
-            if r.mutability.is_some() {
-                Receiver::RefMut
-            } else {
-                Receiver::Ref
+impl Method {
+    fn new(f: &TraitItemFn, counted: Counted) -> Method {
+        let receiver = match f.sig.receiver().map(|r| &*r.ty) {
+            None => Receiver::Missing,
+            Some(Type::Reference(r)) if is_self(&r.elem) => {
+                if r.mutability.is_some() {
+                    Receiver::RefMut
+                } else {
+                    Receiver::Ref
+                }
             }
-        }
-        ty if is_self(ty) => Receiver::Value,
-        ty => {
-            if !inherit {
-                errors.spanned(
-                    receiver,
-                    format!(
-                        "the receiver `self: {}` cannot be forwarded through the decorator, \
-                         which holds its store by value; supported receivers are `&self`, \
-                         `&mut self` and `self`: {hint}",
-                        quote::quote!(#ty)
-                            .to_string()
-                            .replace(" < ", "<")
-                            .replace(" >", ">")
-                    ),
-                );
-            }
-            return None;
-        }
-    };
-
-    let mut args = Vec::new();
-    let mut ok = true;
-    for (i, input) in sig.inputs.iter_mut().enumerate() {
-        let FnArg::Typed(arg) = input else { continue };
-        if mentions_self_type(&arg.ty) {
-            errors.spanned(
-                &arg.ty,
-                format!(
-                    "`{name}` takes `Self`, which cannot be forwarded: the decorator is not the \
-                     store it wraps"
-                ),
-            );
-            ok = false;
-        }
-        let ident = match &*arg.pat {
-            Pat::Ident(PatIdent {
-                by_ref: None,
-                subpat: None,
-                ident,
-                ..
-            }) if ident != "self" => ident.clone(),
-            _ => Ident::new(&format!("__perf_trace_arg{i}"), Span::mixed_site()),
+            Some(ty) if is_self(ty) => Receiver::Value,
+            Some(_) => Receiver::Unsupported,
         };
-        *arg.pat = Pat::Ident(PatIdent {
-            attrs: Vec::new(),
-            by_ref: None,
-            mutability: None,
-            ident: ident.clone(),
-            subpat: None,
-        });
-        arg.attrs.clear();
-        args.push(ident);
-    }
-    if let ReturnType::Type(_, ty) = &f.sig.output {
-        if mentions_self_type(ty) {
-            errors.spanned(
-                ty,
-                format!(
-                    "`{name}` returns `Self`, which cannot be forwarded: the decorator is not \
-                     the store it wraps"
-                ),
-            );
-            ok = false;
-        }
-    }
-
-    let kind = if f.sig.asyncness.is_some() {
-        Kind::AsyncFn
-    } else {
-        match &f.sig.output {
-            ReturnType::Type(_, ty) if is_impl_future(ty) => Kind::ImplFuture,
-            ReturnType::Type(_, ty) if is_pinned_boxed_future(ty) => Kind::BoxedFuture,
-            _ => Kind::Sync,
-        }
-    };
-
-    let variant = variant(name, counted, errors);
-
-    sig.inputs.iter_mut().for_each(|input| {
-        if let FnArg::Receiver(r) = input {
-            r.attrs.clear();
-        }
-    });
-    ok.then_some(Method {
-        sig,
-        cfgs,
-        receiver: kind_of_receiver,
-        self_token,
-        args,
-        kind,
-        variant,
-    })
-}
-
-/// The variant of a method named `name` under its `#[counted]` options;
-/// `None` when it is skipped (or its rename is refused).
-fn variant(name: &Ident, counted: attr::Counted, errors: &mut Errors) -> Option<Variant> {
-    match (counted.skip, counted.rename) {
-        (Some(_), Some(rename)) => {
-            errors.spanned(&rename, "a skipped method has no variant to rename");
-            None
-        }
-        (Some(_), None) => None,
-        (None, Some(rename)) => match syn::parse_str::<Ident>(&rename.value()) {
-            Ok(ident) => Some(Variant {
-                ident: Ident::new(&ident.to_string(), rename.span()),
-                rename: Some(rename),
-                method: name.clone(),
-            }),
-            Err(_) => {
-                errors.spanned(
-                    &rename,
-                    format!(
-                        "{:?} cannot be the name of an enum variant: `rename` takes an \
-                         identifier, e.g. \"GetRoleDefinitionsByIDs\"",
-                        rename.value()
-                    ),
-                );
-                None
+        let mut sig = f.sig.clone();
+        let mut args = Vec::new();
+        let mut takes_self = Vec::new();
+        for (i, input) in sig.inputs.iter_mut().enumerate() {
+            let arg = match input {
+                FnArg::Typed(arg) => arg,
+                FnArg::Receiver(r) => {
+                    r.attrs.clear();
+                    continue;
+                }
+            };
+            if mentions_self_type(&arg.ty) {
+                takes_self.push((*arg.ty).clone());
             }
-        },
-        (None, None) => Some(Variant {
-            ident: Ident::new(&RenameRule::Pascal.apply(&name.to_string()), name.span()),
-            rename: None,
-            method: name.clone(),
-        }),
+            let ident = match &*arg.pat {
+                Pat::Ident(PatIdent {
+                    by_ref: None,
+                    subpat: None,
+                    ident,
+                    ..
+                }) if ident != "self" => ident.clone(),
+                _ => Ident::new(&format!("__perf_trace_arg{i}"), Span::mixed_site()),
+            };
+            *arg.pat = Pat::Ident(PatIdent {
+                attrs: Vec::new(),
+                by_ref: None,
+                mutability: None,
+                ident: ident.clone(),
+                subpat: None,
+            });
+            arg.attrs.clear();
+            args.push(ident);
+        }
+        let returns_self = match &f.sig.output {
+            ReturnType::Type(_, ty) if mentions_self_type(ty) => Some((**ty).clone()),
+            _ => None,
+        };
+        let kind = if f.sig.asyncness.is_some() {
+            Kind::AsyncFn
+        } else {
+            match &f.sig.output {
+                ReturnType::Type(_, ty) if is_impl_future(ty) => Kind::ImplFuture,
+                ReturnType::Type(_, ty) if is_pinned_boxed_future(ty) => Kind::BoxedFuture,
+                _ => Kind::Sync,
+            }
+        };
+        Method {
+            declared: f.sig.clone(),
+            sig,
+            has_default: f.default.is_some(),
+            cfgs: cfgs_of(&f.attrs),
+            receiver,
+            args,
+            takes_self,
+            returns_self,
+            kind,
+            variant: Variant::of(&f.sig.ident, &counted),
+            counted,
+        }
+    }
+
+    /// Whether the decorator can forward it: a plain receiver, and no
+    /// `Self` taken or returned.
+    pub(crate) fn forwardable(&self) -> bool {
+        matches!(
+            self.receiver,
+            Receiver::Ref | Receiver::RefMut | Receiver::Value
+        ) && self.takes_self.is_empty()
+            && self.returns_self.is_none()
+    }
+
+    /// Whether the decorator keeps the trait's default body: a skipped
+    /// method with one, which need not be forwardable.
+    pub(crate) fn inherits(&self) -> bool {
+        self.counted.skip.is_some() && self.has_default
     }
 }
 
@@ -385,84 +365,96 @@ fn is_pinned_boxed_future(ty: &Type) -> bool {
 
 /// A repository's inherent `impl` block, whose methods are counted in place.
 pub(crate) struct Inherent {
-    /// The method enum's name.
-    pub(crate) methods: Ident,
-    /// The type the block implements, for the enum's docs.
+    /// The method enum's name; `None` when the type has no name to build
+    /// it from and `methods = ..` gives none.
+    pub(crate) methods: Option<Ident>,
+    /// The type the block implements, for the enum's docs and messages.
     pub(crate) owner: Ident,
+    /// `decorator = ..`, which has nothing to name here.
+    pub(crate) decorator: Option<Ident>,
     /// `rename_all = "..."` for the method enum, when given.
     pub(crate) rename_all: Option<syn::LitStr>,
-    /// The counted methods, in declaration order: their `#[cfg]`s and variant.
-    pub(crate) counted: Vec<(Vec<Attribute>, Variant)>,
+    /// The block's items that concern us, in declaration order.
+    pub(crate) entries: Vec<ImplEntry>,
+}
+
+/// One item of an `impl` block.
+pub(crate) enum ImplEntry {
+    /// A method.
+    Method {
+        /// Its `#[cfg]` attributes, which its key keeps.
+        cfgs: Vec<Attribute>,
+        /// Its `#[counted(...)]` options.
+        counted: Counted,
+        /// Its variant; `None` when skipped (or its rename is refused).
+        variant: Option<Variant>,
+        /// `const`, for a `const fn` (which cannot be timed).
+        constness: Option<syn::token::Const>,
+    },
+    /// A `#[counted]` attribute on an item other than a method, removed.
+    Misplaced(Attribute),
 }
 
 impl Inherent {
-    /// Reads `item`, removing our helper attributes from it; `None` when
-    /// the enum cannot be named. The counted methods' bodies are timed by
-    /// [`expand::time_methods`](super::expand::time_methods).
+    /// Reads `item`, removing our helper attributes from it. The counted
+    /// methods' bodies are timed by `expand::time_methods`.
     pub(crate) fn from_impl(
         item: &mut ItemImpl,
         options: Options,
         errors: &mut Errors,
-    ) -> Option<Inherent> {
-        if let Some(decorator) = &options.decorator {
-            errors.spanned(
-                decorator,
-                "`decorator` names the wrapper of a store trait: on an `impl` block the methods \
-                 are counted in place, with no wrapper to name",
-            );
-        }
-        if let Some((_, path, _)) = &item.trait_ {
-            errors.spanned(
-                path,
-                "#[counted_store] goes on a store trait or on an inherent `impl` block \
-                 (`impl Repo { .. }`), not on a trait's impl: put it on the trait, whose \
-                 decorator then counts every implementation",
-            );
-        }
+    ) -> Inherent {
         let owner = match &*item.self_ty {
             Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.clone()),
             _ => None,
         };
-        let methods = match (options.methods, &owner) {
-            (Some(methods), _) => Some(methods),
-            (None, Some(owner)) => Some(format_ident!("{owner}Method")),
-            (None, None) => {
-                errors.spanned(
-                    &item.self_ty,
-                    "#[counted_store] names its method enum after the type, and this type has \
-                     no name: give one with `methods = EnumName`",
-                );
-                None
-            }
-        };
-        let mut counted = Vec::new();
+        let methods = options
+            .methods
+            .or_else(|| owner.as_ref().map(|owner| format_ident!("{owner}Method")));
+        let mut entries = Vec::new();
         for impl_item in &mut item.items {
             match impl_item {
                 ImplItem::Fn(f) => {
-                    let options = attr::take_counted(&mut f.attrs, errors);
-                    let Some(variant) = variant(&f.sig.ident, options, errors) else {
-                        continue;
-                    };
-                    if let Some(constness) = &f.sig.constness {
-                        errors.spanned(
-                            constness,
-                            "a counted method cannot be a `const fn`: its calls are timed at \
-                             run time; mark it `#[counted(skip)]`",
-                        );
-                        continue;
-                    }
-                    counted.push((cfgs_of(&f.attrs), variant));
+                    let counted = attr::take_counted(&mut f.attrs, errors);
+                    entries.push(ImplEntry::Method {
+                        cfgs: cfgs_of(&f.attrs),
+                        variant: Variant::of(&f.sig.ident, &counted),
+                        counted,
+                        constness: f.sig.constness,
+                    });
                 }
-                ImplItem::Const(c) => no_counted(&mut c.attrs, errors),
-                ImplItem::Type(t) => no_counted(&mut t.attrs, errors),
+                ImplItem::Const(c) => entries.extend(
+                    take_misplaced(&mut c.attrs)
+                        .into_iter()
+                        .map(ImplEntry::Misplaced),
+                ),
+                ImplItem::Type(t) => entries.extend(
+                    take_misplaced(&mut t.attrs)
+                        .into_iter()
+                        .map(ImplEntry::Misplaced),
+                ),
                 _ => {}
             }
         }
-        Some(Inherent {
-            methods: methods?,
+        Inherent {
+            methods,
             owner: owner.unwrap_or_else(|| format_ident!("Self")),
+            decorator: options.decorator,
             rename_all: options.rename_all,
-            counted,
+            entries,
+        }
+    }
+
+    /// The counted methods, in declaration order: their `#[cfg]`s and
+    /// variant (a `const fn` is refused, not counted).
+    pub(crate) fn counted(&self) -> impl Iterator<Item = (&[Attribute], &Variant)> + Clone {
+        self.entries.iter().filter_map(|e| match e {
+            ImplEntry::Method {
+                cfgs,
+                variant: Some(v),
+                constness: None,
+                ..
+            } => Some((&cfgs[..], v)),
+            _ => None,
         })
     }
 }

@@ -75,7 +75,26 @@ pub(crate) struct Counted {
     /// `skip`: forwarded, not counted.
     pub(crate) skip: Option<Span>,
     /// `rename = "Variant"`: the variant's name and rendered name.
-    pub(crate) rename: Option<LitStr>,
+    pub(crate) rename: Option<Rename>,
+}
+
+/// `rename = "..."` of a counted method, read once: the string as written
+/// and the variant it names, when it is an identifier.
+pub(crate) struct Rename {
+    /// The string (where an error about the variant points).
+    pub(crate) lit: LitStr,
+    /// The variant's name, spanned at the string; `None` when the string is
+    /// not an identifier.
+    pub(crate) ident: Option<Ident>,
+}
+
+impl Rename {
+    fn new(lit: LitStr) -> Self {
+        let ident = syn::parse_str::<Ident>(&lit.value())
+            .ok()
+            .map(|ident| Ident::new(&ident.to_string(), lit.span()));
+        Rename { lit, ident }
+    }
 }
 
 /// Whether `attr` is one of ours.
@@ -100,7 +119,7 @@ pub(crate) fn take_counted(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> C
             }
             "rename" => {
                 let lit: LitStr = meta.value()?.parse()?;
-                errors.set_once(&mut out.rename, Some(lit), &meta, "#[counted]");
+                errors.set_once(&mut out.rename, Some(Rename::new(lit)), &meta, "#[counted]");
             }
             _ => {
                 return errors.refuse_option(

@@ -104,26 +104,25 @@ fn key_enum<'a>(
 /// The method enum of a repository's `impl` block, public (a schema names
 /// it, and may be public), its variants documented without links (the
 /// methods may be private).
-pub(crate) fn inherent_enum(store: &Inherent) -> TokenStream {
+pub(crate) fn inherent_enum(store: &Inherent, methods: &Ident) -> TokenStream {
     let owner = &store.owner;
-    let variants = store.counted.iter().map(|(cfgs, v)| {
+    let variants = store.counted().map(|(cfgs, v)| {
         let doc = format!(" Calls of `{owner}::{}`.", v.method);
-        (&cfgs[..], v, doc)
+        (cfgs, v, doc)
     });
     key_enum(
         &parse_quote!(pub),
         owner,
-        &store.methods,
+        methods,
         store.rename_all.as_ref(),
         variants,
     )
 }
 
 /// Times the body of each counted method of `item` as a store call of its
-/// variant of `store`'s enum, in declaration order.
-pub(crate) fn time_methods(item: &mut ItemImpl, store: &Inherent) {
-    let methods = &store.methods;
-    let mut variants = store.counted.iter().map(|(_, v)| v);
+/// variant of `store`'s enum `methods`, in declaration order.
+pub(crate) fn time_methods(item: &mut ItemImpl, store: &Inherent, methods: &Ident) {
+    let mut variants = store.counted().map(|(_, v)| v);
     for impl_item in &mut item.items {
         let ImplItem::Fn(f) = impl_item else { continue };
         let Some(v) = variants.clone().next().filter(|v| v.method == f.sig.ident) else {
@@ -241,7 +240,10 @@ fn forwarding_impl(item: &ItemTrait, store: &Store) -> TokenStream {
                 const #ident: #ty = #inner::#ident;
             }
         }
-        Entry::Method(m) => forward_method(m, &inner, &store.methods),
+        Entry::Method(m) if m.forwardable() => forward_method(m, &inner, &store.methods),
+        // A method that is not forwarded keeps the trait's default body;
+        // the rest was refused.
+        Entry::Method(_) | Entry::Misplaced(_) | Entry::Refused(_) => TokenStream::new(),
     });
 
     quote! {
@@ -256,11 +258,14 @@ fn forward_method(m: &Method, inner: &TokenStream, methods: &Ident) -> TokenStre
     let sig = &m.sig;
     let cfgs = &m.cfgs;
     let name = &sig.ident;
-    let self_token = &m.self_token;
+    let Some(self_token) = sig.receiver().map(|r| r.self_token) else {
+        return TokenStream::new();
+    };
     let receiver = match m.receiver {
         Receiver::Ref => quote!(&#self_token.inner),
         Receiver::RefMut => quote!(&mut #self_token.inner),
         Receiver::Value => quote!(#self_token.inner),
+        Receiver::Missing | Receiver::Unsupported => return TokenStream::new(),
     };
     let turbofish_args: Vec<TokenStream> = sig
         .generics

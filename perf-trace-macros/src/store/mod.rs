@@ -37,12 +37,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         }
     };
     let store = ast::Store::from_trait(&mut item, options, &mut errors);
-    valid::check(
-        &item.ident,
-        &store.methods,
-        store.variants().map(|(_, v)| v),
-        &mut errors,
-    );
+    valid::check_trait(&item, &store, &mut errors);
     let generated = if errors.is_empty() {
         expand::all(&item, &store)
     } else {
@@ -60,18 +55,11 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
 /// method enum next to it, each counted method's body timed in place.
 fn expand_impl(mut item: ItemImpl, options: attr::Options, mut errors: Errors) -> TokenStream {
     let store = ast::Inherent::from_impl(&mut item, options, &mut errors);
-    if let Some(store) = &store {
-        valid::check(
-            &store.owner,
-            &store.methods,
-            store.counted.iter().map(|(_, v)| v),
-            &mut errors,
-        );
-    }
-    let generated = match &store {
-        Some(store) if errors.is_empty() => {
-            expand::time_methods(&mut item, store);
-            expand::inherent_enum(store)
+    valid::check_impl(&item, &store, &mut errors);
+    let generated = match &store.methods {
+        Some(methods) if errors.is_empty() => {
+            expand::time_methods(&mut item, &store, methods);
+            expand::inherent_enum(&store, methods)
         }
         _ => TokenStream::new(),
     };
