@@ -37,7 +37,7 @@ use crate::report::{
 use crate::run_start::{RunInputs, RunStart};
 use crate::stats;
 use crate::table;
-use perf_trace_core::scion::header;
+use perf_trace_core::line::scion::header;
 
 /// The flags of `apibench`.
 #[derive(Debug, Clone, Args)]

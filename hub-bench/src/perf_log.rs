@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use perf_trace_cli::input::{self, Source};
 use perf_trace_cli::line::{self, classify, FigureKind, Parsed, Unit};
-use perf_trace_core::scion::{self, field, header};
+use perf_trace_core::line::scion::{self, field, header};
 
 use crate::report::PerfTraceMap;
 

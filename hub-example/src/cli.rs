@@ -320,7 +320,7 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
         test_login: args.enable_test_login,
     };
     rt.block_on(async move {
-        perf_trace_core::clock::warm_up();
+        perf_trace_core::warm_up();
         let exits = HubExits {
             background_lines: Some(crate::perf::LINE_FLUSH_INTERVAL),
             ..HubExits::start(&exit_settings).map_err(|e| CliError(e.to_string()))?

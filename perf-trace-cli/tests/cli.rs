@@ -154,7 +154,7 @@ fn summary_of_the_hubs_lines() {
 
 #[test]
 fn the_contracts_example_line_exactly() {
-    let line = format!("{}\n", perf_trace_core::scion::EXAMPLE_LINE);
+    let line = format!("{}\n", perf_trace_core::line::scion::EXAMPLE_LINE);
     let s = json_summary(&["-"], Some(line.as_bytes()));
     let c = class(&s, "agents.project.legacy");
     assert_eq!(c["elapsed"]["max_us"], 557495);
@@ -166,7 +166,7 @@ fn the_contracts_example_line_exactly() {
     );
     assert_eq!(
         c["slowest"][0]["line"],
-        perf_trace_core::scion::EXAMPLE_LINE
+        perf_trace_core::line::scion::EXAMPLE_LINE
     );
 }
 
@@ -231,7 +231,7 @@ fn gcp_lines_globs_and_filters() {
 #[test]
 fn malformed_lines_are_counted_and_reported_once() {
     let mut bytes = sample_text(HUB, 40, 5, 0, 0);
-    let example = perf_trace_core::scion::EXAMPLE_LINE;
+    let example = perf_trace_core::line::scion::EXAMPLE_LINE;
     bytes.extend_from_slice(format!("{}\n", &example[..example.len() / 2]).as_bytes());
     bytes.extend_from_slice(
         format!(

@@ -19,25 +19,27 @@
 //! - The root holds the everyday names, and [`prelude`] the everyday set in
 //!   one import; the rest is in modules named for what they hold:
 //!   [`keys`] (roles, schema parts, limits), [`record`] (every way to
-//!   record: counters, timers, decisions, the endpoint), [`scope`] (which
-//!   recorder is current, across tasks), [`snapshot`], [`layer`],
-//!   [`sink`] (where lines go), [`line`](mod@line), [`headers`],
-//!   [`budget`], [`testing`], [`pool`], [`clock`], and the exits beyond
-//!   the line in [`exits`].
+//!   record: counters, timers, decisions, the endpoint, pool figures),
+//!   [`scope`] (which recorder is current, across tasks), [`snapshot`]
+//!   (what a request recorded, and count snapshots), [`layer`], [`sink`]
+//!   (where lines go), [`line`](mod@line) (the line, the perf headers and
+//!   the Scion contract's names), [`budget`], [`testing`], and the exits
+//!   beyond the line in [`exits`]. [`warm_up`] readies the request clock.
 //! - The [`LineFormat`] is the profile: [`LineFormat::plain`] a service's
-//!   own, [`LineFormat::scion`] the Scion contract's ([`scion`]). The
+//!   own, [`LineFormat::scion`] the Scion contract's ([`line::scion`]). The
 //!   schema says which optional groups of fields it has
 //!   ([`keys::Groups`]: decisions, store total, pool figures, SSE); by
 //!   default none.
 //! - With no recorder in scope a traced phase costs one thread-local read
 //!   and a branch; with tracing off a service installs nothing at all.
 //! - Beyond the line, the [`Emitter`] hands each finished request to exits
-//!   ([`export`] is the contract), the crate's own in [`exits`]: a
-//!   `tracing` event (`exits::tracing_sink`, feature `tracing`), Prometheus
-//!   metrics with label sets bounded by the key sets (`exits::metrics`,
-//!   feature `metrics`), and [tail sampling](exits::sampling), decided when
-//!   the request ends; OpenTelemetry spans are the `perf-trace-otel` crate.
-//!   W3C trace context is in [`trace_context`].
+//!   ([`exits::RequestSink`] is the contract), the crate's own in
+//!   [`exits`]: a `tracing` event (`exits::tracing_sink`, feature
+//!   `tracing`), Prometheus metrics with label sets bounded by the key sets
+//!   (`exits::metrics`, feature `metrics`), and [tail
+//!   sampling](exits::sampling), decided when the request ends;
+//!   OpenTelemetry spans are the `perf-trace-otel` crate. W3C trace context
+//!   is [`exits::TraceContext`].
 //!
 //! # Example
 //!
@@ -100,24 +102,19 @@
 extern crate self as perf_trace_core;
 
 pub mod budget;
-pub mod clock;
-#[cfg(feature = "insta")]
-pub mod counts;
+mod clock;
+mod emitter;
 pub mod exits;
-pub mod export;
 mod guard;
-pub mod headers;
 mod key_check;
 pub mod keys;
 #[cfg(feature = "tower")]
 pub mod layer;
 pub mod line;
-pub mod pool;
 pub mod record;
 pub mod recorder;
 #[cfg(feature = "tower")]
 mod request_id;
-pub mod scion;
 pub mod sink;
 pub mod snapshot;
 #[cfg(test)]
@@ -125,8 +122,9 @@ mod test_keys;
 #[cfg(feature = "tower")]
 pub mod testing;
 mod timestamp;
-pub mod trace_context;
 
+pub use clock::warm_up;
+pub use emitter::Emitter;
 pub use keys::{KeySet, Schema};
 #[cfg(feature = "tower")]
 pub use layer::PerfTraceLayer;
@@ -138,7 +136,7 @@ pub use recorder::Recorder;
 // path stays at the root.
 #[doc(inline)]
 pub use recorder::scope;
-pub use sink::{Emitter, LineSink};
+pub use sink::LineSink;
 pub use snapshot::Snapshot;
 
 /// The everyday names in one import: `use perf_trace_core::prelude::*;`.

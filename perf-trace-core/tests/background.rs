@@ -15,8 +15,8 @@ use common::{Batch, Cache, Captured, Endpoint, ListPolicy, Method, Phase, Render
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use perf_trace_core::__private01::TimedGuard;
-use perf_trace_core::export::{FinishedRequest, RequestSink};
-use perf_trace_core::pool::{PoolFigures, PoolStats};
+use perf_trace_core::exits::{FinishedRequest, RequestSink};
+use perf_trace_core::record::{PoolFigures, PoolStats};
 use perf_trace_core::{
     record::count_by, record::count_n, time, traced_phase, Emitter, LineFormat, LineSink,
     PerfTraceLayer,

@@ -5,8 +5,8 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use http::{Request, Response, StatusCode};
-use perf_trace_core::counts::CountsView;
 use perf_trace_core::keys::Groups;
+use perf_trace_core::snapshot::CountsView;
 use perf_trace_core::testing::perf_traced_request;
 use perf_trace_core::{
     assert_counts_snapshot, counted_store, record::record_decision, record::set_endpoint,

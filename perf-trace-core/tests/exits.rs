@@ -19,9 +19,9 @@ use parking_lot::Mutex;
 use perf_trace_core::exits::metrics::MetricsSink;
 use perf_trace_core::exits::sampling::TailSampling;
 use perf_trace_core::exits::tracing_sink::TracingSink;
-use perf_trace_core::export::{FinishedRequest, RequestSink};
+use perf_trace_core::exits::TraceContext;
+use perf_trace_core::exits::{FinishedRequest, RequestSink};
 use perf_trace_core::layer::TracedBody;
-use perf_trace_core::trace_context::TraceContext;
 use perf_trace_core::{
     count, layer::TracePolicy, record::count_by, record::count_n, record::record_decision,
     record::Outcome, time, traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer,

@@ -4,7 +4,7 @@
 mod seed_example;
 
 use perf_trace_core::keys::Groups;
-use perf_trace_core::{headers::render_headers, snapshot::SseStage, LineFormat};
+use perf_trace_core::{line::render_headers, snapshot::SseStage, LineFormat};
 use seed_example::{seed_snapshot, seed_time, SEED_LINE};
 
 #[test]

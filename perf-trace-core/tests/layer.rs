@@ -14,7 +14,7 @@ use futures_util::FutureExt as _;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, StreamBody};
 use perf_trace_core::layer::TracedBody;
-use perf_trace_core::pool::{PoolFigures, PoolStats};
+use perf_trace_core::record::{PoolFigures, PoolStats};
 use perf_trace_core::{
     layer::TracePolicy, traced_phase, Emitter, LineFormat, LineSink, PerfTraceLayer,
 };
@@ -160,7 +160,7 @@ async fn a_baseline_from_a_middleware_in_front_counts_its_waits_too() {
     let mut request = get("/things");
     request
         .extensions_mut()
-        .insert(perf_trace_core::pool::PoolBaseline(PoolFigures::default()));
+        .insert(perf_trace_core::record::PoolBaseline(PoolFigures::default()));
     drain(svc.oneshot(request)).await;
     let lines = captured.json_lines();
     assert_eq!(lines[0]["db_wait_count"], 5);
@@ -170,7 +170,7 @@ async fn a_baseline_from_a_middleware_in_front_counts_its_waits_too() {
 
 #[tokio::test]
 async fn a_baseline_handed_for_the_first_poll_counts_and_is_not_kept() {
-    use perf_trace_core::pool::{with_baseline, PoolBaseline};
+    use perf_trace_core::record::{with_baseline, PoolBaseline};
     let captured = Captured::default();
     let svc = traced(&captured);
     // Each read of the fake pool adds 5 waits (10 µs each): a request that

@@ -13,11 +13,11 @@ use bytes::Bytes;
 use common::{Batch, Cache, Captured, Endpoint, Method, Phase, Render, TestSchema};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
-use perf_trace_core::counts::CountsView;
 use perf_trace_core::keys::{CounterSet, Groups, TimerSet};
-use perf_trace_core::scion::{self, header, suffix};
+use perf_trace_core::line::scion::{self, header, suffix};
+use perf_trace_core::snapshot::CountsView;
 use perf_trace_core::{
-    count, headers::render_headers, layer::TracePolicy, record::count_by, record::count_n,
+    count, layer::TracePolicy, line::render_headers, record::count_by, record::count_n,
     record::count_n_by, time, traced_phase, Emitter, KeySet, LineFormat, LineSink, PerfTraceLayer,
     Recorder, Schema, Snapshot,
 };

@@ -22,8 +22,8 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 use perf_trace_core::exits::metrics::MetricsSink;
 use perf_trace_core::exits::tracing_sink::TracingSink;
-use perf_trace_core::export::RequestFacts;
-use perf_trace_core::trace_context::TraceContext;
+use perf_trace_core::exits::RequestFacts;
+use perf_trace_core::exits::TraceContext;
 use perf_trace_core::{Emitter, LineFormat, LineSink};
 use perf_trace_otel::{OtlpConfig, OtlpSink};
 

@@ -52,7 +52,7 @@ pub mod span;
 use std::fmt;
 use std::time::Duration;
 
-use perf_trace_core::export::{FinishedRequest, RequestSink};
+use perf_trace_core::exits::{FinishedRequest, RequestSink};
 
 pub use config::{OtlpConfig, ENDPOINT_ENV};
 pub use export::ExportStats;

@@ -23,7 +23,7 @@ use opentelemetry::trace::{
 };
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SpanData, SpanEvents, SpanLinks};
-use perf_trace_core::export::RequestFacts;
+use perf_trace_core::exits::RequestFacts;
 use perf_trace_core::snapshot::KeyStat;
 use perf_trace_core::Snapshot;
 

@@ -13,7 +13,7 @@ use clap::Args;
 use hub_example::app::RunningHub;
 use hub_example::seed::{seed_to_file, SeedDocument, SeedOptions};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use perf_trace_core::scion::header;
+use perf_trace_core::line::scion::header;
 
 use crate::apibench::{self, count_cell, scenarios, timed_get, ApibenchArgs};
 use crate::hubs::{start_hub, Tracing};

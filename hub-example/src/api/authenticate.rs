@@ -21,7 +21,7 @@
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use perf_trace_core::pool::{self, PoolFigures};
+use perf_trace_core::record::{with_baseline, PoolFigures};
 
 use super::ApiError;
 use crate::app::state::AppState;
@@ -74,7 +74,7 @@ async fn refuse_or_pass_on(
 /// [`crate::perf::pool_baseline`]).
 async fn pass_on(request: Request, next: Next, baseline: Option<PoolFigures>) -> Response {
     match baseline {
-        Some(baseline) => pool::with_baseline(baseline, next.run(request)).await,
+        Some(baseline) => with_baseline(baseline, next.run(request)).await,
         None => next.run(request).await,
     }
 }

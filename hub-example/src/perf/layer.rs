@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use perf_trace_core::pool::{PoolFigures, PoolStats};
+use perf_trace_core::record::{PoolFigures, PoolStats};
 use perf_trace_core::{Emitter, LineFormat, LineSink, PerfTraceLayer};
 
 use super::exits::HubExits;
@@ -71,7 +71,7 @@ fn trace_emitter(logger: &Logger, exits: &HubExits) -> Emitter {
 /// The pool's figures as a traced request arrives, read by authentication
 /// before it reads the database (a traced Hub's state notes them:
 /// [`crate::app::state::AppState::noting_pool_baseline`]) and handed to the
-/// tracing layer ([`perf_trace_core::pool::with_baseline`]), so the layer
+/// tracing layer ([`perf_trace_core::record::with_baseline`]), so the layer
 /// counts those waits in the request's line too (a 503 answered while
 /// authenticating for an exhausted pool then shows the wait that ran out).
 /// Read there rather than by a layer of its own: axum clones a route's

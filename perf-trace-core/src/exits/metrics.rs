@@ -25,7 +25,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use perf_trace_core::export::RequestFacts;
+//! use perf_trace_core::exits::RequestFacts;
 //! use perf_trace_core::exits::metrics::MetricsSink;
 //! use perf_trace_core::{Emitter, LineFormat, LineSink, Snapshot};
 //!
@@ -55,7 +55,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use crate::export::{FinishedRequest, RequestSink};
+use crate::exits::{FinishedRequest, RequestSink};
 use crate::snapshot::{Snapshot, SseStage};
 
 type Labels1 = [(&'static str, &'static str); 1];

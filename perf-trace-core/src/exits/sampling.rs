@@ -14,7 +14,7 @@
 //! ```
 //! use std::time::Duration;
 //! use perf_trace_core::exits::sampling::TailSampling;
-//! use perf_trace_core::export::RequestFacts;
+//! use perf_trace_core::exits::RequestFacts;
 //! use perf_trace_core::Snapshot;
 //!
 //! let sampling = TailSampling::one_in(100)
@@ -37,8 +37,8 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use crate::export::RequestFacts;
-use crate::sink::{Emitter, Sampler};
+use crate::emitter::{Emitter, Sampler};
+use crate::exits::RequestFacts;
 use crate::snapshot::Snapshot;
 
 /// Why a request's line was kept or not.

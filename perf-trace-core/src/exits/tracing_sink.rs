@@ -24,7 +24,7 @@
 //! # let _ = emitter;
 //! ```
 
-use crate::export::{FinishedRequest, RequestSink};
+use crate::exits::{FinishedRequest, RequestSink};
 
 /// The target of the events.
 pub const TARGET: &str = "perf_trace";

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::{Recorder, RequestEnd, Stat, Table, ALL};
 use crate::clock;
 use crate::keys::KeySetInfo;
-use crate::pool::DbFigures;
+use crate::record::pool::DbFigures;
 use crate::snapshot::{CounterStat, Counters, KeyStat, Snapshot, SseStage, Timers};
 
 impl Recorder {

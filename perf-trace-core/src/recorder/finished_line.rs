@@ -10,7 +10,7 @@ use super::{Inner, Recorder, RequestEnd, Stat, Table, ALL};
 use crate::clock;
 use crate::keys::{Groups, KeySetInfo};
 use crate::line::{CounterName, FieldName, LineSource};
-use crate::pool::DbFigures;
+use crate::record::pool::DbFigures;
 use crate::snapshot::{Decisions, SseStage};
 
 /// A finished request's recorder, read in place for its line: what

@@ -11,7 +11,7 @@ use super::{Inner, Recorder, Table};
 use crate::clock;
 use crate::keys::{Schema, SchemaInfo};
 use crate::line::needs_escape;
-use crate::pool::{PoolFigures, PoolStats};
+use crate::record::pool::{PoolFigures, PoolStats};
 
 /// What a layer knows of a request as it starts, borrowed, for
 /// [`Recorder::for_request`].

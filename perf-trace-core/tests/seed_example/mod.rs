@@ -5,12 +5,12 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use perf_trace_core::keys::Groups;
-use perf_trace_core::pool::DbFigures;
+use perf_trace_core::snapshot::DbFigures;
 use perf_trace_core::snapshot::{Decisions, KeyStat};
 use perf_trace_core::Snapshot;
 
 /// The contract's example line, as the seed document prints it (kept here
-/// apart from `perf_trace_core::scion::EXAMPLE_LINE`, so that a change to
+/// apart from `perf_trace_core::line::scion::EXAMPLE_LINE`, so that a change to
 /// the library's copy cannot pass unnoticed).
 pub const SEED_LINE: &str = r#"{"time":"2026-01-01T00:00:00.000000000Z","level":"INFO","msg":"perf_trace","component":"scion-hub","subsystem":"hub.perf-trace","endpoint":"agents.project.legacy","elapsed_us":557495,"phase_capabilities_us":484223,"phase_capabilities_n":1,"phase_enrich_us":43829,"phase_enrich_n":1,"phase_list_db_read_us":16435,"phase_list_db_read_n":2,"phase_list_read_authz_us":2695,"phase_list_read_authz_n":2,"phase_list_scope_authz_us":1793,"phase_list_scope_authz_n":1,"phase_scope_capabilities_us":125,"phase_scope_capabilities_n":1,"phase_serialize_us":2917,"phase_serialize_n":1,"store_GetEffectiveGroups_n":1,"store_GetEffectiveGroups_us":631,"store_GetRoleDefinitionsByIDs_n":1,"store_GetRoleDefinitionsByIDs_us":358,"store_GetUser_n":84,"store_GetUser_us":472801,"store_ListAccessConstraints_n":1,"store_ListAccessConstraints_us":303,"store_ListRoleBindingsForPrincipals_n":1,"store_ListRoleBindingsForPrincipals_us":340,"authz_store_calls":88,"authz_store_us":474434,"audit_records":255,"audit_allow":162,"audit_deny":93,"audit_other":0,"audit_emit_us":188,"db_wait_count":306,"db_wait_us":1887753,"db_in_use":1,"db_open":1,"method":"GET","request_id":"00000000-0000-4000-8000-000000000000"}"#;
 

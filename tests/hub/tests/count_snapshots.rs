@@ -35,7 +35,7 @@ use hub_example::perf::keys::HubSchema;
 use hub_example::seed::SeedDocument;
 use hub_support::{Seeded, TestHub};
 use perf_trace_core::assert_counts_snapshot;
-use perf_trace_core::counts::CountsView;
+use perf_trace_core::snapshot::CountsView;
 use perf_trace_core::testing::perf_traced_request;
 use serde_json::Value;
 

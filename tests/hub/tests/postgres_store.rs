@@ -28,7 +28,7 @@ use hub_example::store::db::{Db, DbError, PoolOptions, LATEST_VERSION};
 use hub_example::Hub;
 use hub_support::postgres::{pg_url, PgDatabase, PgSchema};
 use hub_support::{hub_options, Reply, Seeded, TestHub, SECRET};
-use perf_trace_core::counts::CountsView;
+use perf_trace_core::snapshot::CountsView;
 use perf_trace_core::testing::perf_traced_request;
 
 fn traced() -> Settings {

@@ -1,22 +1,25 @@
-//! Exits beyond the line: sinks the `Emitter` hands every
-//! finished request to, after (or instead of) writing its line.
+//! Exits beyond the line: the contract the [`Emitter`](crate::Emitter)
+//! hands every finished request over with ([`RequestSink`]), and the crate's
+//! own exits, after (or instead of) writing its line.
 //!
 //! A sink sees the request's [`Snapshot`] and what the layer knew of it
-//! ([`RequestFacts`]: the status, whether perf headers were sent, the trace
-//! context), never the request itself, so it cannot see a path, a query or
-//! a caller. Sinks run on the request's thread when it ends: a sink that
-//! does I/O hands the work to a thread of its own and never blocks.
+//! ([`RequestFacts`]: the status, whether perf headers were sent, the W3C
+//! trace context, [`TraceContext`]), never the request itself, so it cannot
+//! see a path, a query or a caller. Sinks run on the request's thread when
+//! it ends: a sink that does I/O hands the work to a thread of its own and
+//! never blocks.
 //!
-//! This is the contract between the core and its exits: the crate's own
-//! are in `exits` (`exits::tracing_sink::TracingSink`, feature `tracing`;
-//! `exits::metrics::MetricsSink`, feature `metrics`; tail sampling in
-//! `exits::sampling`), and OpenTelemetry export is the `perf-trace-otel`
-//! crate. The core never names them.
+//! The crate's own exits: [`sampling`] (tail sampling, whether a request
+//! keeps its line), `tracing_sink` (`tracing_sink::TracingSink`, a
+//! `tracing` event per kept request, feature `tracing`) and `metrics`
+//! (`metrics::MetricsSink`, Prometheus metrics, feature `metrics`).
+//! OpenTelemetry export is the `perf-trace-otel` crate, built on the same
+//! contract. The core's emitter names only the contract, never an exit.
 //!
 //! ```
 //! use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 //! use std::sync::Arc;
-//! use perf_trace_core::export::{FinishedRequest, RequestFacts, RequestSink};
+//! use perf_trace_core::exits::{FinishedRequest, RequestFacts, RequestSink};
 //! use perf_trace_core::{Emitter, LineFormat, LineSink, Snapshot};
 //!
 //! #[derive(Default)]
@@ -42,7 +45,15 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::snapshot::Snapshot;
-use crate::trace_context::TraceContext;
+
+#[cfg(feature = "metrics")]
+pub mod metrics;
+pub mod sampling;
+mod trace_context;
+#[cfg(feature = "tracing")]
+pub mod tracing_sink;
+
+pub use trace_context::{TraceContext, TraceParent, TRACEPARENT, TRACERESPONSE};
 
 /// What the layer knows of a request besides its snapshot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

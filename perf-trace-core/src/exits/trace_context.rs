@@ -1,27 +1,4 @@
-//! W3C Trace Context: the incoming `traceparent` a request's span is
-//! parented from, and the `traceresponse` it answers with.
-//!
-//! The layer reads these headers only when an exit asks for them
-//! (`export::RequestSink::wants_trace_context`),
-//! so a service with the line alone answers exactly the contract's headers.
-//!
-//! ```
-//! use perf_trace_core::trace_context::TraceContext;
-//!
-//! let incoming = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-//! let context = TraceContext::continue_or_start(Some(incoming.as_bytes()), [7; 16], [9; 8]);
-//! assert_eq!(context.trace_id_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
-//! assert_eq!(context.parent_span_id, Some([0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7]));
-//! assert_eq!(
-//!     context.traceresponse(),
-//!     "00-4bf92f3577b34da6a3ce929d0e0e4736-0909090909090909-01"
-//! );
-//!
-//! // A malformed header starts a new trace rather than failing the request.
-//! let fresh = TraceContext::continue_or_start(Some(b"garbage"), [7; 16], [9; 8]);
-//! assert_eq!(fresh.trace_id, [7; 16]);
-//! assert_eq!(fresh.parent_span_id, None);
-//! ```
+//! W3C Trace Context: the `traceparent` and `traceresponse` headers.
 
 use std::fmt::Write as _;
 
@@ -31,6 +8,31 @@ pub const TRACEPARENT: &str = "traceparent";
 pub const TRACERESPONSE: &str = "traceresponse";
 
 /// The trace a request's span belongs to, and its place in it.
+///
+/// W3C Trace Context: the incoming `traceparent` a request's span is
+/// parented from, and the `traceresponse` it answers with.
+///
+/// The layer reads these headers only when an exit asks for them
+/// ([`RequestSink::wants_trace_context`](super::RequestSink::wants_trace_context)),
+/// so a service with the line alone answers exactly the contract's headers.
+///
+/// ```
+/// use perf_trace_core::exits::TraceContext;
+///
+/// let incoming = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+/// let context = TraceContext::continue_or_start(Some(incoming.as_bytes()), [7; 16], [9; 8]);
+/// assert_eq!(context.trace_id_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
+/// assert_eq!(context.parent_span_id, Some([0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7]));
+/// assert_eq!(
+///     context.traceresponse(),
+///     "00-4bf92f3577b34da6a3ce929d0e0e4736-0909090909090909-01"
+/// );
+///
+/// // A malformed header starts a new trace rather than failing the request.
+/// let fresh = TraceContext::continue_or_start(Some(b"garbage"), [7; 16], [9; 8]);
+/// assert_eq!(fresh.trace_id, [7; 16]);
+/// assert_eq!(fresh.parent_span_id, None);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TraceContext {
     /// The trace id: the caller's, or a new random one.

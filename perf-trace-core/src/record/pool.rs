@@ -1,5 +1,6 @@
 //! Database pool figures: a store that owns a connection pool exposes them so
-//! each request line can say how contended the pool was.
+//! each request line can say how contended the pool was (re-exported by
+//! [`record`](crate::record), and [`DbFigures`] by [`snapshot`](crate::snapshot)).
 
 use std::cell::Cell;
 use std::future::Future;
@@ -37,7 +38,7 @@ pub trait PoolStats: Send + Sync + 'static {
 /// allocation and map insert.
 ///
 /// ```
-/// use perf_trace_core::pool::{PoolBaseline, PoolFigures};
+/// use perf_trace_core::record::{PoolBaseline, PoolFigures};
 ///
 /// let mut request = http::Request::new(());
 /// request.extensions_mut().insert(PoolBaseline(PoolFigures::default()));
@@ -65,7 +66,7 @@ thread_local! {
 /// from its own reading.
 ///
 /// ```
-/// use perf_trace_core::pool::{with_baseline, PoolFigures};
+/// use perf_trace_core::record::{with_baseline, PoolFigures};
 ///
 /// # async fn run(next: impl std::future::Future<Output = ()>) {
 /// let arrived = PoolFigures::default(); // read as the request arrived

@@ -6,7 +6,18 @@ use std::time::Duration;
 use crate::keys::{
     CounterKey, Groups, KeySet, KeySetInfo, PairedCounterKey, PhaseKey, StoreMethodKey, TimerKey,
 };
-use crate::pool::DbFigures;
+pub use crate::record::pool::DbFigures;
+
+#[cfg(feature = "insta")]
+mod counts;
+#[cfg(feature = "insta")]
+pub use counts::{CountsView, DecisionCounts, StoreCallCounts};
+/// insta, for the expansion of
+/// [`assert_counts_snapshot!`](crate::assert_counts_snapshot): a crate that
+/// uses the macro needs no dependency on insta of its own.
+#[cfg(feature = "insta")]
+#[doc(hidden)]
+pub use insta as __insta;
 
 /// Count and total duration of one phase or store method.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -15,17 +15,17 @@ use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
 
 use crate::clock;
-use crate::export::RequestFacts;
-use crate::headers::render_headers;
+use crate::emitter::Emitter;
+use crate::exits::RequestFacts;
+use crate::exits::{TraceContext, TRACEPARENT, TRACERESPONSE};
 use crate::keys::{KeySet, Schema};
-use crate::pool::{self, PoolBaseline, PoolStats};
+use crate::line::render_headers;
+use crate::line::scion::{suffix, REQUEST_ID_HEADER};
+use crate::record::pool::{self, PoolBaseline, PoolStats};
 use crate::recorder::scope::current;
 use crate::recorder::{in_scope_of, Recorder, RequestStart, Table};
 use crate::request_id;
-use crate::scion::{suffix, REQUEST_ID_HEADER};
-use crate::sink::Emitter;
 use crate::snapshot::SseStage;
-use crate::trace_context::{TraceContext, TRACEPARENT, TRACERESPONSE};
 
 mod adopt;
 #[cfg(feature = "axum")]

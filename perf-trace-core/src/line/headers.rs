@@ -4,7 +4,7 @@
 //! in the contract).
 
 use crate::line::micros;
-use crate::scion::{self, suffix};
+use crate::line::scion::{self, suffix};
 use crate::snapshot::{KeyStat, Snapshot};
 
 /// One header: its name suffix (after the prefix) and its value.
@@ -29,7 +29,7 @@ fn pairs(stats: &[KeyStat], value: impl Fn(&KeyStat) -> u64) -> String {
 /// set (microseconds, counts) that recorded anything.
 ///
 /// ```
-/// # use perf_trace_core::{headers::render_headers, Snapshot};
+/// # use perf_trace_core::{line::render_headers, Snapshot};
 /// # use perf_trace_core::snapshot::Decisions;
 /// # use perf_trace_core::keys::Groups;
 /// # use std::time::Duration;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use crate::clock;
 use crate::keys::{EndpointKey, KeySetInfo, Schema, SchemaInfo, MAX_SETS};
 use crate::line::needs_escape;
-use crate::pool::{PoolFigures, PoolStats};
+use crate::record::pool::{PoolFigures, PoolStats};
 use crate::snapshot::{Decisions, Snapshot};
 
 mod collect;
@@ -425,7 +425,7 @@ impl RecorderBuilder {
     }
 
     /// Counts the pool's waits from `start`, figures read earlier in the
-    /// request (see [`PoolBaseline`](crate::pool::PoolBaseline)), instead of
+    /// request (see [`PoolBaseline`](crate::record::PoolBaseline)), instead of
     /// from when the recorder is built.
     pub fn pool_since(mut self, start: PoolFigures) -> Self {
         self.pool_start = Some(start);

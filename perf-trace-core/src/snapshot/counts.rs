@@ -1,52 +1,4 @@
-//! Count snapshots: the host-independent counts of one request as a value
-//! that [insta](https://insta.rs) writes to a file, compares and diffs.
-//!
-//! A budget (`BudgetCheck`) fails a test only when a count passes its margin,
-//! so a change inside the margin passes unseen. A count snapshot holds every
-//! count exactly: any change fails the test with a diff naming the key that
-//! moved, and the new counts are accepted by reviewing the snapshot
-//! (`cargo insta review`), in the same pull request as the change. Use
-//! budgets for what must never regress, snapshots to see every change.
-//!
-//! [`CountsView`] keeps only what repeats exactly for a fixed data set,
-//! caller, endpoint and code version: no duration, no request id, no pool
-//! figure. Its maps are sorted by key, so its text is stable.
-//!
-//! ```
-//! use perf_trace_core::counts::CountsView;
-//! use perf_trace_core::{traced_phase, KeySet, Recorder, Schema};
-//!
-//! #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-//! #[key_set(phases)]
-//! enum Phase { Read, Render }
-//!
-//! #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-//! #[key_set(store_methods)]
-//! enum Method { GetUser }
-//!
-//! #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-//! #[key_set(endpoints)]
-//! enum Endpoint { #[key(default)] Other }
-//!
-//! struct App;
-//! impl Schema for App {
-//!     type Phase = Phase;
-//!     type StoreMethod = Method;
-//!     type Endpoint = Endpoint;
-//! }
-//!
-//! #[traced_phase(Phase::Read)]
-//! fn read() {}
-//!
-//! let recorder = Recorder::new::<App>();
-//! recorder.in_scope(|| { read(); read(); });
-//! let counts = CountsView::from(&recorder.snapshot());
-//! assert_eq!(counts.phases.get("read"), Some(&2));
-//! assert_eq!(counts.store_calls.total, 0);
-//! ```
-//!
-//! In a test, [`assert_counts_snapshot!`](crate::assert_counts_snapshot)
-//! hands the view to insta under a name.
+//! Count snapshots (feature `insta`): see [`CountsView`].
 
 use std::collections::BTreeMap;
 
@@ -54,13 +6,56 @@ use serde::Serialize;
 
 use crate::snapshot::Snapshot;
 
-/// insta, for the expansion of
-/// [`assert_counts_snapshot!`](crate::assert_counts_snapshot): a crate that
-/// uses the macro needs no dependency on insta of its own.
-#[doc(hidden)]
-pub use insta as __insta;
-
-/// The host-independent counts of one request, sorted by key.
+/// The host-independent counts of one request, sorted by key: a count
+/// snapshot, a value that [insta](https://insta.rs) writes to a file,
+/// compares and diffs.
+///
+/// A budget (`BudgetCheck`) fails a test only when a count passes its margin,
+/// so a change inside the margin passes unseen. A count snapshot holds every
+/// count exactly: any change fails the test with a diff naming the key that
+/// moved, and the new counts are accepted by reviewing the snapshot
+/// (`cargo insta review`), in the same pull request as the change. Use
+/// budgets for what must never regress, snapshots to see every change.
+///
+/// It keeps only what repeats exactly for a fixed data set,
+/// caller, endpoint and code version: no duration, no request id, no pool
+/// figure. Its maps are sorted by key, so its text is stable.
+///
+/// ```
+/// use perf_trace_core::snapshot::CountsView;
+/// use perf_trace_core::{traced_phase, KeySet, Recorder, Schema};
+///
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(phases)]
+/// enum Phase { Read, Render }
+///
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(store_methods)]
+/// enum Method { GetUser }
+///
+/// #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
+/// #[key_set(endpoints)]
+/// enum Endpoint { #[key(default)] Other }
+///
+/// struct App;
+/// impl Schema for App {
+///     type Phase = Phase;
+///     type StoreMethod = Method;
+///     type Endpoint = Endpoint;
+/// }
+///
+/// #[traced_phase(Phase::Read)]
+/// fn read() {}
+///
+/// let recorder = Recorder::new::<App>();
+/// recorder.in_scope(|| { read(); read(); });
+/// let counts = CountsView::from(&recorder.snapshot());
+/// assert_eq!(counts.phases.get("read"), Some(&2));
+/// assert_eq!(counts.store_calls.total, 0);
+/// ```
+///
+/// In a test, [`assert_counts_snapshot!`](crate::assert_counts_snapshot)
+/// hands the view to insta under a name.
 ///
 /// Made from a [`Snapshot`] (`CountsView::from(&snapshot)`) or, with the
 /// `tower` feature, from a traced response, which adds its status. Serialized
@@ -258,9 +253,9 @@ impl From<&crate::testing::TracedResponse> for CountsView {
 #[macro_export]
 macro_rules! assert_counts_snapshot {
     ($name:expr, $counts:expr $(,)?) => {
-        $crate::counts::__insta::assert_yaml_snapshot!(
+        $crate::snapshot::__insta::assert_yaml_snapshot!(
             $name,
-            $crate::counts::CountsView::from($counts),
+            $crate::snapshot::CountsView::from($counts),
             ::core::stringify!($counts)
         )
     };

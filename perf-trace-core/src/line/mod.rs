@@ -1,16 +1,20 @@
 //! The `perf_trace` log line: one JSON object, keys in the fixed order of the
-//! contract, integers only, microseconds truncated.
+//! contract, integers only, microseconds truncated; and the perf response
+//! headers ([`render_headers`]), the same figures for callers allowed to see
+//! them. The Scion contract's names are in [`scion`].
 
 use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
 use crate::keys::{Groups, KeySetInfo};
-use crate::pool::DbFigures;
-use crate::scion;
+use crate::record::pool::DbFigures;
 use crate::snapshot::{Decisions, Snapshot, SseStage};
 
+mod headers;
+pub mod scion;
 pub(crate) mod writer;
 
+pub use headers::{render_headers, PerfHeader};
 pub(crate) use writer::LineWriter;
 
 /// A profile: what a service's lines and headers are called.

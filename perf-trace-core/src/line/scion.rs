@@ -7,7 +7,7 @@
 //! a line stands for:
 //!
 //! ```
-//! use perf_trace_core::scion::{self, field, header};
+//! use perf_trace_core::line::scion::{self, field, header};
 //!
 //! let line: serde_json::Value = serde_json::from_str(scion::EXAMPLE_LINE).unwrap();
 //! let figure = |name: &str| line[name].as_u64().unwrap();

@@ -5,6 +5,9 @@
 //! recorder is current. None of them locks or allocates for a set the
 //! schema lists; a counter or timer set it does not list is recorded all
 //! the same, on a slower path, and reaches the line after the listed ones.
+//!
+//! A store that owns a connection pool records its figures through
+//! [`PoolStats`], so each request line can say how contended the pool was.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,6 +17,10 @@ use crate::clock;
 use crate::keys::{CounterKey, EndpointKey, KeySet, KeySetInfo, PairedCounterKey, TimerKey};
 pub use crate::recorder::Outcome;
 use crate::recorder::{add_decision, add_decisions, current_ptr, with_current, Inner};
+
+pub(crate) mod pool;
+
+pub use pool::{with_baseline, PoolBaseline, PoolFigures, PoolStats, WithBaseline};
 
 #[inline(always)]
 fn is_max<K: KeySet>(max_mask: u64, key: K) -> bool {
