@@ -37,7 +37,7 @@ pub enum Command {
 }
 
 /// The environment variable that can hold the session secret.
-pub const SESSION_SECRET_ENV: &str = "SCION_SESSION_SECRET";
+pub(crate) const SESSION_SECRET_ENV: &str = "SCION_SESSION_SECRET";
 
 /// Where `serve` and `seed` take the session secret from: a file (recommended: it is
 /// neither in the process list nor inherited by child processes), the
@@ -52,7 +52,7 @@ pub struct SessionSecretSource {
     pub session_secret: Option<String>,
     /// File holding the secret (surrounding whitespace is ignored).
     #[arg(long, value_name = "FILE")]
-    pub session_secret_file: Option<PathBuf>,
+    pub(crate) session_secret_file: Option<PathBuf>,
 }
 
 impl SessionSecretSource {
@@ -115,7 +115,7 @@ pub struct LimitArgs {
 
 impl LimitArgs {
     /// `limits` with the flags given applied over them.
-    pub fn apply(&self, mut limits: ServerLimits) -> Result<ServerLimits, CliError> {
+    pub(crate) fn apply(&self, mut limits: ServerLimits) -> Result<ServerLimits, CliError> {
         let positive = |d: &humantime::Duration, flag: &str| {
             let d: std::time::Duration = (*d).into();
             if d.is_zero() {
@@ -179,22 +179,22 @@ pub struct ServeArgs {
     pub config: Option<PathBuf>,
     /// Do not apply schema migrations; refuse an outdated schema instead.
     #[arg(long)]
-    pub no_auto_migrate: bool,
+    pub(crate) no_auto_migrate: bool,
     /// Also serve the web client, with the API, on --web-port (--port keeps
     /// serving the API alone).
     #[arg(long)]
-    pub enable_web: bool,
+    pub(crate) enable_web: bool,
     /// Port of the web client and its API.
     #[arg(long, default_value_t = 18080, requires = "enable_web")]
     pub web_port: u16,
     /// Mount a sign-in by email without any token, for a disposable
     /// benchmark Hub only (never on by default).
     #[arg(long, requires = "enable_web")]
-    pub enable_test_login: bool,
+    pub(crate) enable_test_login: bool,
     /// Serve Prometheus metrics (`GET /metrics`, OpenMetrics text) on this
     /// port of 127.0.0.1 only; needs tracing on.
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
-    pub metrics_port: Option<u16>,
+    pub(crate) metrics_port: Option<u16>,
 }
 
 /// `hub-example seed`.

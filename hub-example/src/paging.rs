@@ -11,12 +11,12 @@ use serde::{Deserialize, Serialize};
 use crate::model::{is_uuid, Agent, Id, MAX_AGENT_NAME_BYTES};
 
 /// The largest page.
-pub const MAX_LIMIT: u32 = 500;
+pub(crate) const MAX_LIMIT: u32 = 500;
 /// The page size when only a cursor or a sort is given.
-pub const DEFAULT_LIMIT: u32 = 50;
+pub(crate) const DEFAULT_LIMIT: u32 = 50;
 /// The longest cursor accepted: base64 of the JSON of the longest name with
 /// every byte escaped (`\u0000`, 6 bytes), the sort, the id and the keys.
-pub const MAX_CURSOR_LEN: usize = (MAX_AGENT_NAME_BYTES * 6 + 128).div_ceil(3) * 4;
+pub(crate) const MAX_CURSOR_LEN: usize = (MAX_AGENT_NAME_BYTES * 6 + 128).div_ceil(3) * 4;
 
 /// What a page is sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,7 @@ impl Sort {
     }
 
     /// The parameter form (`-updatedAt`).
-    pub fn as_param(self) -> &'static str {
+    pub(crate) fn as_param(self) -> &'static str {
         match (self.field, self.descending) {
             (SortField::Name, false) => "name",
             (SortField::Name, true) => "-name",
@@ -129,7 +129,7 @@ struct CursorWire {
 }
 
 /// Encodes a cursor for `sort` at `position`.
-pub fn encode_cursor(sort: Sort, position: &CursorPosition) -> String {
+pub(crate) fn encode_cursor(sort: Sort, position: &CursorPosition) -> String {
     let wire = CursorWire {
         s: sort.as_param().to_owned(),
         v: position.value.clone(),
@@ -139,7 +139,7 @@ pub fn encode_cursor(sort: Sort, position: &CursorPosition) -> String {
 }
 
 /// Decodes a cursor and checks it belongs to `sort`.
-pub fn decode_cursor(text: &str, sort: Sort) -> Result<CursorPosition, PagingError> {
+pub(crate) fn decode_cursor(text: &str, sort: Sort) -> Result<CursorPosition, PagingError> {
     if text.is_empty() || text.len() > MAX_CURSOR_LEN {
         return Err(PagingError::BadCursor);
     }
@@ -169,7 +169,7 @@ pub fn decode_cursor(text: &str, sort: Sort) -> Result<CursorPosition, PagingErr
 }
 
 /// Parses a `limit` parameter.
-pub fn parse_limit(text: &str) -> Result<u32, PagingError> {
+pub(crate) fn parse_limit(text: &str) -> Result<u32, PagingError> {
     match text.parse::<u32>() {
         Ok(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
         _ => Err(PagingError::BadLimit),
@@ -189,7 +189,7 @@ pub struct PageRequest {
 
 impl PageRequest {
     /// Builds a page request from the raw `limit`, `sort` and `cursor` parameters.
-    pub fn from_params(
+    pub(crate) fn from_params(
         limit: Option<&str>,
         sort: Option<&str>,
         cursor: Option<&str>,

@@ -32,7 +32,7 @@ pub fn build_router<S: AuthzStore, A: AuditEmitter>(
 /// becomes a JSON 500; oversized paths, queries and headers are refused;
 /// authentication; tracing; the answer to a failure of the Hub's own while
 /// authenticating.
-pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
+pub(crate) fn build_router_with<S: AuthzStore, A: AuditEmitter>(
     state: AppState<S, A>,
     trace: Option<HubTraceLayer>,
     extra: Option<Router>,

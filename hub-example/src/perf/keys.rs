@@ -120,7 +120,7 @@ pub enum CacheOutcome {
 /// decisions one batch made.
 #[derive(KeySet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[key_set(counters, prefix = "authz_batch")]
-pub enum AuthzBatch {
+pub(crate) enum AuthzBatch {
     /// Batches decided.
     Count,
     /// Decisions in the largest batch.

@@ -35,7 +35,7 @@ impl TracePolicy<HubSchema> for HubPolicy {
 /// classed by kind (`web.page`, `web.asset`, `web.auth`); never the perf
 /// headers, as no Hub authentication runs before them.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct WebPolicy;
+pub(crate) struct WebPolicy;
 
 impl TracePolicy<HubSchema> for WebPolicy {
     fn classify<B>(&self, request: &Request<B>) -> EndpointClass {
@@ -90,7 +90,7 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Endpo
 /// Classifies a request to one of the web client's own routes (the web
 /// listener's tracing layer sits on those routes alone, so every other path
 /// it is asked about is a page).
-pub fn classify_web(path: &str) -> EndpointClass {
+pub(crate) fn classify_web(path: &str) -> EndpointClass {
     if path.starts_with("/assets/") {
         EndpointClass::WebAsset
     } else if path.starts_with("/api/v1/auth/") {

@@ -4,10 +4,10 @@
 //!
 //! A row holds only what the Hub can use: [`check`] validates a known
 //! key's value for type, length and range before it is stored, and bounds
-//! any other key's value to [`MAX_VALUE_BYTES`]. A row that fails the same
+//! any other key's value to `MAX_VALUE_BYTES`. A row that fails the same
 //! check when read (written by hand, bypassing the API) is never trusted:
 //! its reader uses the default and says so once: the Hub when it starts
-//! ([`KNOWN`], [`check_stored`]), and [`CreatorRoles`] at each change of
+//! (`KNOWN`, `check_stored`), and `CreatorRoles` at each change of
 //! the creator role.
 
 use std::sync::Arc;
@@ -15,14 +15,14 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 /// The role a user holds on the agents they created.
-pub const CREATOR_ROLE: &str = "authz.creator_role";
+pub(crate) const CREATOR_ROLE: &str = "authz.creator_role";
 /// The creator role when the setting is absent or unusable.
-pub const DEFAULT_CREATOR_ROLE: &str = "agent-creator";
+pub(crate) const DEFAULT_CREATOR_ROLE: &str = "agent-creator";
 /// Whether the web client writes readiness marks.
-pub const READINESS_MARKS: &str = "profiling.readiness_marks";
+pub(crate) const READINESS_MARKS: &str = "profiling.readiness_marks";
 /// The longest stored value (its JSON text) of any setting: rows are read
 /// per request, so none may grow without bound.
-pub const MAX_VALUE_BYTES: usize = 4 * 1024;
+pub(crate) const MAX_VALUE_BYTES: usize = 4 * 1024;
 /// The most settings stored: each is read by a scan on SQLite, and no
 /// Hub needs this many.
 pub const MAX_STORED: usize = 1000;
@@ -96,14 +96,17 @@ pub enum Stored {
 }
 
 /// The settings the Hub reads at run time, checked when it starts.
-pub const KNOWN: [&str; 2] = [CREATOR_ROLE, READINESS_MARKS];
+pub(crate) const KNOWN: [&str; 2] = [CREATOR_ROLE, READINESS_MARKS];
 
 /// The message of the line naming a stored setting the Hub does not use.
 pub const IGNORED_MESSAGE: &str = "hub setting ignored, the default used";
 
 /// Checks a stored setting as [`check`] checked it before storing it,
 /// giving its JSON value.
-pub fn check_stored(key: &str, stored: &Stored) -> Result<serde_json::Value, InvalidSetting> {
+pub(crate) fn check_stored(
+    key: &str,
+    stored: &Stored,
+) -> Result<serde_json::Value, InvalidSetting> {
     let Stored::Text(text) = stored else {
         return Err(InvalidSetting::new(key, "at most 4 KiB of JSON"));
     };
@@ -125,7 +128,7 @@ type Report = Box<dyn Fn(&InvalidSetting) + Send + Sync>;
 /// read per request (one bounded round trip, so a change made through any
 /// replica or by hand is seen at once), but parsed and checked only when
 /// it changes, and an unusable value is reported once per change.
-pub struct CreatorRoles {
+pub(crate) struct CreatorRoles {
     last: Mutex<Option<(Stored, Arc<str>)>>,
     report: Report,
 }

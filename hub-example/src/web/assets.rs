@@ -30,7 +30,7 @@ pub struct Asset {
 macro_rules! assets {
     ($($name:literal => $type:literal),* $(,)?) => {
         /// Every asset the client loads.
-        pub const ASSETS: &[Asset] = &[
+        pub(crate) const ASSETS: &[Asset] = &[
             $(Asset { name: $name, content_type: $type, body: include_str!(concat!("../../web/", $name)) },)*
         ];
     };

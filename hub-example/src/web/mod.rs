@@ -6,22 +6,22 @@
 //!   user and, while `profiling.readiness_marks` is on, `readinessMarks`).
 //! - [`assets`]: the ES modules and the style sheet, compiled into the
 //!   binary, served with their content types, an `ETag` and revalidation.
-//! - [`signin`]: posting a bearer token once for a session, sign-out, and
+//! - `signin`: posting a bearer token once for a session, sign-out, and
 //!   the test login that only `serve --enable-test-login` mounts. The
 //!   sessions themselves (the cookie, its table, the cross-site checks) are
 //!   [`crate::auth::session`]'s.
 //!
 //! [`router`] puts these in front of the Hub's own router, which answers
 //! everything else (the API and `/events`), and lets its requests
-//! authenticate with the session cookie ([`CookieSessions`]). The API listener (`--port`) never
+//! authenticate with the session cookie (`CookieSessions`). The API listener (`--port`) never
 //! reads the cookie. The web client's own routes pass the Hub's request
-//! guards ([`Hub::guarded_web`]): the request timeout, the size limits, the
+//! guards (`Hub::guarded_web`): the request timeout, the size limits, the
 //! panic answer, JSON errors (a 405 too), and, with tracing on, their own
 //! perf_trace line and `X-Request-ID` (`web.page`, `web.asset`, `web.auth`).
 
 pub mod assets;
 pub mod pages;
-pub mod signin;
+pub(crate) mod signin;
 
 use axum::routing::{get, post};
 use axum::{Extension, Router};
@@ -73,13 +73,13 @@ impl WebState {
     }
 
     /// The same, with these sign-in rates and cap of sessions.
-    pub fn with_sign_ins(mut self, sign_ins: signin::SignInLimits) -> Self {
+    pub(crate) fn with_sign_ins(mut self, sign_ins: signin::SignInLimits) -> Self {
         self.sign_ins = sign_ins;
         self
     }
 
     /// The same, logging refused sign-ins in `log`.
-    pub fn with_failed_logins(mut self, log: FailedLogins) -> Self {
+    pub(crate) fn with_failed_logins(mut self, log: FailedLogins) -> Self {
         self.failed_logins = Some(log);
         self
     }

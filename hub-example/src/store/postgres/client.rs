@@ -70,11 +70,6 @@ impl PgClient {
         &mut self.client
     }
 
-    /// The statement for `sql`, prepared on this connection the first time.
-    pub fn prepare_cached(&mut self, sql: &str) -> Result<Statement, Error> {
-        self.with_statement(sql, async |_, statement| Ok(statement.clone()))
-    }
-
     /// Every row of `sql`, through its cached statement.
     pub fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, Error> {
         self.with_statement(sql, async |client, statement| {
@@ -83,7 +78,11 @@ impl PgClient {
     }
 
     /// The one row of `sql` (an error when there is none or several).
-    pub fn query_one(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row, Error> {
+    pub(crate) fn query_one(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Row, Error> {
         self.with_statement(sql, async |client, statement| {
             client.query_one(statement, params).await
         })
@@ -164,7 +163,7 @@ impl std::fmt::Debug for PgTransaction<'_> {
 
 impl<'a> PgTransaction<'a> {
     /// The statement for `sql`, prepared on the connection the first time.
-    pub fn prepare_cached(&mut self, sql: &str) -> Result<Statement, Error> {
+    pub(crate) fn prepare_cached(&mut self, sql: &str) -> Result<Statement, Error> {
         self.with_statement(sql, async |_, statement| Ok(statement.clone()))
     }
 
