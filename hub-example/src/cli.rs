@@ -45,7 +45,7 @@ pub(crate) const SESSION_SECRET_ENV: &str = "SCION_SESSION_SECRET";
 /// (visible to `ps`). Exactly one.
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
-pub struct SessionSecretSource {
+pub(crate) struct SessionSecretSource {
     /// Secret the bearer-token signing key is derived from (visible to
     /// `ps`: prefer --session-secret-file or SCION_SESSION_SECRET).
     #[arg(long, value_name = "S", env = SESSION_SECRET_ENV, hide_env_values = true)]
@@ -57,7 +57,7 @@ pub struct SessionSecretSource {
 
 impl SessionSecretSource {
     /// Reads the secret.
-    pub fn read(&self) -> Result<String, CliError> {
+    pub(crate) fn read(&self) -> Result<String, CliError> {
         let secret = match (&self.session_secret, &self.session_secret_file) {
             (Some(secret), _) => secret.clone(),
             (None, Some(path)) => std::fs::read_to_string(path)
@@ -81,7 +81,7 @@ impl SessionSecretSource {
 /// `serve`'s timeouts and caps; each overrides the settings file and the
 /// environment (see [`ServerLimits`]).
 #[derive(Debug, Args)]
-pub struct LimitArgs {
+pub(crate) struct LimitArgs {
     /// Longest time to receive a request head [default: 10s].
     #[arg(long, value_name = "DURATION")]
     pub header_read_timeout: Option<humantime::Duration>,
@@ -164,10 +164,10 @@ pub struct ServeArgs {
     pub db: PathBuf,
     /// The session secret.
     #[command(flatten)]
-    pub secret: SessionSecretSource,
+    pub(crate) secret: SessionSecretSource,
     /// Timeouts and caps.
     #[command(flatten)]
-    pub limits: LimitArgs,
+    pub(crate) limits: LimitArgs,
     /// Port to listen on.
     #[arg(long, default_value_t = 19810)]
     pub port: u16,
@@ -206,7 +206,7 @@ pub struct SeedArgs {
     pub db: PathBuf,
     /// The session secret the Hub will be started with.
     #[command(flatten)]
-    pub secret: SessionSecretSource,
+    pub(crate) secret: SessionSecretSource,
     /// Agents in the main project.
     #[arg(long, value_name = "N")]
     pub agents: u32,
@@ -224,7 +224,7 @@ pub struct SeedArgs {
 /// A failure of a command, shown as one line.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct CliError(String);
+pub(crate) struct CliError(String);
 
 impl CliError {
     fn from(e: impl std::fmt::Display) -> Self {

@@ -33,7 +33,7 @@ pub fn stdout_writer() -> SharedWriter {
 
 /// A severity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
+pub(crate) enum Level {
     /// Informational.
     Info,
     /// Something to look at.
@@ -146,7 +146,7 @@ impl Logger {
 
     /// Writes one line. A failure to write never reaches the caller; the
     /// first one is reported (see `Logger::report_failure`).
-    pub fn log(&self, level: Level, msg: &str, fields: &[(&str, Value)]) {
+    pub(crate) fn log(&self, level: Level, msg: &str, fields: &[(&str, Value)]) {
         self.render_queued_lines();
         let line = self.render(level, msg, fields);
         let result = {

@@ -78,7 +78,7 @@ pub struct GroupMembership {
 
 /// The kind of a principal a binding, membership or delegation names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum PrincipalKind {
+pub(crate) enum PrincipalKind {
     /// A user.
     User,
     /// A group.
@@ -114,7 +114,7 @@ impl FromStr for PrincipalKind {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PrincipalRef {
     /// User, group or agent.
-    pub kind: PrincipalKind,
+    pub(crate) kind: PrincipalKind,
     /// The principal's id.
     pub id: Id,
 }
@@ -156,7 +156,7 @@ pub struct RoleDefinition {
 
 /// Where a role binding applies.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum BindingScope {
+pub(crate) enum BindingScope {
     /// Everywhere on the Hub.
     Hub,
     /// Within one project.
@@ -173,7 +173,7 @@ pub struct RoleBinding {
     /// The role granted.
     pub role_id: Id,
     /// Where it applies.
-    pub scope: BindingScope,
+    pub(crate) scope: BindingScope,
 }
 
 /// A project rule that denies an action on agents in some phases, whatever
@@ -338,7 +338,7 @@ pub struct Agent {
     /// Lifecycle phase.
     pub phase: AgentPhase,
     /// Current activity.
-    pub activity: AgentActivity,
+    pub(crate) activity: AgentActivity,
     /// The user who created it.
     pub created_by: Id,
     /// Creation time, Unix milliseconds.

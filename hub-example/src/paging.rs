@@ -20,7 +20,7 @@ pub(crate) const MAX_CURSOR_LEN: usize = (MAX_AGENT_NAME_BYTES * 6 + 128).div_ce
 
 /// What a page is sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SortField {
+pub(crate) enum SortField {
     /// The agent's name.
     Name,
     /// Creation time.
@@ -44,7 +44,7 @@ impl SortField {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sort {
     /// The field.
-    pub field: SortField,
+    pub(crate) field: SortField,
     /// Largest first.
     pub descending: bool,
 }
@@ -60,7 +60,7 @@ impl Default for Sort {
 
 impl Sort {
     /// Parses a `sort` parameter.
-    pub fn parse(text: &str) -> Result<Sort, PagingError> {
+    pub(crate) fn parse(text: &str) -> Result<Sort, PagingError> {
         let (descending, name) = match text.strip_prefix('-') {
             Some(rest) => (true, rest),
             None => (false, text),
@@ -90,7 +90,7 @@ impl Sort {
 /// The sort value of the last agent of a page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum SortValue {
+pub(crate) enum SortValue {
     /// A name.
     Text(String),
     /// A time, Unix milliseconds.
@@ -101,7 +101,7 @@ pub enum SortValue {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CursorPosition {
     /// The sort value of the last agent returned.
-    pub value: SortValue,
+    pub(crate) value: SortValue,
     /// Its id (the tie-breaker).
     pub id: Id,
 }
@@ -184,7 +184,7 @@ pub struct PageRequest {
     /// The order.
     pub sort: Sort,
     /// Start after this position; `None` for the first page.
-    pub after: Option<CursorPosition>,
+    pub(crate) after: Option<CursorPosition>,
 }
 
 impl PageRequest {
@@ -203,7 +203,7 @@ impl PageRequest {
 
 /// A paging parameter that is not acceptable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum PagingError {
+pub(crate) enum PagingError {
     /// `limit` is not an integer in range.
     #[error("limit must be an integer from 1 to 500")]
     BadLimit,

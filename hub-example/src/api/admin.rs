@@ -243,7 +243,7 @@ fn room_for(stored: &[String], settings: &[(String, Value)]) -> bool {
 }
 
 /// `PUT /api/v1/admin/server-config`.
-pub async fn put_server_config<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn put_server_config<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
     body: Result<Bytes, BytesRejection>,

@@ -228,7 +228,7 @@ fn event_json(row: &AuditEventRow) -> Value {
 }
 
 /// `GET /api/v1/admin/audit-events`.
-pub async fn audit_events<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn audit_events<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
     RawQuery(query): RawQuery,

@@ -11,7 +11,7 @@ use crate::store::db::DbError;
 
 /// An error answered to the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     status: StatusCode,
     body: serde_json::Value,
 }

@@ -15,7 +15,7 @@ use crate::settings::AuditSettings;
 
 /// The per-principal buckets of uncached list requests (cheap to clone).
 #[derive(Debug, Clone)]
-pub struct ListQuota {
+pub(crate) struct ListQuota {
     buckets: TokenBuckets<PrincipalRef>,
 }
 

@@ -17,10 +17,10 @@ pub mod profiling;
 pub mod public;
 mod request_size;
 
-pub use error::ApiError;
+pub(crate) use error::ApiError;
 pub(crate) use error::{method_not_allowed, not_found};
 pub use guards::StreamLimiter;
 pub(crate) use guards::{enforce_request_timeout, StreamPermit};
 pub(crate) use lazy_json::LazyJson;
-pub use list_quota::ListQuota;
+pub(crate) use list_quota::ListQuota;
 pub(crate) use request_size::{limit_request_size, panic_response};

@@ -4,14 +4,14 @@
 //!
 //! - At start, `serve` raises the soft limit on open descriptors to the
 //!   hard one, as Go's runtime does (`raise_descriptor_limit`).
-//! - One cap over every listener ([`ConnectionCaps::capacity`]), below the
+//! - One cap over every listener (`ConnectionCaps::capacity`), below the
 //!   soft limit with room kept for the database, the log and the event
 //!   relay; at it, the accept loop stops accepting and clients wait in the
 //!   kernel's queue. A listener with a cap of its own (the metrics port)
 //!   is bounded by that instead, and its connections, counted here too, are
 //!   never on probation.
-//! - The last [`ConnectionCaps::headroom`] connections below the cap, and
-//!   a client address's connections past [`ConnectionCaps::per_address`],
+//! - The last `ConnectionCaps::headroom` connections below the cap, and
+//!   a client address's connections past `ConnectionCaps::per_address`,
 //!   are on probation: the first request's head must arrive within
 //!   `PROBATION_HEAD_TIMEOUT` and be `GET /healthz` or carry a
 //!   credential (a bearer header or the session cookie), or the connection
@@ -90,7 +90,7 @@ pub(crate) fn raise_descriptor_limit() -> io::Result<DescriptorLimit> {
 /// The caps on connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ConnectionCaps {
+pub(crate) struct ConnectionCaps {
     /// Most connections open at once, over every listener.
     pub capacity: usize,
     /// The connections below `capacity` kept for `/healthz` and requests
@@ -159,7 +159,7 @@ pub struct ConnectionFigures {
     pub open: usize,
     /// The caps in force.
     #[serde(flatten)]
-    pub caps: ConnectionCaps,
+    pub(crate) caps: ConnectionCaps,
     /// Connections answered 503 or 429 on probation, or closed there
     /// without a request, since the Hub started.
     pub refused: u64,

@@ -107,7 +107,7 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
     }
 
     /// The connections' figures.
-    pub fn connections(&self) -> &ConnectionStats {
+    pub(crate) fn connections(&self) -> &ConnectionStats {
         &self.connections
     }
 
@@ -124,14 +124,14 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
     }
 
     /// The response cache.
-    pub fn cache(&self) -> &ResponseCache {
+    pub(crate) fn cache(&self) -> &ResponseCache {
         &self.cache
     }
 
     /// After a write committed: cached responses showing what it changed
     /// are not found again, on this replica at once and on the others as
     /// soon as they are told (see [`crate::replicas`]).
-    pub fn invalidate(&self, invalidation: Invalidation) {
+    pub(crate) fn invalidate(&self, invalidation: Invalidation) {
         invalidation.apply(self.cache.generations());
         self.shared
             .bus

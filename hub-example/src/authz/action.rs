@@ -164,7 +164,7 @@ impl Permissions {
 /// Serializes a permission set as the list of its actions' verbs
 /// (`["read","stop"]`), without building the list first.
 #[derive(Debug, Clone, Copy)]
-pub struct Verbs(pub Permissions);
+pub(crate) struct Verbs(pub Permissions);
 
 impl Serialize for Verbs {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -178,7 +178,7 @@ impl Serialize for Verbs {
 
 /// Serializes a permission set as the list of its full action names.
 #[derive(Debug, Clone, Copy)]
-pub struct ActionNames(pub Permissions);
+pub(crate) struct ActionNames(pub Permissions);
 
 impl Serialize for ActionNames {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

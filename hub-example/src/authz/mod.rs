@@ -9,7 +9,7 @@ mod principal;
 
 pub use action::Action;
 pub use action::Permissions;
-pub use action::{ActionNames, Verbs};
+pub(crate) use action::{ActionNames, Verbs};
 pub use audit::{
     AuditEmitter, AuditEntry, AuditLog, AuditOutcome, AuditRecord, ChannelAuditSink, Resource,
     TracedAuditEmitter,

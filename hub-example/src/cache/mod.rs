@@ -41,8 +41,8 @@ use moka::Expiry;
 
 pub(crate) use generations::Generations;
 pub(crate) use key::{normalize_query, CacheKey, CallerKey};
-pub use stats::RouteReport;
-pub use stats::{CacheReport, CacheStats};
+pub use stats::CacheReport;
+pub use stats::CacheStats;
 
 use crate::perf::keys::{CacheOutcome, CacheRoute};
 use crate::settings::CacheSettings;
@@ -180,7 +180,7 @@ impl ResponseCache {
     }
 
     /// What `GET /api/v1/admin/cache` answers.
-    pub fn report(&self) -> CacheReport {
+    pub(crate) fn report(&self) -> CacheReport {
         self.inner.stats.report(&self.inner.settings)
     }
 

@@ -52,7 +52,7 @@ impl Default for Origin {
 /// (see `Generations`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "scope", rename_all = "snake_case")]
-pub enum Invalidation {
+pub(crate) enum Invalidation {
     /// An agent's row: its read, its project's lists and the global lists.
     Agent {
         /// The agent.

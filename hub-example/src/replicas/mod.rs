@@ -3,7 +3,7 @@
 //! and response cache stay right whichever replica took the write.
 //!
 //! - `ReplicaMessage`: an event for the others' subscribers, or an
-//!   [`Invalidation`] for their caches, with its `NOTIFY` payload encoding.
+//!   `Invalidation` for their caches, with its `NOTIFY` payload encoding.
 //! - `ReplicaInbox`: what a replica does with the messages the others
 //!   sent: events are re-published on its own bus, invalidations move its
 //!   cache's stamps exactly as the write moved them on the sender.
@@ -33,7 +33,7 @@ use tokio::sync::broadcast;
 use crate::cache::ResponseCache;
 use crate::events::HubEvent;
 
-pub use message::Invalidation;
+pub(crate) use message::Invalidation;
 pub use message::Origin;
 pub(crate) use message::ReplicaMessage;
 

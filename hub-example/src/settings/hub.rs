@@ -2,7 +2,7 @@
 //! dotted key and a JSON value, written by `PUT /api/v1/admin/server-config`
 //! (and the profiling endpoint) and read by authorization and the pages.
 //!
-//! A row holds only what the Hub can use: [`check`] validates a known
+//! A row holds only what the Hub can use: `check` validates a known
 //! key's value for type, length and range before it is stored, and bounds
 //! any other key's value to `MAX_VALUE_BYTES`. A row that fails the same
 //! check when read (written by hand, bypassing the API) is never trusted:
@@ -35,7 +35,7 @@ const ROLE_NAME: &str = "a role name of 1 to 64 letters, digits, '.', '_' or '-'
 /// and what it takes, never the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key} must be {expected}")]
-pub struct InvalidSetting {
+pub(crate) struct InvalidSetting {
     /// The setting.
     pub key: String,
     /// What it takes.
@@ -56,7 +56,7 @@ impl InvalidSetting {
 /// type, length and range, any key's stored text for its size. A key below
 /// a known one (`authz.creator_role.x`, from a nested object) is a value
 /// of the wrong type for the known one.
-pub fn check(key: &str, value: &serde_json::Value) -> Result<(), InvalidSetting> {
+pub(crate) fn check(key: &str, value: &serde_json::Value) -> Result<(), InvalidSetting> {
     if let Some(known) = KNOWN.iter().find(|known| {
         key.strip_prefix(**known)
             .is_some_and(|rest| rest.starts_with('.'))
@@ -86,7 +86,7 @@ fn role_name(value: &serde_json::Value) -> Result<&str, InvalidSetting> {
 }
 
 /// A stored setting as read: its JSON text, or only its size when it is
-/// larger than any value [`check`] lets through (never read whole).
+/// larger than any value `check` lets through (never read whole).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stored {
     /// The stored JSON text.
@@ -116,7 +116,7 @@ pub(crate) fn check_stored(
 }
 
 /// The creator role named by the stored `authz.creator_role`.
-pub fn creator_role(stored: &Stored) -> Result<String, InvalidSetting> {
+pub(crate) fn creator_role(stored: &Stored) -> Result<String, InvalidSetting> {
     let value = check_stored(CREATOR_ROLE, stored)?;
     role_name(&value).map(str::to_owned)
 }

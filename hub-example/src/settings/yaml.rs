@@ -1,5 +1,5 @@
 //! The one YAML reader of the Hub: the settings file and the admin
-//! server-config body are both read by [`parse`] into a [`Value`].
+//! server-config body are both read by `parse` into a [`Value`].
 //!
 //! A document is bounded by what it becomes, not by its text: every node
 //! and every byte of its scalars, those replayed by aliases included, is
@@ -125,7 +125,7 @@ pub struct Limits {
 
 /// Why a document was not read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum YamlError {
+pub(crate) enum YamlError {
     /// It uses aliases where they are refused.
     Aliases,
     /// It holds more than `Limits::max_bytes` once parsed.
@@ -136,7 +136,7 @@ pub enum YamlError {
 }
 
 /// Parses one YAML document (JSON included) within `limits`.
-pub fn parse(text: &str, limits: Limits) -> Result<Value, YamlError> {
+pub(crate) fn parse(text: &str, limits: Limits) -> Result<Value, YamlError> {
     let mut budget = Budget::default();
     if !limits.aliases {
         budget.max_aliases = 0;

@@ -69,7 +69,10 @@ fn etags() -> &'static [String] {
 }
 
 /// `GET /assets/{name}`.
-pub async fn asset(Path(name): Path<String>, headers: HeaderMap) -> Result<Response, ApiError> {
+pub(crate) async fn asset(
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     let index = ASSETS
         .iter()
         .position(|a| a.name == name)

@@ -45,7 +45,7 @@ pub struct WebOptions {
 
 /// What the web handlers read.
 #[derive(Clone)]
-pub struct WebState {
+pub(crate) struct WebState {
     db: Db,
     store: Store,
     signer: TokenSigner,

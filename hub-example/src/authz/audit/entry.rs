@@ -95,7 +95,7 @@ impl AuditEntry {
     /// The row the entry is stored as: its time in Unix milliseconds, its
     /// gravest outcome, and the ids not allowed as a JSON array (NULL when
     /// there are none).
-    pub fn row(&self) -> AuditRow<'_> {
+    pub(crate) fn row(&self) -> AuditRow<'_> {
         let t = self.tally;
         AuditRow {
             at_ms: unix_ms(self.at),

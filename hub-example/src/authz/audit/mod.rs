@@ -151,7 +151,7 @@ impl AuditHealth {
 /// What draining the queue at shutdown achieved: `accepted == flushed +
 /// lost`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AuditDrain {
+pub(crate) struct AuditDrain {
     /// Records accepted over the Hub's life.
     pub accepted: u64,
     /// Records written.
@@ -676,7 +676,7 @@ impl AuditLog {
     /// write what is queued. What is still unwritten then is counted as
     /// lost; the writer is told to stop (a write in progress may still end
     /// after this returns, but nothing more is taken off the queue).
-    pub fn drain(&self, deadline: Duration) -> AuditDrain {
+    pub(crate) fn drain(&self, deadline: Duration) -> AuditDrain {
         let shared = &self.shared;
         shared.closing.store(true, Relaxed);
         let until = Instant::now() + deadline;

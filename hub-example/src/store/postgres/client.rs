@@ -133,7 +133,7 @@ impl PgClient {
     /// Starts a transaction: committed by [`PgTransaction::commit`], rolled
     /// back when dropped without it. Its statements share this connection's
     /// cache.
-    pub fn transaction(&mut self) -> Result<PgTransaction<'_>, Error> {
+    pub(crate) fn transaction(&mut self) -> Result<PgTransaction<'_>, Error> {
         let PgClient {
             client,
             statements,
@@ -149,7 +149,7 @@ impl PgClient {
 }
 
 /// A transaction on a [`PgClient`], with the same synchronous calls.
-pub struct PgTransaction<'a> {
+pub(crate) struct PgTransaction<'a> {
     transaction: Transaction<'a>,
     statements: &'a mut Statements,
     runtime: &'a Handle,
@@ -173,7 +173,8 @@ impl<'a> PgTransaction<'a> {
     }
 
     /// The row of `sql`, if there is one (an error when there are several).
-    pub fn query_opt(
+    #[cfg(test)]
+    pub(crate) fn query_opt(
         &mut self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],

@@ -25,7 +25,7 @@ pub(crate) mod runtime;
 mod statements;
 
 pub use client::PgClient;
-pub use client::PgTransaction;
+pub(crate) use client::PgTransaction;
 pub(crate) use copy::{copy_seeded, holds_tables};
 pub(crate) use failures::is_unavailable;
 pub use failures::redacted;
