@@ -11,6 +11,8 @@ use perf_trace_core::keys::{CounterSet, Groups};
 use perf_trace_core::{KeySet, Schema};
 
 use crate::store::AuthzStoreMethod;
+// The routes of the endpoint classes, read at compile time.
+use perf_trace_core::keys::EndpointKey;
 
 /// The phases of the Hub's request paths, in the order an agent list or an
 /// event stream runs them.
@@ -42,6 +44,12 @@ pub enum Phase {
 }
 
 /// The class of a request, as it appears in the `endpoint` key.
+///
+/// The agent lists and the event stream carry their routes
+/// (`#[key(route = ..)]`): the router serves them at those paths and the
+/// policy classifies by them (`route_path`), so each path is written
+/// once. A list's sorted shapes share its legacy class's route: the query,
+/// not the path, tells them apart.
 #[derive(KeySet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[key_set(endpoints)]
 pub enum EndpointClass {
@@ -49,13 +57,16 @@ pub enum EndpointClass {
     #[key(default)]
     Other,
     /// `GET /api/v1/agents` without paging parameters.
-    #[key(rename = "agents.global.legacy")]
+    #[key(rename = "agents.global.legacy", route = "GET /api/v1/agents")]
     GlobalLegacy,
     /// `GET /api/v1/agents` with `limit`, `cursor` or `sort`.
     #[key(rename = "agents.global.sorted")]
     GlobalSorted,
     /// `GET /api/v1/projects/{id}/agents` without paging parameters.
-    #[key(rename = "agents.project.legacy")]
+    #[key(
+        rename = "agents.project.legacy",
+        route = "GET /api/v1/projects/{id}/agents"
+    )]
     ProjectLegacy,
     /// `GET /api/v1/projects/{id}/agents` with `limit`, `cursor` or `sort`.
     #[key(rename = "agents.project.sorted")]
@@ -64,7 +75,7 @@ pub enum EndpointClass {
     #[key(rename = "agents.project.sorted_agent")]
     ProjectSortedAgent,
     /// `GET /events`.
-    #[key(rename = "sse.events")]
+    #[key(rename = "sse.events", route = "GET /events")]
     SseEvents,
     /// The web client's pages (`/`, `/projects/{id}`, `/graph`), on the
     /// web listener.
@@ -77,6 +88,42 @@ pub enum EndpointClass {
     /// (`/api/v1/auth/...`), on the web listener.
     #[key(rename = "web.auth")]
     WebAuth,
+}
+
+/// The path of `class`'s route (`#[key(route = ..)]`), as the router spells
+/// it. A constant function, so the policy matches against constants, as it
+/// did against literals; a class without a route fails the build.
+pub(crate) const fn route_path(class: EndpointClass) -> &'static str {
+    let routes = <EndpointClass as EndpointKey>::ROUTES;
+    let mut i = 0;
+    while i < routes.len() {
+        let (_, path, routed) = routes[i];
+        if routed as u8 == class as u8 {
+            return path;
+        }
+        i += 1;
+    }
+    panic!("the endpoint class has no `#[key(route = ..)]`")
+}
+
+/// The part of `route` before its one `{param}` segment and the part after
+/// it: `("/api/v1/projects/", "/agents")` for
+/// `/api/v1/projects/{id}/agents`. A route without a parameter fails the
+/// build.
+pub(crate) const fn around_param(route: &'static str) -> (&'static str, &'static str) {
+    let bytes = route.as_bytes();
+    let mut open = 0;
+    while open < bytes.len() && bytes[open] != b'{' {
+        open += 1;
+    }
+    let mut close = open;
+    while close < bytes.len() && bytes[close] != b'}' {
+        close += 1;
+    }
+    assert!(close < bytes.len(), "the route has no `{{param}}` segment");
+    let (before, rest) = route.split_at(open);
+    let (_, after) = rest.split_at(close + 1 - open);
+    (before, after)
 }
 
 /// The routes whose responses the Hub caches (the response cache's): the

@@ -5,7 +5,7 @@
 use http::Request;
 use perf_trace_core::layer::TracePolicy;
 
-use super::keys::{EndpointClass, HubSchema};
+use super::keys::{around_param, route_path, EndpointClass, HubSchema};
 use crate::authz::Principal;
 
 /// The Hub's answers to the tracing layer's questions.
@@ -50,6 +50,13 @@ impl TracePolicy<HubSchema> for WebPolicy {
 /// Query parameters that turn a legacy full list into a sorted page.
 const PAGING_PARAMS: [&str; 3] = ["limit", "cursor", "sort"];
 
+/// The paths the classifier compares, from the classes' routes: constants,
+/// so they are matched as the literals they replace.
+const EVENTS: &str = route_path(EndpointClass::SseEvents);
+const GLOBAL_AGENTS: &str = route_path(EndpointClass::GlobalLegacy);
+/// `/api/v1/projects/` and `/agents`, around the project id.
+const PROJECT_AGENTS: (&str, &str) = around_param(route_path(EndpointClass::ProjectLegacy));
+
 /// Classifies a request from its method, path and query string alone (the
 /// tracing layer asks before any handler runs).
 pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> EndpointClass {
@@ -58,8 +65,8 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Endpo
     }
     let has = |names: &[&str]| query.is_some_and(|q| query_has_key(q, names));
     match path.trim_end_matches('/') {
-        "/events" => EndpointClass::SseEvents,
-        "/api/v1/agents" => {
+        EVENTS => EndpointClass::SseEvents,
+        GLOBAL_AGENTS => {
             if has(&PAGING_PARAMS) {
                 EndpointClass::GlobalSorted
             } else {
@@ -67,8 +74,8 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Endpo
             }
         }
         p => match p
-            .strip_prefix("/api/v1/projects/")
-            .and_then(|rest| rest.strip_suffix("/agents"))
+            .strip_prefix(PROJECT_AGENTS.0)
+            .and_then(|rest| rest.strip_suffix(PROJECT_AGENTS.1))
         {
             // Every byte looked at, with no early exit, which the compiler
             // turns into a few vector compares: `contains('/')` calls a
@@ -168,6 +175,29 @@ mod tests {
             classify(&get, "/events", Some("sub=x")),
             EndpointClass::SseEvents
         );
+    }
+
+    #[test]
+    fn every_route_of_a_class_is_classified_in_it() {
+        use perf_trace_core::keys::EndpointKey;
+        assert_eq!(EVENTS, "/events");
+        assert_eq!(GLOBAL_AGENTS, "/api/v1/agents");
+        assert_eq!(PROJECT_AGENTS, ("/api/v1/projects/", "/agents"));
+        let routes = <EndpointClass as EndpointKey>::ROUTES;
+        assert_eq!(routes.len(), 3, "{routes:?}");
+        for &(method, route, class) in routes {
+            let method = Method::from_bytes(method.as_bytes()).unwrap();
+            let path = route.replace("{id}", "0b7f1f2e-1c1d-4a7e-9a51-0f5b6c0c1d2e");
+            assert_eq!(classify(&method, &path, None), class, "{route}");
+            assert_eq!(EndpointClass::from_route(method.as_str(), &path), class);
+        }
+    }
+
+    #[test]
+    fn the_param_splits_a_route_in_two() {
+        assert_eq!(around_param("/a/{id}/b"), ("/a/", "/b"));
+        assert_eq!(around_param("/a/{id}"), ("/a/", ""));
+        assert_eq!(around_param("{x}/c"), ("", "/c"));
     }
 
     #[test]
