@@ -45,11 +45,11 @@ pub enum Phase {
 
 /// The class of a request, as it appears in the `endpoint` key.
 ///
-/// The agent lists and the event stream carry their routes
-/// (`#[key(route = ..)]`): the router serves them at those paths and the
-/// policy classifies by them (`route_path`), so each path is written
-/// once. A list's sorted shapes share its legacy class's route: the query,
-/// not the path, tells them apart.
+/// The agent lists, the event stream and the web client's routes carry
+/// their routes (`#[key(route = ..)]`): the routers serve them at those
+/// paths and the policies classify by them (`route_path`), so each path is
+/// written once. A list's sorted shapes share its legacy class's route: the
+/// query, not the path, tells them apart.
 #[derive(KeySet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[key_set(endpoints)]
 pub enum EndpointClass {
@@ -79,14 +79,24 @@ pub enum EndpointClass {
     SseEvents,
     /// The web client's pages (`/`, `/projects/{id}`, `/graph`), on the
     /// web listener.
-    #[key(rename = "web.page")]
+    #[key(
+        rename = "web.page",
+        route = "GET /",
+        route = "GET /projects/{id}",
+        route = "GET /graph"
+    )]
     WebPage,
     /// The web client's assets (`/assets/{name}`), on the web listener.
-    #[key(rename = "web.asset")]
+    #[key(rename = "web.asset", route = "GET /assets/{name}")]
     WebAsset,
     /// Browser sign-in, sign-out and the test login
     /// (`/api/v1/auth/...`), on the web listener.
-    #[key(rename = "web.auth")]
+    #[key(
+        rename = "web.auth",
+        route = "POST /api/v1/auth/session",
+        route = "DELETE /api/v1/auth/session",
+        route = "POST /api/v1/auth/test-login"
+    )]
     WebAuth,
 }
 
@@ -94,16 +104,37 @@ pub enum EndpointClass {
 /// it. A constant function, so the policy matches against constants, as it
 /// did against literals; a class without a route fails the build.
 pub(crate) const fn route_path(class: EndpointClass) -> &'static str {
+    route_at(class, 0)
+}
+
+/// The path of `class`'s route number `n` (from 0, in the order its
+/// `#[key(route = ..)]` lists them); a class with fewer fails the build.
+pub(crate) const fn route_at(class: EndpointClass, n: usize) -> &'static str {
     let routes = <EndpointClass as EndpointKey>::ROUTES;
     let mut i = 0;
+    let mut seen = 0;
     while i < routes.len() {
         let (_, path, routed) = routes[i];
         if routed as u8 == class as u8 {
-            return path;
+            if seen == n {
+                return path;
+            }
+            seen += 1;
         }
         i += 1;
     }
-    panic!("the endpoint class has no `#[key(route = ..)]`")
+    panic!("the endpoint class has no such `#[key(route = ..)]`")
+}
+
+/// The folder of `path`: up to and including its last `/`
+/// (`/api/v1/auth/` for `/api/v1/auth/session`).
+pub(crate) const fn folder(path: &'static str) -> &'static str {
+    let bytes = path.as_bytes();
+    let mut end = bytes.len();
+    while end > 0 && bytes[end - 1] != b'/' {
+        end -= 1;
+    }
+    path.split_at(end).0
 }
 
 /// The part of `route` before its one `{param}` segment and the part after

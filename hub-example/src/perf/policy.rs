@@ -5,7 +5,7 @@
 use http::Request;
 use perf_trace_core::layer::TracePolicy;
 
-use super::keys::{around_param, route_path, EndpointClass, HubSchema};
+use super::keys::{around_param, folder, route_path, EndpointClass, HubSchema};
 use crate::authz::Principal;
 
 /// The Hub's answers to the tracing layer's questions.
@@ -56,6 +56,10 @@ const EVENTS: &str = route_path(EndpointClass::SseEvents);
 const GLOBAL_AGENTS: &str = route_path(EndpointClass::GlobalLegacy);
 /// `/api/v1/projects/` and `/agents`, around the project id.
 const PROJECT_AGENTS: (&str, &str) = around_param(route_path(EndpointClass::ProjectLegacy));
+/// `/assets/`, before the asset's name.
+const ASSETS: &str = around_param(route_path(EndpointClass::WebAsset)).0;
+/// `/api/v1/auth/`, the folder of the sign-in routes.
+const AUTH: &str = folder(route_path(EndpointClass::WebAuth));
 
 /// Classifies a request from its method, path and query string alone (the
 /// tracing layer asks before any handler runs).
@@ -98,9 +102,9 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Endpo
 /// listener's tracing layer sits on those routes alone, so every other path
 /// it is asked about is a page).
 pub(crate) fn classify_web(path: &str) -> EndpointClass {
-    if path.starts_with("/assets/") {
+    if path.starts_with(ASSETS) {
         EndpointClass::WebAsset
-    } else if path.starts_with("/api/v1/auth/") {
+    } else if path.starts_with(AUTH) {
         EndpointClass::WebAuth
     } else {
         EndpointClass::WebPage
@@ -183,14 +187,34 @@ mod tests {
         assert_eq!(EVENTS, "/events");
         assert_eq!(GLOBAL_AGENTS, "/api/v1/agents");
         assert_eq!(PROJECT_AGENTS, ("/api/v1/projects/", "/agents"));
+        assert_eq!((ASSETS, AUTH), ("/assets/", "/api/v1/auth/"));
         let routes = <EndpointClass as EndpointKey>::ROUTES;
-        assert_eq!(routes.len(), 3, "{routes:?}");
+        assert_eq!(routes.len(), 10, "{routes:?}");
+        let web = [
+            EndpointClass::WebPage,
+            EndpointClass::WebAsset,
+            EndpointClass::WebAuth,
+        ];
         for &(method, route, class) in routes {
             let method = Method::from_bytes(method.as_bytes()).unwrap();
-            let path = route.replace("{id}", "0b7f1f2e-1c1d-4a7e-9a51-0f5b6c0c1d2e");
-            assert_eq!(classify(&method, &path, None), class, "{route}");
+            let path = route
+                .replace("{id}", "0b7f1f2e-1c1d-4a7e-9a51-0f5b6c0c1d2e")
+                .replace("{name}", "app.js");
+            let classed = if web.contains(&class) {
+                classify_web(&path)
+            } else {
+                classify(&method, &path, None)
+            };
+            assert_eq!(classed, class, "{route}");
             assert_eq!(EndpointClass::from_route(method.as_str(), &path), class);
         }
+    }
+
+    #[test]
+    fn a_folder_ends_at_the_last_slash() {
+        assert_eq!(folder("/api/v1/auth/session"), "/api/v1/auth/");
+        assert_eq!(folder("/graph"), "/");
+        assert_eq!(folder("graph"), "");
     }
 
     #[test]

@@ -29,6 +29,7 @@ use axum::{Extension, Router};
 use crate::api::method_not_allowed;
 use crate::auth::session::CookieSessions;
 use crate::auth::{FailedLogins, TokenSigner};
+use crate::perf::keys::{route_at, EndpointClass};
 use crate::settings::ServerLimits;
 use crate::store::db::Db;
 
@@ -91,17 +92,24 @@ pub fn router(hub: &Hub, options: WebOptions) -> Router {
     let state = WebState::new(hub.db().clone(), hub.signer().clone())
         .with_failed_logins(hub.failed_logins().clone())
         .with_sign_ins(hub.sign_ins().clone());
+    // The paths are the web classes' routes (`#[key(route = ..)]`), in the
+    // order each class lists them.
+    let (page, asset, auth) = (
+        EndpointClass::WebPage,
+        EndpointClass::WebAsset,
+        EndpointClass::WebAuth,
+    );
     let mut web = Router::new()
-        .route("/", get(pages::home))
-        .route("/projects/{id}", get(pages::project))
-        .route("/graph", get(pages::graph))
-        .route("/assets/{name}", get(assets::asset))
+        .route(route_at(page, 0), get(pages::home))
+        .route(route_at(page, 1), get(pages::project))
+        .route(route_at(page, 2), get(pages::graph))
+        .route(route_at(asset, 0), get(assets::asset))
         .route(
-            "/api/v1/auth/session",
+            route_at(auth, 0),
             post(signin::sign_in).delete(signin::sign_out),
         );
     if options.test_login {
-        web = web.route("/api/v1/auth/test-login", post(signin::test_login));
+        web = web.route(route_at(auth, 2), post(signin::test_login));
     }
     // Guarded before the fallback is set: the Hub's router has its own.
     hub.guarded_web(
