@@ -37,7 +37,7 @@ pub enum Command {
 }
 
 /// The environment variable that can hold the session secret.
-pub const SESSION_SECRET_ENV: &str = "SCION_SESSION_SECRET";
+pub(crate) const SESSION_SECRET_ENV: &str = "SCION_SESSION_SECRET";
 
 /// Where `serve` and `seed` take the session secret from: a file (recommended: it is
 /// neither in the process list nor inherited by child processes), the
@@ -45,19 +45,19 @@ pub const SESSION_SECRET_ENV: &str = "SCION_SESSION_SECRET";
 /// (visible to `ps`). Exactly one.
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
-pub struct SessionSecretSource {
+pub(crate) struct SessionSecretSource {
     /// Secret the bearer-token signing key is derived from (visible to
     /// `ps`: prefer --session-secret-file or SCION_SESSION_SECRET).
     #[arg(long, value_name = "S", env = SESSION_SECRET_ENV, hide_env_values = true)]
     pub session_secret: Option<String>,
     /// File holding the secret (surrounding whitespace is ignored).
     #[arg(long, value_name = "FILE")]
-    pub session_secret_file: Option<PathBuf>,
+    pub(crate) session_secret_file: Option<PathBuf>,
 }
 
 impl SessionSecretSource {
     /// Reads the secret.
-    pub fn read(&self) -> Result<String, CliError> {
+    pub(crate) fn read(&self) -> Result<String, CliError> {
         let secret = match (&self.session_secret, &self.session_secret_file) {
             (Some(secret), _) => secret.clone(),
             (None, Some(path)) => std::fs::read_to_string(path)
@@ -81,7 +81,7 @@ impl SessionSecretSource {
 /// `serve`'s timeouts and caps; each overrides the settings file and the
 /// environment (see [`ServerLimits`]).
 #[derive(Debug, Args)]
-pub struct LimitArgs {
+pub(crate) struct LimitArgs {
     /// Longest time to receive a request head [default: 10s].
     #[arg(long, value_name = "DURATION")]
     pub header_read_timeout: Option<humantime::Duration>,
@@ -115,7 +115,7 @@ pub struct LimitArgs {
 
 impl LimitArgs {
     /// `limits` with the flags given applied over them.
-    pub fn apply(&self, mut limits: ServerLimits) -> Result<ServerLimits, CliError> {
+    pub(crate) fn apply(&self, mut limits: ServerLimits) -> Result<ServerLimits, CliError> {
         let positive = |d: &humantime::Duration, flag: &str| {
             let d: std::time::Duration = (*d).into();
             if d.is_zero() {
@@ -164,10 +164,10 @@ pub struct ServeArgs {
     pub db: PathBuf,
     /// The session secret.
     #[command(flatten)]
-    pub secret: SessionSecretSource,
+    pub(crate) secret: SessionSecretSource,
     /// Timeouts and caps.
     #[command(flatten)]
-    pub limits: LimitArgs,
+    pub(crate) limits: LimitArgs,
     /// Port to listen on.
     #[arg(long, default_value_t = 19810)]
     pub port: u16,
@@ -179,22 +179,22 @@ pub struct ServeArgs {
     pub config: Option<PathBuf>,
     /// Do not apply schema migrations; refuse an outdated schema instead.
     #[arg(long)]
-    pub no_auto_migrate: bool,
+    pub(crate) no_auto_migrate: bool,
     /// Also serve the web client, with the API, on --web-port (--port keeps
     /// serving the API alone).
     #[arg(long)]
-    pub enable_web: bool,
+    pub(crate) enable_web: bool,
     /// Port of the web client and its API.
     #[arg(long, default_value_t = 18080, requires = "enable_web")]
     pub web_port: u16,
     /// Mount a sign-in by email without any token, for a disposable
     /// benchmark Hub only (never on by default).
     #[arg(long, requires = "enable_web")]
-    pub enable_test_login: bool,
+    pub(crate) enable_test_login: bool,
     /// Serve Prometheus metrics (`GET /metrics`, OpenMetrics text) on this
     /// port of 127.0.0.1 only; needs tracing on.
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
-    pub metrics_port: Option<u16>,
+    pub(crate) metrics_port: Option<u16>,
 }
 
 /// `hub-example seed`.
@@ -206,7 +206,7 @@ pub struct SeedArgs {
     pub db: PathBuf,
     /// The session secret the Hub will be started with.
     #[command(flatten)]
-    pub secret: SessionSecretSource,
+    pub(crate) secret: SessionSecretSource,
     /// Agents in the main project.
     #[arg(long, value_name = "N")]
     pub agents: u32,
@@ -224,7 +224,7 @@ pub struct SeedArgs {
 /// A failure of a command, shown as one line.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct CliError(String);
+pub(crate) struct CliError(String);
 
 impl CliError {
     fn from(e: impl std::fmt::Display) -> Self {

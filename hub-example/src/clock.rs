@@ -3,7 +3,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The last millisecond RFC 3339 can write: 9999-12-31T23:59:59.999Z.
-pub const MAX_RFC3339_MS: i64 = 253_402_300_799_999;
+pub(crate) const MAX_RFC3339_MS: i64 = 253_402_300_799_999;
 
 /// Now, in Unix milliseconds.
 pub fn now_ms() -> i64 {
@@ -22,7 +22,7 @@ pub fn now_secs() -> i64 {
 /// (`2026-01-01T00:00:00.000Z`), to be displayed. A time the format cannot write is held to
 /// its nearest end (1970, year 9999) rather than failing: formatting never
 /// panics, whatever a row or a request holds.
-pub fn rfc3339_ms(ms: i64) -> humantime::Rfc3339Timestamp {
+pub(crate) fn rfc3339_ms(ms: i64) -> humantime::Rfc3339Timestamp {
     let within = ms.clamp(0, MAX_RFC3339_MS).unsigned_abs();
     humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(within))
 }

@@ -91,7 +91,7 @@ pub const AGENT_CAPABILITIES: [Action; 5] = [
 ];
 
 /// The project actions reported as scope capabilities.
-pub const PROJECT_CAPABILITIES: [Action; 4] = [
+pub(crate) const PROJECT_CAPABILITIES: [Action; 4] = [
     Action::AgentCreate,
     Action::ProjectUpdate,
     Action::ProjectDelete,
@@ -99,7 +99,7 @@ pub const PROJECT_CAPABILITIES: [Action; 4] = [
 ];
 
 /// The hub actions reported as scope capabilities of a global list.
-pub const HUB_CAPABILITIES: [Action; 2] = [Action::HubAdmin, Action::EventsSubscribe];
+pub(crate) const HUB_CAPABILITIES: [Action; 2] = [Action::HubAdmin, Action::EventsSubscribe];
 
 /// Where the list was authorized: what rows to read and which scope to report.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use perf_trace_core::sink::QueuedLines;
 use serde_json::Value;
 
 /// The `component` of every Hub log line.
-pub const COMPONENT: &str = "scion-hub";
+pub(crate) const COMPONENT: &str = "scion-hub";
 
 /// A shared writer of whole lines.
 pub type SharedWriter = Arc<Mutex<Box<dyn Write + Send>>>;
@@ -33,7 +33,7 @@ pub fn stdout_writer() -> SharedWriter {
 
 /// A severity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
+pub(crate) enum Level {
     /// Informational.
     Info,
     /// Something to look at.
@@ -53,7 +53,7 @@ impl Level {
 }
 
 /// The message of the one report of a failing log destination.
-pub const LOG_FAILURE_MESSAGE: &str =
+pub(crate) const LOG_FAILURE_MESSAGE: &str =
     "log lines cannot be written; further failures are not reported";
 
 /// Writes JSON log lines.
@@ -93,7 +93,7 @@ impl Logger {
 
     /// Writes the perf_trace lines `queued` holds before each of this
     /// logger's own lines (set once, by the tracing layer, for all clones).
-    pub fn write_after(&self, queued: QueuedLines) {
+    pub(crate) fn write_after(&self, queued: QueuedLines) {
         let _ = self.queued_lines.set(queued);
     }
 
@@ -145,8 +145,8 @@ impl Logger {
     }
 
     /// Writes one line. A failure to write never reaches the caller; the
-    /// first one is reported (see [`Logger::report_failure`]).
-    pub fn log(&self, level: Level, msg: &str, fields: &[(&str, Value)]) {
+    /// first one is reported (see `Logger::report_failure`).
+    pub(crate) fn log(&self, level: Level, msg: &str, fields: &[(&str, Value)]) {
         self.render_queued_lines();
         let line = self.render(level, msg, fields);
         let result = {
@@ -163,7 +163,7 @@ impl Logger {
     /// Reports that the log destination failed with `error`: once for this
     /// logger and all its clones (the perf_trace sink shares it), as one
     /// JSON line on standard error. Later calls do nothing.
-    pub fn report_failure(&self, error: &io::Error) {
+    pub(crate) fn report_failure(&self, error: &io::Error) {
         if self.failure_reported.swap(true, Ordering::Relaxed) {
             return;
         }
@@ -176,12 +176,13 @@ impl Logger {
     }
 
     /// Whether a failure of the destination has been reported.
-    pub fn failure_reported(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn failure_reported(&self) -> bool {
         self.failure_reported.load(Ordering::Relaxed)
     }
 
     /// An informational line.
-    pub fn info(&self, msg: &str, fields: &[(&str, Value)]) {
+    pub(crate) fn info(&self, msg: &str, fields: &[(&str, Value)]) {
         self.log(Level::Info, msg, fields);
     }
 

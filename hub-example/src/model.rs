@@ -78,7 +78,7 @@ pub struct GroupMembership {
 
 /// The kind of a principal a binding, membership or delegation names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum PrincipalKind {
+pub(crate) enum PrincipalKind {
     /// A user.
     User,
     /// A group.
@@ -114,7 +114,7 @@ impl FromStr for PrincipalKind {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PrincipalRef {
     /// User, group or agent.
-    pub kind: PrincipalKind,
+    pub(crate) kind: PrincipalKind,
     /// The principal's id.
     pub id: Id,
 }
@@ -156,7 +156,7 @@ pub struct RoleDefinition {
 
 /// Where a role binding applies.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum BindingScope {
+pub(crate) enum BindingScope {
     /// Everywhere on the Hub.
     Hub,
     /// Within one project.
@@ -173,7 +173,7 @@ pub struct RoleBinding {
     /// The role granted.
     pub role_id: Id,
     /// Where it applies.
-    pub scope: BindingScope,
+    pub(crate) scope: BindingScope,
 }
 
 /// A project rule that denies an action on agents in some phases, whatever
@@ -187,7 +187,7 @@ pub struct AccessConstraint {
     /// The action it restricts (`agent.message`, ...).
     pub action: String,
     /// Agent phases in which the action is denied.
-    pub deny_phases: Vec<AgentPhase>,
+    pub(crate) deny_phases: Vec<AgentPhase>,
 }
 
 /// A delegation: the delegate may act with the delegator's permissions,
@@ -197,7 +197,7 @@ pub struct DelegationEdge {
     /// The edge's id.
     pub id: Id,
     /// The user whose permissions are lent.
-    pub delegator_user_id: Id,
+    pub(crate) delegator_user_id: Id,
     /// Who may use them.
     pub delegate: PrincipalRef,
     /// The project the delegation is limited to; `None` for everywhere.
@@ -219,7 +219,7 @@ pub struct UserAccessToken {
     /// SHA-256 of the token.
     pub token_hash: [u8; 32],
     /// Expiry, Unix milliseconds.
-    pub expires_at: i64,
+    pub(crate) expires_at: i64,
     /// Revocation time, Unix milliseconds, if revoked.
     pub revoked_at: Option<i64>,
 }
@@ -323,7 +323,7 @@ impl FromStr for AgentActivity {
 /// The longest agent name, in bytes. Paging cursors carry the name of the
 /// last agent of a page, so their longest accepted length follows from
 /// this one.
-pub const MAX_AGENT_NAME_BYTES: usize = 256;
+pub(crate) const MAX_AGENT_NAME_BYTES: usize = 256;
 
 /// An agent as the store returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -333,12 +333,12 @@ pub struct Agent {
     /// The project it belongs to.
     pub project_id: Id,
     /// Its name, unique within the project (at most
-    /// [`MAX_AGENT_NAME_BYTES`]).
+    /// `MAX_AGENT_NAME_BYTES`).
     pub name: String,
     /// Lifecycle phase.
     pub phase: AgentPhase,
     /// Current activity.
-    pub activity: AgentActivity,
+    pub(crate) activity: AgentActivity,
     /// The user who created it.
     pub created_by: Id,
     /// Creation time, Unix milliseconds.
@@ -363,7 +363,7 @@ impl std::error::Error for UnknownValue {}
 
 /// Whether `s` is a UUID in its canonical hyphenated form (the only id form
 /// the Hub accepts).
-pub fn is_uuid(s: &str) -> bool {
+pub(crate) fn is_uuid(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 36
         && b.iter().enumerate().all(|(i, c)| match i {
@@ -373,7 +373,7 @@ pub fn is_uuid(s: &str) -> bool {
 }
 
 /// Formats 16 random bytes as a version-4 UUID.
-pub fn uuid_from_bytes(mut bytes: [u8; 16]) -> String {
+pub(crate) fn uuid_from_bytes(mut bytes: [u8; 16]) -> String {
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();

@@ -11,16 +11,16 @@ use serde::{Deserialize, Serialize};
 use crate::model::{is_uuid, Agent, Id, MAX_AGENT_NAME_BYTES};
 
 /// The largest page.
-pub const MAX_LIMIT: u32 = 500;
+pub(crate) const MAX_LIMIT: u32 = 500;
 /// The page size when only a cursor or a sort is given.
-pub const DEFAULT_LIMIT: u32 = 50;
+pub(crate) const DEFAULT_LIMIT: u32 = 50;
 /// The longest cursor accepted: base64 of the JSON of the longest name with
 /// every byte escaped (`\u0000`, 6 bytes), the sort, the id and the keys.
-pub const MAX_CURSOR_LEN: usize = (MAX_AGENT_NAME_BYTES * 6 + 128).div_ceil(3) * 4;
+pub(crate) const MAX_CURSOR_LEN: usize = (MAX_AGENT_NAME_BYTES * 6 + 128).div_ceil(3) * 4;
 
 /// What a page is sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SortField {
+pub(crate) enum SortField {
     /// The agent's name.
     Name,
     /// Creation time.
@@ -44,7 +44,7 @@ impl SortField {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sort {
     /// The field.
-    pub field: SortField,
+    pub(crate) field: SortField,
     /// Largest first.
     pub descending: bool,
 }
@@ -60,7 +60,7 @@ impl Default for Sort {
 
 impl Sort {
     /// Parses a `sort` parameter.
-    pub fn parse(text: &str) -> Result<Sort, PagingError> {
+    pub(crate) fn parse(text: &str) -> Result<Sort, PagingError> {
         let (descending, name) = match text.strip_prefix('-') {
             Some(rest) => (true, rest),
             None => (false, text),
@@ -75,7 +75,7 @@ impl Sort {
     }
 
     /// The parameter form (`-updatedAt`).
-    pub fn as_param(self) -> &'static str {
+    pub(crate) fn as_param(self) -> &'static str {
         match (self.field, self.descending) {
             (SortField::Name, false) => "name",
             (SortField::Name, true) => "-name",
@@ -90,7 +90,7 @@ impl Sort {
 /// The sort value of the last agent of a page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum SortValue {
+pub(crate) enum SortValue {
     /// A name.
     Text(String),
     /// A time, Unix milliseconds.
@@ -101,7 +101,7 @@ pub enum SortValue {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CursorPosition {
     /// The sort value of the last agent returned.
-    pub value: SortValue,
+    pub(crate) value: SortValue,
     /// Its id (the tie-breaker).
     pub id: Id,
 }
@@ -129,7 +129,7 @@ struct CursorWire {
 }
 
 /// Encodes a cursor for `sort` at `position`.
-pub fn encode_cursor(sort: Sort, position: &CursorPosition) -> String {
+pub(crate) fn encode_cursor(sort: Sort, position: &CursorPosition) -> String {
     let wire = CursorWire {
         s: sort.as_param().to_owned(),
         v: position.value.clone(),
@@ -139,7 +139,7 @@ pub fn encode_cursor(sort: Sort, position: &CursorPosition) -> String {
 }
 
 /// Decodes a cursor and checks it belongs to `sort`.
-pub fn decode_cursor(text: &str, sort: Sort) -> Result<CursorPosition, PagingError> {
+pub(crate) fn decode_cursor(text: &str, sort: Sort) -> Result<CursorPosition, PagingError> {
     if text.is_empty() || text.len() > MAX_CURSOR_LEN {
         return Err(PagingError::BadCursor);
     }
@@ -169,7 +169,7 @@ pub fn decode_cursor(text: &str, sort: Sort) -> Result<CursorPosition, PagingErr
 }
 
 /// Parses a `limit` parameter.
-pub fn parse_limit(text: &str) -> Result<u32, PagingError> {
+pub(crate) fn parse_limit(text: &str) -> Result<u32, PagingError> {
     match text.parse::<u32>() {
         Ok(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
         _ => Err(PagingError::BadLimit),
@@ -184,12 +184,12 @@ pub struct PageRequest {
     /// The order.
     pub sort: Sort,
     /// Start after this position; `None` for the first page.
-    pub after: Option<CursorPosition>,
+    pub(crate) after: Option<CursorPosition>,
 }
 
 impl PageRequest {
     /// Builds a page request from the raw `limit`, `sort` and `cursor` parameters.
-    pub fn from_params(
+    pub(crate) fn from_params(
         limit: Option<&str>,
         sort: Option<&str>,
         cursor: Option<&str>,
@@ -203,7 +203,7 @@ impl PageRequest {
 
 /// A paging parameter that is not acceptable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum PagingError {
+pub(crate) enum PagingError {
     /// `limit` is not an integer in range.
     #[error("limit must be an integer from 1 to 500")]
     BadLimit,

@@ -22,7 +22,7 @@ struct Bucket {
 
 /// A token bucket per key (cheap to clone: the buckets are shared).
 #[derive(Debug)]
-pub struct TokenBuckets<K> {
+pub(crate) struct TokenBuckets<K> {
     rate: f64,
     burst: f64,
     buckets: Arc<Mutex<HashMap<K, Bucket>>>,
@@ -57,7 +57,7 @@ impl<K: Hash + Eq> TokenBuckets<K> {
 
     /// Takes one token from `key`'s bucket at `now`, or says in how many
     /// whole seconds (at least one) one will be there.
-    pub fn take_at(&self, key: &K, now: Instant) -> Result<(), u64>
+    pub(crate) fn take_at(&self, key: &K, now: Instant) -> Result<(), u64>
     where
         K: Clone,
     {

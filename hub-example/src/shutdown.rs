@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 /// request served by [`Hub::serve`](crate::Hub::serve) carries one in its
 /// extensions.
 #[derive(Debug, Clone, Default)]
-pub struct ShutdownSignal(CancellationToken);
+pub(crate) struct ShutdownSignal(CancellationToken);
 
 impl ShutdownSignal {
     /// A signal not yet given.
@@ -22,7 +22,8 @@ impl ShutdownSignal {
     }
 
     /// Whether shutdown has started.
-    pub fn is_started(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_started(&self) -> bool {
         self.0.is_cancelled()
     }
 
@@ -33,7 +34,7 @@ impl ShutdownSignal {
 }
 
 /// Completes on SIGTERM or SIGINT (Ctrl-C; on other systems, Ctrl-C only).
-pub async fn termination_signal() {
+pub(crate) async fn termination_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {

@@ -10,7 +10,7 @@ use crate::model::{Agent, AgentActivity, AgentPhase, Id};
 
 /// A time in Unix milliseconds, written as RFC 3339 (`2026-01-01T00:00:00.000Z`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Millis(pub i64);
+pub(crate) struct Millis(pub i64);
 
 impl Serialize for Millis {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -28,7 +28,7 @@ fn raw_json<S: Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error>
 /// Who created an agent.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CreatorView {
+pub(crate) struct CreatorView {
     /// The user's id.
     pub id: Id,
     /// Their display name (absent when the user no longer exists).
@@ -51,16 +51,16 @@ pub struct FullAgentView {
     /// Activity.
     pub activity: AgentActivity,
     /// Creator, with display name.
-    pub created_by: CreatorView,
+    pub(crate) created_by: CreatorView,
     /// Creation time.
-    pub created_at: Millis,
+    pub(crate) created_at: Millis,
     /// Last change.
-    pub updated_at: Millis,
+    pub(crate) updated_at: Millis,
     /// Configuration object.
     #[serde(serialize_with = "raw_json")]
     pub config: String,
     /// What the caller may do with it (`read`, `stop`, ...).
-    pub capabilities: Verbs,
+    pub(crate) capabilities: Verbs,
     /// Whether the caller can send it a message now.
     pub messageable: bool,
 }
@@ -80,7 +80,7 @@ pub struct CompactAgentView {
     /// Activity.
     pub activity: AgentActivity,
     /// Last change.
-    pub updated_at: Millis,
+    pub(crate) updated_at: Millis,
 }
 
 impl From<Agent> for CompactAgentView {
@@ -116,7 +116,7 @@ pub struct ScopeView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<Id>,
     /// Allowed actions on the scope (`agent.create`, ...).
-    pub capabilities: ActionNames,
+    pub(crate) capabilities: ActionNames,
     /// The caller's project membership role, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub membership: Option<String>,

@@ -34,10 +34,10 @@ const MAX_KEYS: usize = 100;
 /// Longest setting key.
 const MAX_KEY_LEN: usize = 128;
 /// Largest body, checked before parsing.
-pub const MAX_BODY_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_BODY_BYTES: usize = 64 * 1024;
 /// Deepest nesting, block or flow, checked before parsing: YAML parsing
 /// cost grows fast with depth, and no setting is nested this deep.
-pub const MAX_DEPTH: usize = 32;
+pub(crate) const MAX_DEPTH: usize = 32;
 
 /// The deepest nesting of `body`, over-estimated cheaply without parsing:
 /// the flow depth counts every bracket (even in quotes), the block depth
@@ -188,7 +188,7 @@ fn valid_key(key: &str) -> bool {
 
 /// Parses a server-config body (JSON or YAML) into settings, or the 4xx
 /// answer: 400 when malformed, 422 when it names a layer-0 setting.
-pub fn parse_server_config(body: &[u8]) -> Result<Vec<(String, Value)>, ApiError> {
+pub(crate) fn parse_server_config(body: &[u8]) -> Result<Vec<(String, Value)>, ApiError> {
     if body.len() > MAX_BODY_BYTES {
         return Err(ApiError::new(
             axum::http::StatusCode::PAYLOAD_TOO_LARGE,
@@ -243,7 +243,7 @@ fn room_for(stored: &[String], settings: &[(String, Value)]) -> bool {
 }
 
 /// `PUT /api/v1/admin/server-config`.
-pub async fn put_server_config<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn put_server_config<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
     body: Result<Bytes, BytesRejection>,
@@ -277,7 +277,7 @@ pub async fn put_server_config<S: AuthzStore, A: AuditEmitter>(
 /// `GET /api/v1/admin/cache`: per cached route, its TTL and its hits,
 /// misses and shared computations since start, with the hit rate
 /// (administrators only).
-pub async fn get_cache<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn get_cache<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
 ) -> Result<Response, ApiError> {

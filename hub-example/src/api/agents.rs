@@ -94,7 +94,7 @@ async fn run_list<S: AuthzStore, A: AuditEmitter>(
 
 /// `GET /api/v1/projects/{id}/agents`: the full list, a sorted page
 /// (`limit`, `cursor`, `sort`), or the agents named by `ids`.
-pub async fn project_agents<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn project_agents<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
     quota: Option<Extension<ListQuota>>,
@@ -121,7 +121,7 @@ pub async fn project_agents<S: AuthzStore, A: AuditEmitter>(
 
 /// `GET /api/v1/agents`: every agent the caller may list, or one project's
 /// (`projectId`), in full or as sorted pages, full or compact (`view`).
-pub async fn global_agents<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn global_agents<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
     quota: Option<Extension<ListQuota>>,
@@ -150,7 +150,7 @@ pub async fn global_agents<S: AuthzStore, A: AuditEmitter>(
 }
 
 /// `GET /api/v1/agents/{id}`.
-pub async fn get_agent<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn get_agent<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
     path: Result<Path<String>, PathRejection>,
@@ -197,7 +197,7 @@ struct StatusChange {
 
 /// `PUT /api/v1/agents/{id}/status` with `{"phase": ..., "activity": ...}`:
 /// changes the agent's status and publishes an `agent.status` event.
-pub async fn put_status<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn put_status<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
     path: Result<Path<String>, PathRejection>,

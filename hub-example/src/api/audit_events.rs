@@ -49,7 +49,7 @@ use crate::store::audit::{query_events, AuditCursor, AuditEventRow, AuditQuery};
 use crate::store::AuthzStore;
 
 /// The windows `window=` accepts, with their length in milliseconds.
-pub const WINDOWS: [(&str, i64); 8] = [
+pub(crate) const WINDOWS: [(&str, i64); 8] = [
     ("5m", 5 * MINUTE_MS),
     ("15m", 15 * MINUTE_MS),
     ("30m", 30 * MINUTE_MS),
@@ -76,7 +76,7 @@ const MAX_LIMIT: u32 = 500;
 const KNOWN: [&str; 6] = ["window", "from", "to", "cursor", "limit", "time_resolution"];
 
 /// Parses the query string into the window to read, given `now_ms`.
-pub fn parse_query(query: Option<&str>, now_ms: i64) -> Result<AuditQuery, ApiError> {
+pub(crate) fn parse_query(query: Option<&str>, now_ms: i64) -> Result<AuditQuery, ApiError> {
     let params = Params::parse(query);
     params.only(&KNOWN)?;
     let window = params.single("window")?;
@@ -183,7 +183,7 @@ fn parse_time(text: &str, name: &str) -> Result<i64, ApiError> {
 }
 
 /// The cursor of a row: base64url of `at_ms.id`.
-pub fn encode_cursor(cursor: AuditCursor) -> String {
+pub(crate) fn encode_cursor(cursor: AuditCursor) -> String {
     URL_SAFE_NO_PAD.encode(format!("{}.{}", cursor.at_ms, cursor.id))
 }
 
@@ -228,7 +228,7 @@ fn event_json(row: &AuditEventRow) -> Value {
 }
 
 /// `GET /api/v1/admin/audit-events`.
-pub async fn audit_events<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn audit_events<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
     RawQuery(query): RawQuery,

@@ -32,7 +32,7 @@ use crate::authz::{AuditEmitter, Principal};
 use crate::store::AuthzStore;
 
 /// Paths served without a credential.
-pub const PUBLIC_PATHS: [&str; 2] = ["/healthz", "/api/v1/settings/public"];
+pub(crate) const PUBLIC_PATHS: [&str; 2] = ["/healthz", "/api/v1/settings/public"];
 
 /// Logs a refused credential (when the Hub provides the log) and answers.
 fn refuse(request: &Request, error: ApiError, credential: Option<&str>) -> Response {
@@ -49,7 +49,7 @@ fn refuse(request: &Request, error: ApiError, credential: Option<&str>) -> Respo
 /// unavailable or failing), left for [`answer_authentication_failure`] to
 /// answer inside the tracing layer.
 #[derive(Debug, Clone)]
-pub struct AuthenticationFailure(ApiError);
+pub(crate) struct AuthenticationFailure(ApiError);
 
 /// Answers a refused credential (400, 401, 403) at once, untraced; passes a
 /// failure of the Hub's own on to be answered inside the tracing layer.
@@ -82,7 +82,7 @@ async fn pass_on(request: Request, next: Next, baseline: Option<PoolFigures>) ->
 /// Innermost, inside the tracing layer: answers the [`AuthenticationFailure`]
 /// authentication left in place of a principal; any other request goes on
 /// to its route.
-pub async fn answer_authentication_failure(mut request: Request, next: Next) -> Response {
+pub(crate) async fn answer_authentication_failure(mut request: Request, next: Next) -> Response {
     match request.extensions_mut().remove::<AuthenticationFailure>() {
         Some(AuthenticationFailure(error)) => error.into_response(),
         None => next.run(request).await,
@@ -90,7 +90,7 @@ pub async fn answer_authentication_failure(mut request: Request, next: Next) -> 
 }
 
 /// The middleware.
-pub async fn authenticate<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn authenticate<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     mut request: Request,
     next: Next,

@@ -14,11 +14,11 @@ use super::ApiError;
 use crate::app::state::AppState;
 use crate::authz::{Action, AuditEmitter, Principal};
 use crate::model::Id;
-pub use crate::store::agents::{project_delegations, DelegationParty, DelegationView};
+pub(crate) use crate::store::agents::project_delegations;
 use crate::store::AuthzStore;
 
 /// `GET /api/v1/projects/{id}/delegations`.
-pub async fn get_project_delegations<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn get_project_delegations<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
     path: Result<Path<String>, PathRejection>,

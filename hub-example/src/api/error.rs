@@ -11,7 +11,7 @@ use crate::store::db::DbError;
 
 /// An error answered to the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     status: StatusCode,
     body: serde_json::Value,
 }
@@ -26,12 +26,12 @@ impl ApiError {
     }
 
     /// 400: the request is malformed.
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
 
     /// 401: no valid credential.
-    pub fn unauthorized(message: impl Into<String>) -> Self {
+    pub(crate) fn unauthorized(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, message)
     }
 
@@ -41,7 +41,7 @@ impl ApiError {
     }
 
     /// 404: no such thing.
-    pub fn not_found(what: &str) -> Self {
+    pub(crate) fn not_found(what: &str) -> Self {
         Self::new(StatusCode::NOT_FOUND, format!("{what} not found"))
     }
 
@@ -61,7 +61,7 @@ impl ApiError {
 
     /// Tells the client to come back in `seconds`: the body's
     /// `retryAfterSeconds` and the response's `Retry-After`.
-    pub fn set_retry_after(&mut self, seconds: u64) {
+    pub(crate) fn set_retry_after(&mut self, seconds: u64) {
         self.body["retryAfterSeconds"] = json!(seconds);
     }
 
@@ -153,12 +153,12 @@ impl IntoResponse for ApiError {
 }
 
 /// The handler of unknown routes: 404 as JSON.
-pub async fn not_found() -> ApiError {
+pub(crate) async fn not_found() -> ApiError {
     ApiError::not_found("route")
 }
 
 /// The handler of a known route with the wrong method: 405 as JSON.
-pub async fn method_not_allowed() -> ApiError {
+pub(crate) async fn method_not_allowed() -> ApiError {
     ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
 }
 

@@ -249,7 +249,7 @@ async fn stream_end<S: AuthzStore, A: AuditEmitter>(
 /// a browser's session carried it), the shutdown signal of the server it
 /// came through, and the Hub's stream caps and re-check interval (none, and
 /// the default interval, on a router served without a Hub).
-pub struct StreamContext {
+pub(crate) struct StreamContext {
     expiry: Option<CredentialExpiry>,
     browser: bool,
     shutdown: Option<ShutdownSignal>,
@@ -276,7 +276,7 @@ impl<T: Send + Sync> FromRequestParts<T> for StreamContext {
 }
 
 /// `GET /events`.
-pub async fn events<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn events<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
     context: StreamContext,

@@ -19,7 +19,7 @@ use crate::model::PrincipalRef;
 /// when the request has not produced its response head within `limit`. A
 /// stream's body is not bounded: only the time to its first byte is. The
 /// request's future is dropped, so its perf_trace line is still written.
-pub async fn enforce_request_timeout(
+pub(crate) async fn enforce_request_timeout(
     State(limit): State<Duration>,
     request: Request,
     next: Next,
@@ -54,7 +54,7 @@ pub struct StreamLimiter {
 
 /// A stream over a cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum StreamCapError {
+pub(crate) enum StreamCapError {
     /// The principal already has its most streams open.
     #[error("too many event streams open for this caller")]
     PerPrincipal,
@@ -80,7 +80,7 @@ impl StreamLimiter {
     }
 
     /// Opens a stream for `who`; it counts until the permit is dropped.
-    pub fn try_open(&self, who: &PrincipalRef) -> Result<StreamPermit, StreamCapError> {
+    pub(crate) fn try_open(&self, who: &PrincipalRef) -> Result<StreamPermit, StreamCapError> {
         let mut open = self.open.lock();
         if open.total >= self.total {
             return Err(StreamCapError::Total);
@@ -105,7 +105,7 @@ impl StreamLimiter {
 
 /// One open stream, counted until dropped.
 #[derive(Debug)]
-pub struct StreamPermit {
+pub(crate) struct StreamPermit {
     limiter: StreamLimiter,
     who: PrincipalRef,
 }

@@ -30,7 +30,7 @@ thread_local! {
 
 /// A JSON body encoded on first poll.
 #[derive(Debug)]
-pub struct LazyJson<T> {
+pub(crate) struct LazyJson<T> {
     value: Option<T>,
 }
 

@@ -15,7 +15,7 @@ use crate::settings::AuditSettings;
 
 /// The per-principal buckets of uncached list requests (cheap to clone).
 #[derive(Debug, Clone)]
-pub struct ListQuota {
+pub(crate) struct ListQuota {
     buckets: TokenBuckets<PrincipalRef>,
 }
 
@@ -33,7 +33,7 @@ impl ListQuota {
 
     /// Takes one uncached list from `principal`'s bucket at `now`, or says
     /// in how many whole seconds one will be there.
-    pub fn take_at(&self, principal: &PrincipalRef, now: Instant) -> Result<(), u64> {
+    pub(crate) fn take_at(&self, principal: &PrincipalRef, now: Instant) -> Result<(), u64> {
         self.buckets.take_at(principal, now)
     }
 
@@ -48,7 +48,7 @@ impl ListQuota {
 impl ApiError {
     /// 429: the caller's uncached lists are over its quota; `Retry-After`
     /// says in how many seconds one is allowed again.
-    pub fn too_many_requests(retry_after_secs: u64) -> Self {
+    pub(crate) fn too_many_requests(retry_after_secs: u64) -> Self {
         let mut error = ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "too many uncached list requests; retry later",

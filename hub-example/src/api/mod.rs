@@ -4,7 +4,7 @@
 pub mod admin;
 pub mod agents;
 pub mod audit_events;
-pub mod authenticate;
+pub(crate) mod authenticate;
 mod cached;
 pub mod delegations;
 mod error;
@@ -17,10 +17,10 @@ pub mod profiling;
 pub mod public;
 mod request_size;
 
-pub use error::{method_not_allowed, not_found, ApiError};
-pub use guards::{enforce_request_timeout, StreamCapError, StreamLimiter, StreamPermit};
-pub use lazy_json::LazyJson;
-pub use list_quota::ListQuota;
-pub use request_size::{
-    limit_request_size, panic_response, MAX_HEADER_BYTES, MAX_PATH_BYTES, MAX_QUERY_BYTES,
-};
+pub(crate) use error::ApiError;
+pub(crate) use error::{method_not_allowed, not_found};
+pub use guards::StreamLimiter;
+pub(crate) use guards::{enforce_request_timeout, StreamPermit};
+pub(crate) use lazy_json::LazyJson;
+pub(crate) use list_quota::ListQuota;
+pub(crate) use request_size::{limit_request_size, panic_response};

@@ -6,11 +6,11 @@ use crate::listing::View;
 use crate::model::{is_uuid, Id};
 
 /// Most ids in an `ids=` list.
-pub const MAX_IDS: usize = 100;
+pub(crate) const MAX_IDS: usize = 100;
 
 /// The decoded parameters of a query string.
 #[derive(Debug, Default, Clone)]
-pub struct Params(Vec<(String, String)>);
+pub(crate) struct Params(Vec<(String, String)>);
 
 impl Params {
     /// Decodes a raw query string.
@@ -64,13 +64,13 @@ impl Params {
     }
 
     /// Whether any of `names` is present.
-    pub fn has_any(&self, names: &[&str]) -> bool {
+    pub(crate) fn has_any(&self, names: &[&str]) -> bool {
         self.0.iter().any(|(k, _)| names.contains(&k.as_str()))
     }
 }
 
 /// Checks an id from a path or parameter.
-pub fn parse_id(text: &str, what: &str) -> Result<Id, ApiError> {
+pub(crate) fn parse_id(text: &str, what: &str) -> Result<Id, ApiError> {
     if is_uuid(text) {
         Ok(Id::from(text))
     } else {
@@ -79,7 +79,7 @@ pub fn parse_id(text: &str, what: &str) -> Result<Id, ApiError> {
 }
 
 /// Parses `ids=a,b,...`: 1 to 100 agent ids, duplicates removed.
-pub fn parse_id_list(text: &str) -> Result<Vec<Id>, ApiError> {
+pub(crate) fn parse_id_list(text: &str) -> Result<Vec<Id>, ApiError> {
     let mut ids: Vec<Id> = Vec::new();
     for part in text.split(',') {
         let id = parse_id(part.trim(), "agent")?;
@@ -94,7 +94,7 @@ pub fn parse_id_list(text: &str) -> Result<Vec<Id>, ApiError> {
 }
 
 /// Parses `view=`.
-pub fn parse_view(text: Option<&str>) -> Result<View, ApiError> {
+pub(crate) fn parse_view(text: Option<&str>) -> Result<View, ApiError> {
     match text {
         None | Some("full") => Ok(View::Full),
         Some("compact") => Ok(View::Compact),

@@ -30,12 +30,12 @@ use crate::store::db::{Db, DbError};
 use crate::store::{settings, AuthzStore};
 
 /// The hub settings key of the readiness marks.
-pub const READINESS_MARKS_KEY: &str = READINESS_MARKS;
+pub(crate) const READINESS_MARKS_KEY: &str = READINESS_MARKS;
 
 /// The profiling settings, as both endpoints write them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ProfilingSettings {
+pub(crate) struct ProfilingSettings {
     /// Whether the web client writes `scion:ready:*` User Timing marks.
     pub readiness_marks: bool,
 }
@@ -58,7 +58,7 @@ pub fn set_readiness_marks(db: &Db, on: bool, now_ms: i64) -> Result<(), DbError
 }
 
 /// `GET /api/v1/profiling`.
-pub async fn get_profiling<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn get_profiling<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
 ) -> Result<Response, ApiError> {
     let on = perf_trace_core::scope::spawn_blocking(move || readiness_marks(state.db())).await??;
@@ -78,7 +78,7 @@ fn parse_body(body: &[u8]) -> Result<ProfilingSettings, ApiError> {
 }
 
 /// `PUT /api/v1/admin/profiling`.
-pub async fn put_profiling<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn put_profiling<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
     body: Result<Bytes, BytesRejection>,

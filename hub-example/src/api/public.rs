@@ -14,7 +14,7 @@ use crate::perf::keys::CacheRoute;
 use crate::store::AuthzStore;
 
 /// The Hub's version, as `GET /api/v1/settings/public` reports it.
-pub const HUB_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const HUB_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `GET /healthz`: `{"status":"ok"}`, with the audit pipeline's figures
 /// under `audit` when the emitter keeps them (its summaries among them),
@@ -22,7 +22,7 @@ pub const HUB_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// (see [`crate::app::connections`]). The status is `degraded` (still 200) from
 /// a rejected audit record or a failed batch until the queue has drained
 /// and none has happened for
-/// [`RECOVERY_WINDOW`](crate::authz::audit::RECOVERY_WINDOW), and while the
+/// `RECOVERY_WINDOW`, and while the
 /// audit writer is stalled (`audit.stalled`, back to `ok` once it writes
 /// again): an audit outage warns and never breaks a request.
 pub async fn healthz<S: AuthzStore, A: AuditEmitter>(
@@ -43,7 +43,7 @@ pub async fn healthz<S: AuthzStore, A: AuditEmitter>(
 
 /// `GET /api/v1/settings/public`: what any client may know about the Hub.
 /// The same for every caller and every query, so cached under one key.
-pub async fn public_settings<S: AuthzStore, A: AuditEmitter>(
+pub(crate) async fn public_settings<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
 ) -> Result<Response, ApiError> {
     let cache = state.cache();

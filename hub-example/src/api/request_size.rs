@@ -15,15 +15,15 @@ use axum::response::{IntoResponse, Response};
 use super::ApiError;
 
 /// Longest path accepted, in bytes (percent-encoded, as sent).
-pub const MAX_PATH_BYTES: usize = 2048;
+pub(crate) const MAX_PATH_BYTES: usize = 2048;
 /// Longest query string accepted, in bytes (percent-encoded, as sent).
-pub const MAX_QUERY_BYTES: usize = 8192;
+pub(crate) const MAX_QUERY_BYTES: usize = 8192;
 /// Most header bytes accepted (names and values together).
-pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_HEADER_BYTES: usize = 16 * 1024;
 
 /// Refuses a request whose path or query string is too long (414) or whose
 /// headers are too large (431), before authentication reads any of them.
-pub async fn limit_request_size(request: Request, next: Next) -> Response {
+pub(crate) async fn limit_request_size(request: Request, next: Next) -> Response {
     let uri = request.uri();
     if uri.path().len() > MAX_PATH_BYTES {
         return ApiError::new(StatusCode::URI_TOO_LONG, "request path too long").into_response();
@@ -48,7 +48,7 @@ pub async fn limit_request_size(request: Request, next: Next) -> Response {
 
 /// The answer to a request whose handler panicked: a JSON 500 that says
 /// nothing of the panic (its message may hold request data).
-pub fn panic_response(_panic: Box<dyn Any + Send + 'static>) -> Response {
+pub(crate) fn panic_response(_panic: Box<dyn Any + Send + 'static>) -> Response {
     ApiError::internal().into_response()
 }
 

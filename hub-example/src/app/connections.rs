@@ -3,17 +3,17 @@
 //! with a credential out.
 //!
 //! - At start, `serve` raises the soft limit on open descriptors to the
-//!   hard one, as Go's runtime does ([`raise_descriptor_limit`]).
-//! - One cap over every listener ([`ConnectionCaps::capacity`]), below the
+//!   hard one, as Go's runtime does (`raise_descriptor_limit`).
+//! - One cap over every listener (`ConnectionCaps::capacity`), below the
 //!   soft limit with room kept for the database, the log and the event
 //!   relay; at it, the accept loop stops accepting and clients wait in the
 //!   kernel's queue. A listener with a cap of its own (the metrics port)
 //!   is bounded by that instead, and its connections, counted here too, are
 //!   never on probation.
-//! - The last [`ConnectionCaps::headroom`] connections below the cap, and
-//!   a client address's connections past [`ConnectionCaps::per_address`],
+//! - The last `ConnectionCaps::headroom` connections below the cap, and
+//!   a client address's connections past `ConnectionCaps::per_address`,
 //!   are on probation: the first request's head must arrive within
-//!   [`PROBATION_HEAD_TIMEOUT`] and be `GET /healthz` or carry a
+//!   `PROBATION_HEAD_TIMEOUT` and be `GET /healthz` or carry a
 //!   credential (a bearer header or the session cookie), or the connection
 //!   is answered 503 (429 past the address's cap) with `Retry-After` and
 //!   closed. Anonymous clients are refused first; the room left is for
@@ -51,7 +51,7 @@ impl ClientAddr {
 
 /// Longest a connection on probation may take to send its first request
 /// head (never longer than the header-read timeout).
-pub const PROBATION_HEAD_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const PROBATION_HEAD_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The shortest an idle or silent connection is kept under pressure
 /// (never longer than its own timeout).
@@ -67,7 +67,7 @@ const FALLBACK_CAPACITY: usize = 4_096;
 
 /// The soft and hard limits on the process's open descriptors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DescriptorLimit {
+pub(crate) struct DescriptorLimit {
     /// The limit in force.
     pub soft: u64,
     /// How far the soft limit may be raised.
@@ -75,14 +75,14 @@ pub struct DescriptorLimit {
 }
 
 /// The process's descriptor limits now.
-pub fn descriptor_limit() -> io::Result<DescriptorLimit> {
+pub(crate) fn descriptor_limit() -> io::Result<DescriptorLimit> {
     let (soft, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE)?;
     Ok(DescriptorLimit { soft, hard })
 }
 
 /// Raises the soft limit on open descriptors as far as the hard one allows
 /// (the platform's own ceiling too), and returns the limits then in force.
-pub fn raise_descriptor_limit() -> io::Result<DescriptorLimit> {
+pub(crate) fn raise_descriptor_limit() -> io::Result<DescriptorLimit> {
     rlimit::increase_nofile_limit(u64::MAX)?;
     descriptor_limit()
 }
@@ -90,7 +90,7 @@ pub fn raise_descriptor_limit() -> io::Result<DescriptorLimit> {
 /// The caps on connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ConnectionCaps {
+pub(crate) struct ConnectionCaps {
     /// Most connections open at once, over every listener.
     pub capacity: usize,
     /// The connections below `capacity` kept for `/healthz` and requests
@@ -159,7 +159,7 @@ pub struct ConnectionFigures {
     pub open: usize,
     /// The caps in force.
     #[serde(flatten)]
-    pub caps: ConnectionCaps,
+    pub(crate) caps: ConnectionCaps,
     /// Connections answered 503 or 429 on probation, or closed there
     /// without a request, since the Hub started.
     pub refused: u64,

@@ -4,18 +4,18 @@
 //! Tracing on or off is decided once, when the Hub is built. Off, the state
 //! holds the plain store (`SqliteStore` or `PostgresStore`, as the
 //! database is) and [`ChannelAuditSink`] and the router has
-//! no tracing layer; on, the state holds [`CountedAuthzStore`] and
-//! [`TracedAuditEmitter`] around them and the router has the layer, innermost
+//! no tracing layer; on, the state holds [`CountedAuthzStore`](crate::store::CountedAuthzStore) and
+//! [`TracedAuditEmitter`](crate::authz::TracedAuditEmitter) around them and the router has the layer, innermost
 //! (inside authentication).
 //!
 //! A Hub is built by [`HubBuilder`] ([`Hub::new`] for the plain one); its
-//! routes are [`build_router_with`]'s. Every router gets its layers, in one
+//! routes are `build_router_with`'s. Every router gets its layers, in one
 //! order, from the `layers` module: [`Hub::router`] wraps the routes in the
 //! guards of [`ServerLimits`] (the request timeout, outermost; the
 //! event-stream caps) and the log of refused credentials; [`Hub::guarded`]
 //! puts routes of other listeners (the web client's pages, the metrics
 //! port) behind the same request guards. [`Hub::serving_listeners`] serves every listener of the process
-//! with the connection timeouts and caps of [`crate::app::accept`], and shuts
+//! with the connection timeouts and caps of `crate::app::accept`, and shuts
 //! them down together: one deadline for the requests in flight on all of
 //! them, then the audit queue drained once, then `shutdown finished`.
 
@@ -58,10 +58,10 @@ use parts::{
     audit_backend, checked_hub_settings, drain_audit, exits_in_force, shared_with_replicas,
     with_admin_routes, RouterParts, StateParts,
 };
-pub use routes::{build_router, build_router_with};
+pub use routes::build_router;
 
 /// Records the audit queue holds before it rejects.
-pub const AUDIT_CHANNEL: usize = 16_384;
+pub(crate) const AUDIT_CHANNEL: usize = 16_384;
 /// Latest audit records kept for inspection.
 const AUDIT_RECENT: usize = 1_024;
 
@@ -116,7 +116,7 @@ impl HubBuilder {
     /// `extra` routes beside the Hub's own (see [`build_router_with`]):
     /// for tests that need a route the real Hub does not have. The command
     /// line never adds any.
-    pub fn extra_routes(mut self, extra: Router) -> Self {
+    pub(crate) fn extra_routes(mut self, extra: Router) -> Self {
         self.extra = Some(extra);
         self
     }
@@ -125,7 +125,7 @@ impl HubBuilder {
     /// records, instead of into the database's `audit_events` table from a
     /// queue of [`AUDIT_CHANNEL`]: for tests of the audit pipeline (a
     /// writer that stalls or fails).
-    pub fn audit_backend(mut self, backend: Box<dyn AuditBackend>, capacity: usize) -> Self {
+    pub(crate) fn audit_backend(mut self, backend: Box<dyn AuditBackend>, capacity: usize) -> Self {
         self.audit = Some((backend, capacity));
         self
     }
@@ -265,7 +265,7 @@ impl Hub {
 
     /// Builds the Hub over `db` with its audit records written through
     /// `backend` from a queue of `capacity` records (see
-    /// [`HubBuilder::audit_backend`]).
+    /// `HubBuilder::audit_backend`).
     pub fn with_audit_backend(
         db: Db,
         options: HubOptions,
@@ -278,7 +278,7 @@ impl Hub {
     }
 
     /// Builds the Hub over `db` with `extra` routes beside its own (see
-    /// [`HubBuilder::extra_routes`]).
+    /// `HubBuilder::extra_routes`).
     pub fn with_extra_routes(db: Db, options: HubOptions, extra: Router) -> Hub {
         Hub::builder(db, options).extra_routes(extra).build()
     }
@@ -334,7 +334,7 @@ impl Hub {
 
     /// The sign-in rates and cap of sessions, shared by every web router
     /// over the Hub.
-    pub fn sign_ins(&self) -> &SignInLimits {
+    pub(crate) fn sign_ins(&self) -> &SignInLimits {
         &self.sign_ins
     }
 
@@ -397,7 +397,7 @@ impl Hub {
     }
 
     /// The log of refused credentials (the web client's sign-in adds to it).
-    pub fn failed_logins(&self) -> &FailedLogins {
+    pub(crate) fn failed_logins(&self) -> &FailedLogins {
         &self.failed_logins
     }
 
@@ -417,7 +417,7 @@ impl Hub {
     /// The web client's own routes behind the same guards as
     /// [`Hub::guarded`], and traced (when tracing is on) with the web
     /// client's endpoint classes (`web.page`, `web.asset`, `web.auth`).
-    pub fn guarded_web(&self, routes: Router) -> Router {
+    pub(crate) fn guarded_web(&self, routes: Router) -> Router {
         self.guard(routes, self.web_trace.clone())
     }
 
@@ -430,7 +430,7 @@ impl Hub {
     }
 
     /// Serves on `listener` until `shutdown` completes, then shuts down
-    /// gracefully within the shutdown deadline (see [`crate::app::accept`]).
+    /// gracefully within the shutdown deadline (see `crate::app::accept`).
     pub async fn serve(
         self,
         listener: TcpListener,
@@ -465,7 +465,7 @@ impl Hub {
     }
 
     /// Serves every listener in one accept loop until `shutdown` completes,
-    /// then shuts them all down together (see [`crate::app::accept`]): each
+    /// then shuts them all down together (see `crate::app::accept`): each
     /// stops accepting, the requests in flight on any of them finish or are
     /// cut off at one deadline, the audit queue is drained once, and
     /// `shutdown finished` is the last line.

@@ -1,4 +1,6 @@
-//! The Hub's API routes: each path and the handler that answers it.
+//! The Hub's API routes: each path and the handler that answers it. The
+//! traced classes' paths are their keys' routes (`#[key(route = ..)]` in
+//! `perf/keys.rs`), the ones the policy classifies by.
 
 use axum::routing::{get, put};
 use axum::Router;
@@ -8,6 +10,7 @@ use crate::api::{
     public,
 };
 use crate::authz::AuditEmitter;
+use crate::perf::keys::{route_path, EndpointClass};
 use crate::perf::HubTraceLayer;
 use crate::store::AuthzStore;
 
@@ -32,7 +35,7 @@ pub fn build_router<S: AuthzStore, A: AuditEmitter>(
 /// becomes a JSON 500; oversized paths, queries and headers are refused;
 /// authentication; tracing; the answer to a failure of the Hub's own while
 /// authenticating.
-pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
+pub(crate) fn build_router_with<S: AuthzStore, A: AuditEmitter>(
     state: AppState<S, A>,
     trace: Option<HubTraceLayer>,
     extra: Option<Router>,
@@ -44,16 +47,22 @@ pub fn build_router_with<S: AuthzStore, A: AuditEmitter>(
             get(public::public_settings::<S, A>),
         )
         .route(
-            "/api/v1/projects/{id}/agents",
+            route_path(EndpointClass::ProjectLegacy),
             get(agents::project_agents::<S, A>),
         )
-        .route("/api/v1/agents", get(agents::global_agents::<S, A>))
+        .route(
+            route_path(EndpointClass::GlobalLegacy),
+            get(agents::global_agents::<S, A>),
+        )
         .route("/api/v1/agents/{id}", get(agents::get_agent::<S, A>))
         .route(
             "/api/v1/agents/{id}/status",
             put(agents::put_status::<S, A>),
         )
-        .route("/events", get(events::events::<S, A>))
+        .route(
+            route_path(EndpointClass::SseEvents),
+            get(events::events::<S, A>),
+        )
         .route(
             "/api/v1/admin/server-config",
             put(admin::put_server_config::<S, A>),

@@ -51,7 +51,7 @@ impl<S, A> Clone for AppState<S, A> {
 
 impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
     /// State over these parts, with the response cache off (every request
-    /// computes its response); [`AppState::with_cache`] sets one.
+    /// computes its response); `AppState::with_cache` sets one.
     pub fn new(store: S, audit: A, db: Db, bus: EventBus, signer: TokenSigner) -> Self {
         AppState {
             shared: Arc::new(Shared {
@@ -69,21 +69,21 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
     }
 
     /// The same state with `cache` as its response cache.
-    pub fn with_cache(mut self, cache: ResponseCache) -> Self {
+    pub(crate) fn with_cache(mut self, cache: ResponseCache) -> Self {
         self.cache = cache;
         self
     }
 
     /// The same state with `roles` keeping the creator role as last read
     /// (one that reports nothing otherwise).
-    pub fn with_creator_roles(mut self, roles: Arc<CreatorRoles>) -> Self {
+    pub(crate) fn with_creator_roles(mut self, roles: Arc<CreatorRoles>) -> Self {
         self.creator_roles = roles;
         self
     }
 
     /// The authorization service for one request by `principal`, reading
     /// the creator role through the state's [`CreatorRoles`].
-    pub fn authorizer<'a>(&'a self, principal: &'a Principal) -> Authorizer<'a, S, A> {
+    pub(crate) fn authorizer<'a>(&'a self, principal: &'a Principal) -> Authorizer<'a, S, A> {
         Authorizer::new(self.store(), self.audit(), principal)
             .with_creator_roles(&self.creator_roles)
     }
@@ -91,7 +91,7 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
     /// An authorizer whose audit records go to `audit` instead of the
     /// Hub's pipeline (a stream's re-check collects them, to write only
     /// the outcomes that changed).
-    pub fn authorizer_reporting_to<'a, E: AuditEmitter>(
+    pub(crate) fn authorizer_reporting_to<'a, E: AuditEmitter>(
         &'a self,
         principal: &'a Principal,
         audit: &'a E,
@@ -101,37 +101,37 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
 
     /// The same state reading the connections' figures from `stats` (the
     /// Hub's, which its accept loop keeps).
-    pub fn with_connections(mut self, stats: ConnectionStats) -> Self {
+    pub(crate) fn with_connections(mut self, stats: ConnectionStats) -> Self {
         self.connections = stats;
         self
     }
 
     /// The connections' figures.
-    pub fn connections(&self) -> &ConnectionStats {
+    pub(crate) fn connections(&self) -> &ConnectionStats {
         &self.connections
     }
 
     /// Has authentication note the pool's figures as each request arrives,
     /// for the tracing layer inside it.
-    pub fn noting_pool_baseline(mut self) -> Self {
+    pub(crate) fn noting_pool_baseline(mut self) -> Self {
         self.pool_baseline = true;
         self
     }
 
     /// Whether authentication notes the pool's figures.
-    pub fn notes_pool_baseline(&self) -> bool {
+    pub(crate) fn notes_pool_baseline(&self) -> bool {
         self.pool_baseline
     }
 
     /// The response cache.
-    pub fn cache(&self) -> &ResponseCache {
+    pub(crate) fn cache(&self) -> &ResponseCache {
         &self.cache
     }
 
     /// After a write committed: cached responses showing what it changed
     /// are not found again, on this replica at once and on the others as
     /// soon as they are told (see [`crate::replicas`]).
-    pub fn invalidate(&self, invalidation: Invalidation) {
+    pub(crate) fn invalidate(&self, invalidation: Invalidation) {
         invalidation.apply(self.cache.generations());
         self.shared
             .bus

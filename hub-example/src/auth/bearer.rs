@@ -21,7 +21,7 @@ const MAX_TOKEN_LEN: usize = 4096;
 
 /// The bearer token of the request's `Authorization` header, checked for
 /// form only. The refusals never echo what was sent.
-pub fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
     if headers
         .get_all(header::AUTHORIZATION)
         .iter()
@@ -43,18 +43,9 @@ pub fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
     Ok(token)
 }
 
-/// Resolves a credential to its principal (reading through the store, with
-/// no recorder in scope, so nothing here is counted).
-pub fn resolve_principal<S: AuthzStore + ?Sized>(
-    store: &S,
-    signer: &TokenSigner,
-    token: &str,
-) -> Result<Principal, AuthError> {
-    resolve_credential(store, signer, token).map(|(principal, _)| principal)
-}
-
-/// [`resolve_principal`], also returning when the credential expires.
-pub fn resolve_credential<S: AuthzStore + ?Sized>(
+/// Resolves a credential to its principal and when it expires (reading
+/// through the store, with no recorder in scope, so nothing here is counted).
+pub(crate) fn resolve_credential<S: AuthzStore + ?Sized>(
     store: &S,
     signer: &TokenSigner,
     token: &str,

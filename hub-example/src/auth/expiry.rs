@@ -6,21 +6,21 @@ use std::time::Duration;
 
 /// When the request's credential stops being valid, in Unix milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CredentialExpiry(pub i64);
+pub(crate) struct CredentialExpiry(pub i64);
 
 impl CredentialExpiry {
     /// The expiry of a signed token, given in Unix seconds.
-    pub fn from_unix_secs(secs: i64) -> Self {
+    pub(crate) fn from_unix_secs(secs: i64) -> Self {
         CredentialExpiry(secs.saturating_mul(1000))
     }
 
     /// How long the credential has left at `now_ms` (zero once expired).
-    pub fn time_left(self, now_ms: i64) -> Duration {
+    pub(crate) fn time_left(self, now_ms: i64) -> Duration {
         Duration::from_millis(self.0.saturating_sub(now_ms).max(0).unsigned_abs())
     }
 
     /// Whether the credential has expired at `now_ms`.
-    pub fn has_passed(self, now_ms: i64) -> bool {
+    pub(crate) fn has_passed(self, now_ms: i64) -> bool {
         now_ms >= self.0
     }
 }

@@ -8,7 +8,7 @@
 //!   the SHA-256 the Hub stores in their place.
 //! - [`session`]: browser sessions: the session cookie, its table, the
 //!   cross-site checks, and resolving a session to its user.
-//! - [`expiry`]: when the credential a request came with stops being valid.
+//! - `expiry`: when the credential a request came with stops being valid.
 //! - [`refused`]: the log of refused credentials, rate-limited, never the
 //!   credential itself.
 //! - [`error`]: why a credential was refused, or could not be checked.
@@ -19,12 +19,12 @@
 
 pub mod bearer;
 pub mod error;
-pub mod expiry;
+pub(crate) mod expiry;
 pub mod refused;
 pub mod session;
 pub mod tokens;
 
 pub use error::AuthError;
-pub use expiry::CredentialExpiry;
-pub use refused::FailedLogins;
+pub(crate) use expiry::CredentialExpiry;
+pub(crate) use refused::FailedLogins;
 pub use tokens::TokenSigner;

@@ -1,5 +1,5 @@
 //! The log of refused credentials: one warning per refusal, at most
-//! [`MAX_LINES_PER_WINDOW`] per [`WINDOW`], then one line saying how many
+//! `MAX_LINES_PER_WINDOW` per `WINDOW`, then one line saying how many
 //! were left out. A line names the reason and, when a credential was sent,
 //! the first 8 hex digits of its SHA-256: enough to tell one client's
 //! retries from another's, never the credential or whose it is.
@@ -14,13 +14,13 @@ use sha2::{Digest, Sha256};
 use crate::log::Logger;
 
 /// The length of one rate-limit window.
-pub const WINDOW: Duration = Duration::from_secs(10);
+pub(crate) const WINDOW: Duration = Duration::from_secs(10);
 /// Most refusal lines per window.
-pub const MAX_LINES_PER_WINDOW: u32 = 20;
+pub(crate) const MAX_LINES_PER_WINDOW: u32 = 20;
 /// The message of a refusal line.
 pub const FAILED_LOGIN_MESSAGE: &str = "authentication failed";
 /// The message of the line counting refusals left out.
-pub const SUPPRESSED_MESSAGE: &str = "authentication failures not logged";
+pub(crate) const SUPPRESSED_MESSAGE: &str = "authentication failures not logged";
 
 #[derive(Debug)]
 struct Window {
@@ -32,7 +32,7 @@ struct Window {
 /// Writes refusal lines through the Hub's logger, rate-limited. Cheap to
 /// clone (the window is shared).
 #[derive(Debug, Clone)]
-pub struct FailedLogins {
+pub(crate) struct FailedLogins {
     logger: Logger,
     window: Arc<Mutex<Window>>,
 }

@@ -11,10 +11,10 @@
 //! each of their user's sign-ins and every
 //! [`ServerLimits::session_prune_interval`] ([`prune_periodically`]).
 //!
-//! Only the web listener reads the cookie ([`CookieSessions`] marks its
-//! router; [`cookie_session`] finds the id). Requests authenticated by the
+//! Only the web listener reads the cookie (`CookieSessions` marks its
+//! router; `cookie_session` finds the id). Requests authenticated by the
 //! cookie are checked against cross-site forgery on every unsafe method:
-//! they must carry [`CLIENT_HEADER`] (a cross-site page cannot set it
+//! they must carry `CLIENT_HEADER` (a cross-site page cannot set it
 //! without a CORS preflight the Hub never grants) and, when the browser
 //! sends an `Origin`, it must be the Hub's own.
 
@@ -40,9 +40,9 @@ pub const SESSION_COOKIE: &str = "scion_session";
 /// How long a session lasts.
 pub const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
 /// The header the web client sends on every unsafe request.
-pub const CLIENT_HEADER: &str = "x-scion-client";
+pub(crate) const CLIENT_HEADER: &str = "x-scion-client";
 /// Its value.
-pub const CLIENT_HEADER_VALUE: &str = "web";
+pub(crate) const CLIENT_HEADER_VALUE: &str = "web";
 /// The prefix of session ids (so a leaked one is recognisable in a scan).
 const SESSION_PREFIX: &str = "scws_";
 
@@ -50,16 +50,16 @@ const SESSION_PREFIX: &str = "scws_";
 /// the web listener's. The API listener never has it, so there a cookie is
 /// ignored and only bearer credentials count.
 #[derive(Debug, Clone, Copy)]
-pub struct CookieSessions;
+pub(crate) struct CookieSessions;
 
 /// Put in a request's extensions when its caller was authenticated by the
 /// session cookie rather than a bearer header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BrowserSession;
+pub(crate) struct BrowserSession;
 
 /// Creates a session for `user_id` and returns its id (the cookie's value),
 /// within the default cap of live sessions per user
-/// ([`create_session_within`]).
+/// (`create_session_within`).
 pub fn create_session(db: &Db, user_id: &str, now_ms: i64) -> Result<String, AuthError> {
     create_session_within(
         db,
@@ -73,7 +73,7 @@ pub fn create_session(db: &Db, user_id: &str, now_ms: i64) -> Result<String, Aut
 /// oldest live sessions past `max_live` (and deleting its expired and
 /// revoked ones) in the same transaction. Fails only when the database
 /// does, or the system has no randomness.
-pub fn create_session_within(
+pub(crate) fn create_session_within(
     db: &Db,
     user_id: &str,
     now_ms: i64,
@@ -119,7 +119,11 @@ pub async fn prune_periodically(db: Db, every: Duration, logger: Logger) {
 
 /// The user and expiry of a live session, `None` when the id is unknown,
 /// revoked or expired.
-pub fn live_session(db: &Db, id: &str, now_ms: i64) -> Result<Option<(String, i64)>, DbError> {
+pub(crate) fn live_session(
+    db: &Db,
+    id: &str,
+    now_ms: i64,
+) -> Result<Option<(String, i64)>, DbError> {
     if !id.starts_with(SESSION_PREFIX) || id.len() > 128 {
         return Ok(None);
     }
@@ -128,12 +132,12 @@ pub fn live_session(db: &Db, id: &str, now_ms: i64) -> Result<Option<(String, i6
 }
 
 /// Ends a session; `false` when it was not live.
-pub fn revoke_session(db: &Db, id: &str, now_ms: i64) -> Result<bool, DbError> {
+pub(crate) fn revoke_session(db: &Db, id: &str, now_ms: i64) -> Result<bool, DbError> {
     sessions::revoke_session(db, &token_hash(id), now_ms)
 }
 
 /// The session cookie's value, if the request carries one.
-pub fn session_cookie(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn session_cookie(headers: &HeaderMap) -> Option<&str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -147,7 +151,7 @@ pub fn session_cookie(headers: &HeaderMap) -> Option<&str> {
 
 /// Whether the page was reached over TLS: directly, or through a proxy that
 /// says so.
-pub fn over_tls(headers: &HeaderMap, uri: &axum::http::Uri) -> bool {
+pub(crate) fn over_tls(headers: &HeaderMap, uri: &axum::http::Uri) -> bool {
     uri.scheme_str() == Some("https")
         || headers
             .get("x-forwarded-proto")
@@ -166,7 +170,7 @@ pub fn set_cookie(id: &str, secure: bool) -> HeaderValue {
 }
 
 /// The `Set-Cookie` value that removes the session cookie.
-pub fn clear_cookie(secure: bool) -> HeaderValue {
+pub(crate) fn clear_cookie(secure: bool) -> HeaderValue {
     let secure = if secure { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
         "{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{secure}"
@@ -177,7 +181,7 @@ pub fn clear_cookie(secure: bool) -> HeaderValue {
 /// Refuses a cookie-authenticated unsafe request that could come from
 /// another site: it must carry [`CLIENT_HEADER`], and its `Origin`, when
 /// sent, must name the host the request was sent to.
-pub fn check_same_origin(method: &Method, headers: &HeaderMap) -> Result<(), AuthError> {
+pub(crate) fn check_same_origin(method: &Method, headers: &HeaderMap) -> Result<(), AuthError> {
     if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
         return Ok(());
     }
@@ -210,7 +214,7 @@ pub fn check_same_origin(method: &Method, headers: &HeaderMap) -> Result<(), Aut
 /// to the web listener (its router marked with [`CookieSessions`]) with a
 /// session cookie and no `Authorization` header (then the bearer header
 /// decides). An unsafe method must also pass [`check_same_origin`].
-pub fn cookie_session(request: &Request) -> Option<Result<String, AuthError>> {
+pub(crate) fn cookie_session(request: &Request) -> Option<Result<String, AuthError>> {
     request.extensions().get::<CookieSessions>()?;
     let headers = request.headers();
     if headers.contains_key(header::AUTHORIZATION) {
@@ -223,7 +227,7 @@ pub fn cookie_session(request: &Request) -> Option<Result<String, AuthError>> {
 /// Resolves a session cookie to its user, with the session's expiry. The
 /// user reads through `store` with no recorder in scope, so nothing is
 /// counted, as for bearer credentials.
-pub fn resolve_session<S: AuthzStore>(
+pub(crate) fn resolve_session<S: AuthzStore>(
     store: &S,
     db: &Db,
     id: &str,

@@ -18,7 +18,7 @@ type HmacSha256 = Hmac<Sha256>;
 
 const BEARER_PREFIX: &str = "scb1.";
 /// The prefix of user access tokens.
-pub const ACCESS_TOKEN_PREFIX: &str = "scpat_";
+pub(crate) const ACCESS_TOKEN_PREFIX: &str = "scpat_";
 const KEY_LABEL: &[u8] = b"scion-hub bearer-token signing key v1";
 
 /// Who a bearer token speaks for.
@@ -32,7 +32,7 @@ pub enum TokenSubject {
 
 /// Why a token was not accepted. The messages never include the token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum TokenError {
+pub(crate) enum TokenError {
     /// Not a token of a known form.
     #[error("malformed token")]
     Malformed,
@@ -86,15 +86,9 @@ impl TokenSigner {
         format!("{BEARER_PREFIX}{payload}.{tag}")
     }
 
-    /// Checks a token's signature, then its expiry against `now` (Unix seconds).
-    pub fn verify(&self, token: &str, now: i64) -> Result<TokenSubject, TokenError> {
-        self.verify_with_expiry(token, now)
-            .map(|(subject, _)| subject)
-    }
-
-    /// [`TokenSigner::verify`], also returning when the token expires (Unix
-    /// seconds).
-    pub fn verify_with_expiry(
+    /// Checks a token's signature, then its expiry against `now` (Unix
+    /// seconds); returns who it speaks for and when it expires (Unix seconds).
+    pub(crate) fn verify_with_expiry(
         &self,
         token: &str,
         now: i64,
@@ -137,7 +131,7 @@ impl TokenSigner {
 }
 
 /// Whether `token` has the form of a user access token.
-pub fn is_access_token(token: &str) -> bool {
+pub(crate) fn is_access_token(token: &str) -> bool {
     token.starts_with(ACCESS_TOKEN_PREFIX)
 }
 
@@ -149,7 +143,7 @@ pub fn access_token_from_bytes(bytes: [u8; 32]) -> String {
 pub use crate::store::tokens::token_hash;
 
 /// Compares two hashes in constant time.
-pub fn hashes_match(a: &[u8; 32], b: &[u8; 32]) -> bool {
+pub(crate) fn hashes_match(a: &[u8; 32], b: &[u8; 32]) -> bool {
     use subtle::ConstantTimeEq;
     a.ct_eq(b).into()
 }
@@ -157,6 +151,14 @@ pub fn hashes_match(a: &[u8; 32], b: &[u8; 32]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl TokenSigner {
+        /// Checks a token's signature, then its expiry against `now` (Unix seconds).
+        fn verify(&self, token: &str, now: i64) -> Result<TokenSubject, TokenError> {
+            self.verify_with_expiry(token, now)
+                .map(|(subject, _)| subject)
+        }
+    }
 
     const USER: &str = "0b7f1f2e-1c1d-4a7e-9a51-0f5b6c0c1d2e";
 

@@ -81,7 +81,7 @@ impl Action {
 
     /// The name without its resource prefix (`read` for `agent.read`), as
     /// listed in an agent's capabilities.
-    pub fn verb(self) -> &'static str {
+    pub(crate) fn verb(self) -> &'static str {
         let name = self.as_str();
         name.split_once('.').map_or(name, |(_, verb)| verb)
     }
@@ -111,7 +111,7 @@ impl Permissions {
 
     /// The actions matched by permission patterns: `*`, `agent.*` or an
     /// action name. Unknown names match nothing.
-    pub fn from_patterns<S: AsRef<str>>(patterns: &[S]) -> Permissions {
+    pub(crate) fn from_patterns<S: AsRef<str>>(patterns: &[S]) -> Permissions {
         let mut bits = 0;
         for pattern in patterns {
             let pattern = pattern.as_ref();
@@ -141,12 +141,12 @@ impl Permissions {
     }
 
     /// The actions of both sets.
-    pub fn union(self, other: Permissions) -> Permissions {
+    pub(crate) fn union(self, other: Permissions) -> Permissions {
         Permissions(self.0 | other.0)
     }
 
     /// The actions in both sets.
-    pub fn intersection(self, other: Permissions) -> Permissions {
+    pub(crate) fn intersection(self, other: Permissions) -> Permissions {
         Permissions(self.0 & other.0)
     }
 
@@ -164,7 +164,7 @@ impl Permissions {
 /// Serializes a permission set as the list of its actions' verbs
 /// (`["read","stop"]`), without building the list first.
 #[derive(Debug, Clone, Copy)]
-pub struct Verbs(pub Permissions);
+pub(crate) struct Verbs(pub Permissions);
 
 impl Serialize for Verbs {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -178,7 +178,7 @@ impl Serialize for Verbs {
 
 /// Serializes a permission set as the list of its full action names.
 #[derive(Debug, Clone, Copy)]
-pub struct ActionNames(pub Permissions);
+pub(crate) struct ActionNames(pub Permissions);
 
 impl Serialize for ActionNames {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

@@ -27,11 +27,11 @@ use crate::perf::keys::AuthzBatch;
 use crate::settings::hub::CreatorRoles;
 use crate::store::{AuthzStore, StoreResult};
 
-pub use crate::settings::hub::{CREATOR_ROLE as CREATOR_ROLE_SETTING, DEFAULT_CREATOR_ROLE};
+pub(crate) use crate::settings::hub::CREATOR_ROLE as CREATOR_ROLE_SETTING;
 
 /// Where a caller may list agents across projects.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListScope {
+pub(crate) enum ListScope {
     /// Every project.
     All,
     /// These projects (sorted).
@@ -87,7 +87,7 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
     /// `roles`, which checks a stored value once per change and reports an
     /// unusable one. Without it each request checks the value itself and
     /// reports nothing.
-    pub fn with_creator_roles(mut self, roles: &'a CreatorRoles) -> Self {
+    pub(crate) fn with_creator_roles(mut self, roles: &'a CreatorRoles) -> Self {
         self.roles = Some(roles);
         self
     }
@@ -163,7 +163,7 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
     /// The caller's permissions at the hub (`None`) or in a project. For a
     /// user, the creator role is read at the same time, so that the reads a
     /// request makes do not depend on which agents a page happens to hold.
-    pub fn permissions_at(&self, project: Option<&Id>) -> StoreResult<Permissions> {
+    pub(crate) fn permissions_at(&self, project: Option<&Id>) -> StoreResult<Permissions> {
         Ok(self.scope_at(project)?.permissions)
     }
 
@@ -252,7 +252,7 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
 
     /// What a user may do with the agents they created (the role named by
     /// the `authz.creator_role` hub setting).
-    pub fn creator_permissions(&self) -> StoreResult<Permissions> {
+    pub(crate) fn creator_permissions(&self) -> StoreResult<Permissions> {
         if let Some(p) = self.creator.get() {
             return Ok(*p);
         }
@@ -271,13 +271,13 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
     }
 
     /// Decides `action` at hub scope.
-    pub fn allow_hub(&self, action: Action) -> StoreResult<bool> {
+    pub(crate) fn allow_hub(&self, action: Action) -> StoreResult<bool> {
         let result = self.permissions_at(None).map(|p| p.contains(action));
         self.conclude(action, Resource::Hub, result)
     }
 
     /// Decides `action` on a project.
-    pub fn allow_project(&self, action: Action, project_id: &Id) -> StoreResult<bool> {
+    pub(crate) fn allow_project(&self, action: Action, project_id: &Id) -> StoreResult<bool> {
         let result = self
             .permissions_at(Some(project_id))
             .map(|p| p.contains(action));
@@ -347,7 +347,7 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
     ///
     /// When an input cannot be read, every decision of the batch is
     /// recorded as an error and the error is returned.
-    pub fn agents_batch(
+    pub(crate) fn agents_batch(
         &self,
         agents: &[Agent],
         actions: &[Action],
@@ -427,7 +427,7 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
     }
 
     /// Decides each of `actions` on a project and returns those allowed.
-    pub fn project_permissions(
+    pub(crate) fn project_permissions(
         &self,
         project_id: &Id,
         actions: &[Action],
@@ -442,7 +442,7 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
     }
 
     /// Decides each of `actions` at hub scope and returns those allowed.
-    pub fn hub_permissions(&self, actions: &[Action]) -> StoreResult<Permissions> {
+    pub(crate) fn hub_permissions(&self, actions: &[Action]) -> StoreResult<Permissions> {
         let mut allowed = Permissions::NONE;
         for &action in actions {
             if self.allow_hub(action)? {
@@ -456,7 +456,7 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
     /// to a user holding, in their own name (not through a group), a
     /// hub-scope role that grants `hub.admin`. Rare, so read one binding list
     /// and one role at a time rather than in batches.
-    pub fn allow_hub_admin(&self) -> StoreResult<bool> {
+    pub(crate) fn allow_hub_admin(&self) -> StoreResult<bool> {
         let result = (|| {
             if self.principal.is_unscoped_platform_admin() {
                 return Ok(true);
@@ -482,7 +482,7 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
     /// The projects whose agents the caller may list: one decision for the
     /// hub when it may list everywhere, otherwise one per candidate project
     /// (those its credential, bindings or delegations name).
-    pub fn listable_projects(&self) -> StoreResult<ListScope> {
+    pub(crate) fn listable_projects(&self) -> StoreResult<ListScope> {
         if let Some(limit) = self.principal.project_limit() {
             let limit = limit.clone();
             let allowed = self.allow_project(Action::AgentList, &limit)?;

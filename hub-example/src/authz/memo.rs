@@ -175,7 +175,7 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
     }
 
     /// Every group of a user or agent, parents included.
-    pub fn effective_groups(&self, principal: &PrincipalRef) -> StoreResult<Rc<[Id]>> {
+    pub(crate) fn effective_groups(&self, principal: &PrincipalRef) -> StoreResult<Rc<[Id]>> {
         self.groups.get_or_load(principal.clone(), || {
             Ok(match principal.kind {
                 PrincipalKind::User => self.store.get_effective_groups(&principal.id)?,
@@ -198,7 +198,7 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
 
     /// The role bindings of every principal in `principals`, read in one
     /// batch for those not seen yet.
-    pub fn bindings_of(&self, principals: &[PrincipalRef]) -> StoreResult<Vec<RoleBinding>> {
+    pub(crate) fn bindings_of(&self, principals: &[PrincipalRef]) -> StoreResult<Vec<RoleBinding>> {
         self.bindings.load_lists(
             principals,
             |missing| self.store.list_role_bindings_for_principals(missing),
@@ -212,7 +212,10 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
     }
 
     /// The role bindings of one principal.
-    pub fn bindings_of_one(&self, principal: &PrincipalRef) -> StoreResult<Rc<[RoleBinding]>> {
+    pub(crate) fn bindings_of_one(
+        &self,
+        principal: &PrincipalRef,
+    ) -> StoreResult<Rc<[RoleBinding]>> {
         self.bindings.get_or_load(principal.clone(), || {
             Ok(self
                 .store
@@ -247,7 +250,7 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
     }
 
     /// One role definition by name.
-    pub fn role_by_name(&self, name: &str) -> StoreResult<Option<Rc<RoleDefinition>>> {
+    pub(crate) fn role_by_name(&self, name: &str) -> StoreResult<Option<Rc<RoleDefinition>>> {
         self.roles_by_name.get_or_load_named(name, || {
             Ok(self.store.get_role_definition_by_name(name)?.map(Rc::new))
         })
@@ -318,7 +321,10 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
     }
 
     /// The access constraints of one project.
-    pub fn project_constraints(&self, project_id: &Id) -> StoreResult<Rc<[AccessConstraint]>> {
+    pub(crate) fn project_constraints(
+        &self,
+        project_id: &Id,
+    ) -> StoreResult<Rc<[AccessConstraint]>> {
         if self.constraints.get(&**project_id).is_none() {
             self.constraints(std::slice::from_ref(project_id))?;
         }
@@ -329,7 +335,7 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
     }
 
     /// A hub setting's stored JSON text (or size, when oversized).
-    pub fn hub_setting(&self, key: &str) -> StoreResult<Option<Rc<Stored>>> {
+    pub(crate) fn hub_setting(&self, key: &str) -> StoreResult<Option<Rc<Stored>>> {
         self.settings
             .get_or_load_named(key, || Ok(self.store.get_hub_setting(key)?.map(Rc::new)))
     }
@@ -341,28 +347,28 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
     }
 
     /// A group by slug.
-    pub fn group_by_slug(&self, slug: &str) -> StoreResult<Option<Rc<Group>>> {
+    pub(crate) fn group_by_slug(&self, slug: &str) -> StoreResult<Option<Rc<Group>>> {
         self.groups_by_slug.get_or_load_named(slug, || {
             Ok(self.store.get_group_by_slug(slug)?.map(Rc::new))
         })
     }
 
     /// A group's direct parents.
-    pub fn parent_groups(&self, group_id: &Id) -> StoreResult<Rc<[Group]>> {
+    pub(crate) fn parent_groups(&self, group_id: &Id) -> StoreResult<Rc<[Group]>> {
         self.parent_groups.get_or_load(group_id.clone(), || {
             Ok(self.store.get_parent_groups(group_id)?.into())
         })
     }
 
     /// The groups a user is a direct member of.
-    pub fn user_groups(&self, user_id: &Id) -> StoreResult<Rc<[Group]>> {
+    pub(crate) fn user_groups(&self, user_id: &Id) -> StoreResult<Rc<[Group]>> {
         self.user_groups.get_or_load(user_id.clone(), || {
             Ok(self.store.get_user_groups(user_id)?.into())
         })
     }
 
     /// A principal's direct membership of a group.
-    pub fn group_membership(
+    pub(crate) fn group_membership(
         &self,
         group_id: &Id,
         principal: &PrincipalRef,

@@ -7,11 +7,15 @@ mod authorizer;
 mod memo;
 mod principal;
 
-pub use action::{Action, ActionNames, Permissions, Verbs};
+pub use action::Action;
+pub use action::Permissions;
+pub(crate) use action::{ActionNames, Verbs};
 pub use audit::{
     AuditEmitter, AuditEntry, AuditLog, AuditOutcome, AuditRecord, ChannelAuditSink, Resource,
     TracedAuditEmitter,
 };
-pub use authorizer::{Authorizer, ListScope, CREATOR_ROLE_SETTING, DEFAULT_CREATOR_ROLE};
+pub use authorizer::Authorizer;
+pub(crate) use authorizer::ListScope;
 pub use memo::AuthzMemo;
-pub use principal::{AgentPrincipal, Credential, Principal, UserPrincipal};
+pub use principal::AgentPrincipal;
+pub use principal::{Credential, Principal, UserPrincipal};

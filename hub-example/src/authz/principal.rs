@@ -46,7 +46,7 @@ pub enum Principal {
 
 impl Principal {
     /// The principal as bindings and delegations name it.
-    pub fn reference(&self) -> PrincipalRef {
+    pub(crate) fn reference(&self) -> PrincipalRef {
         match self {
             Principal::User(u) => PrincipalRef::user(u.id.clone()),
             Principal::Agent(a) => PrincipalRef::agent(a.id.clone()),
@@ -62,7 +62,7 @@ impl Principal {
     }
 
     /// The one project the credential is limited to, if any.
-    pub fn project_limit(&self) -> Option<&Id> {
+    pub(crate) fn project_limit(&self) -> Option<&Id> {
         match self {
             Principal::User(UserPrincipal {
                 credential: Credential::AccessToken { project_id },
@@ -76,7 +76,7 @@ impl Principal {
     /// An unscoped platform admin: a platform admin on a session token. Only
     /// such a caller may do hub-wide administration without a binding, and
     /// only such a caller may see perf-trace response headers.
-    pub fn is_unscoped_platform_admin(&self) -> bool {
+    pub(crate) fn is_unscoped_platform_admin(&self) -> bool {
         matches!(
             self,
             Principal::User(UserPrincipal {

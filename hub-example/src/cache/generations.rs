@@ -15,7 +15,7 @@ use crate::model::Id;
 
 /// The stamps of everything a cached response can show.
 #[derive(Debug, Default)]
-pub struct Generations {
+pub(crate) struct Generations {
     /// Moved by changes that may touch any response (hub settings).
     everything: AtomicU64,
     /// Moved by any agent write: the global lists show every project.
@@ -26,13 +26,13 @@ pub struct Generations {
 
 impl Generations {
     /// The stamp of a response that shows `scope` (a project or an agent).
-    pub fn of_scope(&self, scope: &str) -> (u64, u64) {
+    pub(crate) fn of_scope(&self, scope: &str) -> (u64, u64) {
         let scoped = self.scoped.read().get(scope).copied().unwrap_or(0);
         (self.everything.load(Ordering::Acquire), scoped)
     }
 
     /// The stamp of a response that shows every project's agents.
-    pub fn of_all_agents(&self) -> (u64, u64) {
+    pub(crate) fn of_all_agents(&self) -> (u64, u64) {
         (
             self.everything.load(Ordering::Acquire),
             self.any_agent.load(Ordering::Acquire),
@@ -40,13 +40,13 @@ impl Generations {
     }
 
     /// The stamp of a response that shows no stored data.
-    pub fn of_nothing(&self) -> (u64, u64) {
+    pub(crate) fn of_nothing(&self) -> (u64, u64) {
         (self.everything.load(Ordering::Acquire), 0)
     }
 
     /// After an agent's row changed: its read, its project's lists and the
     /// global lists.
-    pub fn agent_changed(&self, agent: &Id, project: &Id) {
+    pub(crate) fn agent_changed(&self, agent: &Id, project: &Id) {
         {
             let mut scoped = self.scoped.write();
             for id in [agent, project] {
@@ -57,7 +57,7 @@ impl Generations {
     }
 
     /// After a change that may touch any response.
-    pub fn everything_changed(&self) {
+    pub(crate) fn everything_changed(&self) {
         self.everything.fetch_add(1, Ordering::AcqRel);
     }
 }

@@ -10,7 +10,7 @@ use crate::perf::keys::CacheRoute;
 
 /// Who a cached response was computed for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum CallerKey {
+pub(crate) enum CallerKey {
     /// Anyone: the response does not depend on the caller (public settings).
     Anyone,
     /// A user, with the rights its credential carries.
@@ -52,12 +52,12 @@ impl From<&Principal> for CallerKey {
 
 /// The key of one cached response.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CacheKey {
+pub(crate) struct CacheKey {
     /// The cached route.
     pub route: CacheRoute,
     /// The id in the path (the project of a project list, the agent of an
     /// agent read), once parsed.
-    pub path_id: Option<String>,
+    pub(crate) path_id: Option<String>,
     /// The query, normalized by [`normalize_query`].
     pub query: String,
     /// Who asks.
@@ -72,7 +72,7 @@ pub struct CacheKey {
 /// of repeated names kept, since a handler may read them in order) and
 /// encoded again. `b=2&a=1` and `a=%31&b=2` give the same key; anything the
 /// handler could read differently stays different.
-pub fn normalize_query(query: Option<&str>) -> String {
+pub(crate) fn normalize_query(query: Option<&str>) -> String {
     let Some(query) = query.filter(|q| !q.is_empty()) else {
         return String::new();
     };

@@ -8,14 +8,14 @@
 //!
 //! - What is stored: the body bytes of a 200 (errors are never stored), so
 //!   a hit is a lookup and a copy: no store call, no decision.
-//! - Under what: a [`CacheKey`], everything the response depends on
+//! - Under what: a `CacheKey`, everything the response depends on
 //!   (route, path id, normalized query, the caller's identity and scope,
 //!   and the invalidation stamp), so a caller is never served what it could
 //!   not get fresh.
 //! - Until when: the route's TTL, checked against the cache's own clock
 //!   (injectable, so tests move time themselves: moka's expiry clock is not
 //!   public), with moka's per-entry expiry evicting at the same TTL.
-//! - Invalidation: writes move the stamps of [`Generations`], on this
+//! - Invalidation: writes move the stamps of `Generations`, on this
 //!   replica and (see the `replicas` module) on the others.
 //! - Suspension: while a replica may miss another's writes (its listening
 //!   connection is away) the cache is suspended: every request computes its
@@ -39,9 +39,10 @@ use bytes::Bytes;
 use moka::future::Cache;
 use moka::Expiry;
 
-pub use generations::Generations;
-pub use key::{normalize_query, CacheKey, CallerKey};
-pub use stats::{CacheReport, CacheStats, RouteReport};
+pub(crate) use generations::Generations;
+pub(crate) use key::{normalize_query, CacheKey, CallerKey};
+pub use stats::CacheReport;
+pub use stats::CacheStats;
 
 use crate::perf::keys::{CacheOutcome, CacheRoute};
 use crate::settings::CacheSettings;
@@ -51,7 +52,7 @@ use crate::settings::CacheSettings;
 const MAX_CACHED_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Milliseconds on a monotonic clock: the cache's notion of now.
-pub type CacheClock = Arc<dyn Fn() -> u64 + Send + Sync>;
+pub(crate) type CacheClock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// One stored response: the body of a 200.
 #[derive(Debug)]
@@ -123,7 +124,7 @@ impl ResponseCache {
     }
 
     /// A cache whose freshness is judged on `clock` (tests move it).
-    pub fn with_clock(settings: CacheSettings, clock: CacheClock) -> Self {
+    pub(crate) fn with_clock(settings: CacheSettings, clock: CacheClock) -> Self {
         let entries = Cache::builder()
             .max_capacity(MAX_CACHED_BYTES)
             .weigher(|key: &CacheKey, value: &Arc<CachedBody>| {
@@ -155,7 +156,7 @@ impl ResponseCache {
     }
 
     /// The invalidation stamps: read them into keys, move them on writes.
-    pub fn generations(&self) -> &Generations {
+    pub(crate) fn generations(&self) -> &Generations {
         &self.inner.generations
     }
 
@@ -163,11 +164,11 @@ impl ResponseCache {
     /// request computes its response and records nothing, as on a route
     /// the settings do not cache. For a replica that may be missing other
     /// replicas' writes.
-    pub fn suspend(&self) {
+    pub(crate) fn suspend(&self) {
         self.inner.suspended.store(true, Ordering::Release);
     }
 
-    /// Serves and stores again after [`ResponseCache::suspend`]. Entries
+    /// Serves and stores again after `ResponseCache::suspend`. Entries
     /// stored before are found again unless their stamps moved meanwhile.
     pub fn resume(&self) {
         self.inner.suspended.store(false, Ordering::Release);
@@ -179,7 +180,7 @@ impl ResponseCache {
     }
 
     /// What `GET /api/v1/admin/cache` answers.
-    pub fn report(&self) -> CacheReport {
+    pub(crate) fn report(&self) -> CacheReport {
         self.inner.stats.report(&self.inner.settings)
     }
 
@@ -195,7 +196,11 @@ impl ResponseCache {
     ///
     /// A route the settings do not cache, or any route while the cache is
     /// suspended, runs `compute` and records nothing.
-    pub async fn get_or_compute<E, F, Fut>(&self, key: CacheKey, compute: F) -> Result<Bytes, E>
+    pub(crate) async fn get_or_compute<E, F, Fut>(
+        &self,
+        key: CacheKey,
+        compute: F,
+    ) -> Result<Bytes, E>
     where
         E: Clone + Send + Sync + 'static,
         F: FnOnce() -> Fut,

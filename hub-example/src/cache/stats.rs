@@ -63,13 +63,13 @@ pub struct CacheReport {
     /// Whether the cache is on.
     pub enabled: bool,
     /// One row per cached route.
-    pub routes: Vec<RouteReport>,
+    pub(crate) routes: Vec<RouteReport>,
 }
 
 /// One route's totals since start.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RouteReport {
+pub(crate) struct RouteReport {
     /// The route's name (`agents.project`).
     pub route: &'static str,
     /// Its TTL in milliseconds (0: not cached).

@@ -13,13 +13,13 @@ use crate::views::Millis;
 
 /// Hands a message (a published event, a write's invalidation) to the
 /// other replicas: the bus calls it, the relay (`events::relay`) is one.
-pub trait EventRelay: Send + Sync + std::fmt::Debug {
+pub(crate) trait EventRelay: Send + Sync + std::fmt::Debug {
     /// Called once per message sent from this replica.
     fn relay(&self, message: &ReplicaMessage);
 }
 
 /// Events kept for slow subscribers before the oldest are dropped for them.
-pub const BUS_CAPACITY: usize = 1024;
+pub(crate) const BUS_CAPACITY: usize = 1024;
 /// The SSE event name of [`HubEvent::resync`].
 const RESYNC_KIND: &str = "resync";
 
@@ -37,7 +37,7 @@ pub struct HubEvent {
 impl HubEvent {
     /// The event of an agent's status change, published on
     /// `projects.<project>.agents.<agent>.status` and `agents.<agent>.status`.
-    pub fn agent_status(agent: &Agent) -> HubEvent {
+    pub(crate) fn agent_status(agent: &Agent) -> HubEvent {
         let data = serde_json::json!({
             "agentId": &*agent.id,
             "projectId": &*agent.project_id,
@@ -70,13 +70,13 @@ impl HubEvent {
     }
 
     /// Whether this is the [`HubEvent::resync`] notice.
-    pub fn is_resync(&self) -> bool {
+    pub(crate) fn is_resync(&self) -> bool {
         self.kind == RESYNC_KIND && self.subjects.is_empty()
     }
 
     /// The static name of an event kind the Hub publishes (for events read
     /// back from another replica); `None` for any other name.
-    pub fn known_kind(kind: &str) -> Option<&'static str> {
+    pub(crate) fn known_kind(kind: &str) -> Option<&'static str> {
         match kind {
             "agent.status" => Some("agent.status"),
             _ => None,
@@ -110,21 +110,21 @@ impl EventBus {
     }
 
     /// The bus handing every event it publishes to `relay` too.
-    pub fn with_relay(mut self, relay: Arc<dyn EventRelay>) -> Self {
+    pub(crate) fn with_relay(mut self, relay: Arc<dyn EventRelay>) -> Self {
         self.relay = Some(relay);
         self
     }
 
     /// The sender of this bus's own subscribers, for a relay to publish
     /// what other replicas sent without relaying it back.
-    pub fn local_sender(&self) -> broadcast::Sender<Arc<HubEvent>> {
+    pub(crate) fn local_sender(&self) -> broadcast::Sender<Arc<HubEvent>> {
         self.tx.clone()
     }
 
     /// Held from before a write takes its time until its event is
     /// published: events then leave in the order their writes committed,
     /// with times that never go backwards.
-    pub fn write_order(&self) -> MutexGuard<'_, ()> {
+    pub(crate) fn write_order(&self) -> MutexGuard<'_, ()> {
         self.order.lock()
     }
 
@@ -137,7 +137,7 @@ impl EventBus {
 
     /// Hands `message` to the other replicas, if there is a relay; this
     /// bus's own subscribers do not see it.
-    pub fn tell_replicas(&self, message: &ReplicaMessage) {
+    pub(crate) fn tell_replicas(&self, message: &ReplicaMessage) {
         if let Some(relay) = &self.relay {
             relay.relay(message);
         }

@@ -6,7 +6,9 @@ mod relay;
 pub mod subjects;
 mod subscription;
 
-pub use bus::{EventBus, EventRelay, HubEvent, BUS_CAPACITY};
-pub use relay::PgEventRelay;
-pub use subjects::{parse_subjects, Pattern, Subject, SubjectError};
-pub use subscription::{authorize_subjects, expand_subjects, Expanded, Requirement};
+pub use bus::{EventBus, HubEvent};
+pub(crate) use relay::PgEventRelay;
+pub(crate) use subjects::parse_subjects;
+pub use subjects::Pattern;
+pub use subjects::Subject;
+pub(crate) use subscription::{authorize_subjects, expand_subjects};

@@ -51,7 +51,7 @@ const OUTBOX: usize = BUS_CAPACITY;
 /// The relay over PostgreSQL's `NOTIFY`: the queue its notifier thread
 /// sends from, and the task that `LISTEN`s.
 #[derive(Debug)]
-pub struct PgEventRelay {
+pub(crate) struct PgEventRelay {
     outbox: SyncSender<String>,
     /// Set when a message did not fit in the outbox: the notifier then
     /// tells the others to drop everything, since it cannot say what

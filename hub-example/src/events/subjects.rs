@@ -10,7 +10,7 @@
 use crate::model::{is_uuid, Id};
 
 /// Most subjects in one subscription.
-pub const MAX_SUBJECTS: usize = 16;
+pub(crate) const MAX_SUBJECTS: usize = 16;
 /// Most tokens in one subject.
 const MAX_TOKENS: usize = 8;
 /// Longest subject.
@@ -54,7 +54,7 @@ impl Pattern {
     }
 
     /// The pattern with its first two tokens replaced by `root` and `id`.
-    pub fn rerooted(&self, root: &str, id: &str) -> Pattern {
+    pub(crate) fn rerooted(&self, root: &str, id: &str) -> Pattern {
         let mut tokens = vec![
             Token::Literal(root.to_owned()),
             Token::Literal(id.to_owned()),
@@ -108,7 +108,7 @@ pub enum Subject {
 
 /// Why a subject list is malformed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum SubjectError {
+pub(crate) enum SubjectError {
     /// No `sub` parameter.
     #[error("at least one sub parameter is required")]
     Empty,
@@ -146,7 +146,7 @@ fn parse_token(text: &str, last: bool) -> Result<Token, SubjectError> {
 }
 
 /// Parses one subject.
-pub fn parse_subject(text: &str) -> Result<Subject, SubjectError> {
+pub(crate) fn parse_subject(text: &str) -> Result<Subject, SubjectError> {
     if text.is_empty() || text.len() > MAX_SUBJECT_LEN {
         return Err(SubjectError::Malformed);
     }
@@ -188,7 +188,7 @@ pub fn parse_subject(text: &str) -> Result<Subject, SubjectError> {
 }
 
 /// Parses the `sub` values of a subscription.
-pub fn parse_subjects<'a>(
+pub(crate) fn parse_subjects<'a>(
     values: impl IntoIterator<Item = &'a str>,
 ) -> Result<Vec<Subject>, SubjectError> {
     let mut subjects = Vec::new();

@@ -16,7 +16,7 @@ use crate::store::AuthzStore;
 
 /// What an expanded subject needs to be allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Requirement {
+pub(crate) enum Requirement {
     /// Subscribing to a project's events.
     Project(Id),
     /// Reading an agent.
@@ -31,11 +31,11 @@ pub enum Requirement {
 
 /// One expanded subject.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Expanded {
+pub(crate) struct Expanded {
     /// The pattern events are matched against.
-    pub pattern: Pattern,
+    pub(crate) pattern: Pattern,
     /// What allows it.
-    pub requires: Requirement,
+    pub(crate) requires: Requirement,
 }
 
 /// Most parent-group levels followed.
@@ -43,7 +43,7 @@ const MAX_GROUP_DEPTH: usize = 8;
 
 /// Expands the requested subjects.
 #[traced_phase(Phase::SseExpand)]
-pub fn expand_subjects<S, A>(
+pub(crate) fn expand_subjects<S, A>(
     authz: &Authorizer<'_, S, A>,
     subjects: &[Subject],
 ) -> Result<Vec<Expanded>, DbError>
@@ -136,7 +136,7 @@ where
 /// accepted only when all are allowed. Returns the patterns to deliver. A
 /// group or user subject is refused to a credential limited to a project.
 #[traced_phase(Phase::SseAuthorize)]
-pub fn authorize_subjects<S, A>(
+pub(crate) fn authorize_subjects<S, A>(
     authz: &Authorizer<'_, S, A>,
     expanded: Vec<Expanded>,
 ) -> Result<Option<Vec<Pattern>>, DbError>

@@ -23,11 +23,11 @@ use crate::authz::Principal;
 use crate::settings::ExitSettings;
 
 /// The metric names' prefix.
-pub const METRICS_NAMESPACE: &str = "scion_hub";
+pub(crate) const METRICS_NAMESPACE: &str = "scion_hub";
 /// The service name spans carry.
-pub const SERVICE_NAME: &str = "scion-hub";
+pub(crate) const SERVICE_NAME: &str = "scion-hub";
 /// The admin route of the metrics.
-pub const METRICS_ROUTE: &str = "/api/v1/admin/metrics";
+pub(crate) const METRICS_ROUTE: &str = "/api/v1/admin/metrics";
 /// The OpenMetrics text's content type.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -91,7 +91,7 @@ impl HubExits {
     }
 
     /// `emitter` with these exits.
-    pub fn apply(&self, mut emitter: Emitter) -> Emitter {
+    pub(crate) fn apply(&self, mut emitter: Emitter) -> Emitter {
         if let Some(metrics) = &self.metrics {
             emitter = emitter.with_sink(Arc::clone(metrics));
         }
@@ -108,7 +108,7 @@ impl HubExits {
     }
 
     /// The admin route, when metrics are served there.
-    pub fn admin_routes(&self) -> Option<Router> {
+    pub(crate) fn admin_routes(&self) -> Option<Router> {
         let metrics = self.metrics.as_ref().filter(|_| self.metrics_route)?;
         Some(
             Router::new()
@@ -143,7 +143,7 @@ async fn admin_metrics(
 /// Most connections the metrics port holds open at once (a scraper needs
 /// one); further clients wait in the kernel's queue, holding no descriptor
 /// the API needs.
-pub const METRICS_MAX_CONNECTIONS: usize = 16;
+pub(crate) const METRICS_MAX_CONNECTIONS: usize = 16;
 
 /// The metrics port's routes: `GET /metrics` (OpenMetrics text), a JSON
 /// 404 for any other path and a JSON 405 for another method, all only for
@@ -153,7 +153,7 @@ pub const METRICS_MAX_CONNECTIONS: usize = 16;
 /// ([`crate::Hub::guarded`]) on the Hub's server
 /// ([`crate::Hub::serving_listeners`]), capped at
 /// [`METRICS_MAX_CONNECTIONS`].
-pub fn metrics_router(metrics: Arc<MetricsSink>, addr: SocketAddr) -> Router {
+pub(crate) fn metrics_router(metrics: Arc<MetricsSink>, addr: SocketAddr) -> Router {
     let host = addr.to_string();
     Router::new()
         .route(
@@ -185,6 +185,6 @@ async fn only_host(
 }
 
 /// The loopback address of the metrics port.
-pub fn metrics_addr(port: u16) -> SocketAddr {
+pub(crate) fn metrics_addr(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }

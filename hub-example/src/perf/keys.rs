@@ -11,6 +11,8 @@ use perf_trace_core::keys::{CounterSet, Groups};
 use perf_trace_core::{KeySet, Schema};
 
 use crate::store::AuthzStoreMethod;
+// The routes of the endpoint classes, read at compile time.
+use perf_trace_core::keys::EndpointKey;
 
 /// The phases of the Hub's request paths, in the order an agent list or an
 /// event stream runs them.
@@ -42,6 +44,12 @@ pub enum Phase {
 }
 
 /// The class of a request, as it appears in the `endpoint` key.
+///
+/// The agent lists, the event stream and the web client's routes carry
+/// their routes (`#[key(route = ..)]`): the routers serve them at those
+/// paths and the policies classify by them (`route_path`), so each path is
+/// written once. A list's sorted shapes share its legacy class's route: the
+/// query, not the path, tells them apart.
 #[derive(KeySet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[key_set(endpoints)]
 pub enum EndpointClass {
@@ -49,13 +57,16 @@ pub enum EndpointClass {
     #[key(default)]
     Other,
     /// `GET /api/v1/agents` without paging parameters.
-    #[key(rename = "agents.global.legacy")]
+    #[key(rename = "agents.global.legacy", route = "GET /api/v1/agents")]
     GlobalLegacy,
     /// `GET /api/v1/agents` with `limit`, `cursor` or `sort`.
     #[key(rename = "agents.global.sorted")]
     GlobalSorted,
     /// `GET /api/v1/projects/{id}/agents` without paging parameters.
-    #[key(rename = "agents.project.legacy")]
+    #[key(
+        rename = "agents.project.legacy",
+        route = "GET /api/v1/projects/{id}/agents"
+    )]
     ProjectLegacy,
     /// `GET /api/v1/projects/{id}/agents` with `limit`, `cursor` or `sort`.
     #[key(rename = "agents.project.sorted")]
@@ -64,19 +75,86 @@ pub enum EndpointClass {
     #[key(rename = "agents.project.sorted_agent")]
     ProjectSortedAgent,
     /// `GET /events`.
-    #[key(rename = "sse.events")]
+    #[key(rename = "sse.events", route = "GET /events")]
     SseEvents,
     /// The web client's pages (`/`, `/projects/{id}`, `/graph`), on the
     /// web listener.
-    #[key(rename = "web.page")]
+    #[key(
+        rename = "web.page",
+        route = "GET /",
+        route = "GET /projects/{id}",
+        route = "GET /graph"
+    )]
     WebPage,
     /// The web client's assets (`/assets/{name}`), on the web listener.
-    #[key(rename = "web.asset")]
+    #[key(rename = "web.asset", route = "GET /assets/{name}")]
     WebAsset,
     /// Browser sign-in, sign-out and the test login
     /// (`/api/v1/auth/...`), on the web listener.
-    #[key(rename = "web.auth")]
+    #[key(
+        rename = "web.auth",
+        route = "POST /api/v1/auth/session",
+        route = "DELETE /api/v1/auth/session",
+        route = "POST /api/v1/auth/test-login"
+    )]
     WebAuth,
+}
+
+/// The path of `class`'s route (`#[key(route = ..)]`), as the router spells
+/// it. A constant function, so the policy matches against constants, as it
+/// did against literals; a class without a route fails the build.
+pub(crate) const fn route_path(class: EndpointClass) -> &'static str {
+    route_at(class, 0)
+}
+
+/// The path of `class`'s route number `n` (from 0, in the order its
+/// `#[key(route = ..)]` lists them); a class with fewer fails the build.
+pub(crate) const fn route_at(class: EndpointClass, n: usize) -> &'static str {
+    let routes = <EndpointClass as EndpointKey>::ROUTES;
+    let mut i = 0;
+    let mut seen = 0;
+    while i < routes.len() {
+        let (_, path, routed) = routes[i];
+        if routed as u8 == class as u8 {
+            if seen == n {
+                return path;
+            }
+            seen += 1;
+        }
+        i += 1;
+    }
+    panic!("the endpoint class has no such `#[key(route = ..)]`")
+}
+
+/// The folder of `path`: up to and including its last `/`
+/// (`/api/v1/auth/` for `/api/v1/auth/session`).
+pub(crate) const fn folder(path: &'static str) -> &'static str {
+    let bytes = path.as_bytes();
+    let mut end = bytes.len();
+    while end > 0 && bytes[end - 1] != b'/' {
+        end -= 1;
+    }
+    path.split_at(end).0
+}
+
+/// The part of `route` before its one `{param}` segment and the part after
+/// it: `("/api/v1/projects/", "/agents")` for
+/// `/api/v1/projects/{id}/agents`. A route without a parameter fails the
+/// build.
+pub(crate) const fn around_param(route: &'static str) -> (&'static str, &'static str) {
+    let bytes = route.as_bytes();
+    let mut open = 0;
+    while open < bytes.len() && bytes[open] != b'{' {
+        open += 1;
+    }
+    let mut close = open;
+    while close < bytes.len() && bytes[close] != b'}' {
+        close += 1;
+    }
+    assert!(close < bytes.len(), "the route has no `{{param}}` segment");
+    let (before, rest) = route.split_at(open);
+    let (_, after) = rest.split_at(close + 1 - open);
+    (before, after)
 }
 
 /// The routes whose responses the Hub caches (the response cache's): the
@@ -120,7 +198,7 @@ pub enum CacheOutcome {
 /// decisions one batch made.
 #[derive(KeySet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[key_set(counters, prefix = "authz_batch")]
-pub enum AuthzBatch {
+pub(crate) enum AuthzBatch {
     /// Batches decided.
     Count,
     /// Decisions in the largest batch.

@@ -15,15 +15,15 @@ use crate::log::{Logger, COMPONENT};
 use crate::store::db::Db;
 
 /// The tracing layer the Hub installs when tracing is on.
-pub type HubTraceLayer = PerfTraceLayer<HubSchema, HubPolicy>;
+pub(crate) type HubTraceLayer = PerfTraceLayer<HubSchema, HubPolicy>;
 
 /// The tracing layer on the web client's own routes, writing to the same
 /// emitter as the Hub's.
-pub type WebTraceLayer = PerfTraceLayer<HubSchema, WebPolicy>;
+pub(crate) type WebTraceLayer = PerfTraceLayer<HubSchema, WebPolicy>;
 
 /// The Hub's tracing layer and the web routes', over one emitter.
 #[derive(Debug, Clone)]
-pub struct TraceLayers {
+pub(crate) struct TraceLayers {
     /// The Hub's routes'.
     pub hub: HubTraceLayer,
     /// The web client's own routes'.
@@ -49,7 +49,11 @@ pub fn trace_layer(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) 
 }
 
 /// [`trace_layer`] and the web routes' layer, over one emitter.
-pub fn trace_layers(logger: &Logger, pool: Arc<dyn PoolStats>, exits: &HubExits) -> TraceLayers {
+pub(crate) fn trace_layers(
+    logger: &Logger,
+    pool: Arc<dyn PoolStats>,
+    exits: &HubExits,
+) -> TraceLayers {
     let emitter = trace_emitter(logger, exits);
     TraceLayers {
         hub: PerfTraceLayer::new(HubPolicy, emitter.clone()).with_pool(Arc::clone(&pool)),
@@ -78,7 +82,7 @@ fn trace_emitter(logger: &Logger, exits: &HubExits) -> Emitter {
 /// layered service for every request, one boxed service per layer; and
 /// handed over for the poll that starts the request rather than put in its
 /// extensions, which cost an allocation and a map insert a request.
-pub fn pool_baseline(db: &Db) -> PoolFigures {
+pub(crate) fn pool_baseline(db: &Db) -> PoolFigures {
     // Only its wait figures are read: `in_use` and `open` are the end's.
     db.pool_wait_figures()
 }

@@ -2,7 +2,7 @@
 //!
 //! - [`keys`]: the key sets (phases, endpoint classes, cache and batch
 //!   counters) and the schema that ties them to the store's methods;
-//! - [`policy`]: how a request is classified, and who may see the perf
+//! - `policy`: how a request is classified, and who may see the perf
 //!   headers;
 //! - [`layer`]: the tracing layers, their emitter over the Hub's log, and
 //!   the pool figures a request's line starts from;
@@ -17,10 +17,8 @@ pub mod keys;
 pub mod layer;
 #[cfg(feature = "peer-tracing")]
 pub mod peers;
-pub mod policy;
+pub(crate) mod policy;
 
-pub use layer::{
-    pool_baseline, trace_layer, trace_layers, HubTraceLayer, TraceLayers, WebTraceLayer,
-    LINE_FLUSH_INTERVAL,
-};
-pub use policy::{HubPolicy, WebPolicy};
+pub(crate) use layer::{pool_baseline, trace_layers, HubTraceLayer, WebTraceLayer};
+pub use layer::{trace_layer, LINE_FLUSH_INTERVAL};
+pub use policy::HubPolicy;

@@ -16,7 +16,7 @@
 //!
 //! The lines go through tracing-appender's background writer, as
 //! perf-trace's go through its own. `hub-example serve` built with the
-//! feature reads [`PEER_ENV`] (`tower-http` or `spans`) at start; unset, it
+//! feature reads `PEER_ENV` (`tower-http` or `spans`) at start; unset, it
 //! serves as without the feature.
 
 use std::io::Write;
@@ -35,7 +35,7 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::{reload, Layer, Registry};
 
 /// The environment variable naming the peer `serve` instruments the Hub with.
-pub const PEER_ENV: &str = "HUB_PEER_TRACING";
+pub(crate) const PEER_ENV: &str = "HUB_PEER_TRACING";
 
 /// The target of the request span, as tower-http names its own.
 const REQUEST_TARGET: &str = "tower_http::trace::make_span";
@@ -53,7 +53,7 @@ impl Peer {
     /// Both peers.
     pub const ALL: [Peer; 2] = [Peer::TowerHttp, Peer::Spans];
 
-    /// The peer's name in [`PEER_ENV`] and in the benchmarks' tables.
+    /// The peer's name in `PEER_ENV` and in the benchmarks' tables.
     pub fn name(self) -> &'static str {
         match self {
             Peer::TowerHttp => "tower-http",
@@ -77,10 +77,10 @@ impl Peer {
 }
 
 /// A subscriber layer of `peer`, over a registry.
-pub type PeerLayer = Box<dyn Layer<Registry> + Send + Sync>;
+pub(crate) type PeerLayer = Box<dyn Layer<Registry> + Send + Sync>;
 
 /// `peer`'s JSON lines, written to `writer`.
-pub fn peer_layer<W>(peer: Peer, writer: W) -> PeerLayer
+pub(crate) fn peer_layer<W>(peer: Peer, writer: W) -> PeerLayer
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
@@ -119,7 +119,7 @@ fn request_span(request: &http::Request<axum::body::Body>) -> Span {
 
 /// A background writer to `out` that drops no line, and the guard that
 /// writes out what is left when dropped.
-pub fn background_writer<T: Write + Send + 'static>(out: T) -> (NonBlocking, WorkerGuard) {
+pub(crate) fn background_writer<T: Write + Send + 'static>(out: T) -> (NonBlocking, WorkerGuard) {
     NonBlockingBuilder::default().lossy(false).finish(out)
 }
 
@@ -130,7 +130,7 @@ static BUILDING_FOR_SPANS: AtomicBool = AtomicBool::new(false);
 /// although perf-trace is off, so that its store calls open their spans as
 /// its phases do: with [`PEER_ENV`] `spans` (`serve`), or inside
 /// [`building_for`] the spans peer.
-pub fn spans_at_store_calls() -> bool {
+pub(crate) fn spans_at_store_calls() -> bool {
     BUILDING_FOR_SPANS.load(Ordering::Relaxed)
         || std::env::var(PEER_ENV).is_ok_and(|name| name == Peer::Spans.name())
 }
@@ -138,7 +138,7 @@ pub fn spans_at_store_calls() -> bool {
 /// Runs `build`, which builds a Hub in this process, as `serve` builds one
 /// for `peer` (the spans peer's store behind the counted decorator): for
 /// the benchmarks, which build their Hubs in-process, one at a time,
-/// instead of setting [`PEER_ENV`] under threads that may read the
+/// instead of setting `PEER_ENV` under threads that may read the
 /// environment.
 pub fn building_for<T>(peer: Peer, build: impl FnOnce() -> T) -> T {
     /// Clears the flag however `build` ends.
@@ -153,7 +153,7 @@ pub fn building_for<T>(peer: Peer, build: impl FnOnce() -> T) -> T {
     build()
 }
 
-/// For `serve`: when [`PEER_ENV`] names a peer, installs its subscriber as
+/// For `serve`: when `PEER_ENV` names a peer, installs its subscriber as
 /// the process's, writing to standard output, and returns `router` traced
 /// by it; unset, `router` as it is.
 pub fn from_env(router: Router) -> Result<Router, String> {

@@ -5,7 +5,7 @@
 use http::Request;
 use perf_trace_core::layer::TracePolicy;
 
-use super::keys::{EndpointClass, HubSchema};
+use super::keys::{around_param, folder, route_path, EndpointClass, HubSchema};
 use crate::authz::Principal;
 
 /// The Hub's answers to the tracing layer's questions.
@@ -35,7 +35,7 @@ impl TracePolicy<HubSchema> for HubPolicy {
 /// classed by kind (`web.page`, `web.asset`, `web.auth`); never the perf
 /// headers, as no Hub authentication runs before them.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct WebPolicy;
+pub(crate) struct WebPolicy;
 
 impl TracePolicy<HubSchema> for WebPolicy {
     fn classify<B>(&self, request: &Request<B>) -> EndpointClass {
@@ -50,6 +50,17 @@ impl TracePolicy<HubSchema> for WebPolicy {
 /// Query parameters that turn a legacy full list into a sorted page.
 const PAGING_PARAMS: [&str; 3] = ["limit", "cursor", "sort"];
 
+/// The paths the classifier compares, from the classes' routes: constants,
+/// so they are matched as the literals they replace.
+const EVENTS: &str = route_path(EndpointClass::SseEvents);
+const GLOBAL_AGENTS: &str = route_path(EndpointClass::GlobalLegacy);
+/// `/api/v1/projects/` and `/agents`, around the project id.
+const PROJECT_AGENTS: (&str, &str) = around_param(route_path(EndpointClass::ProjectLegacy));
+/// `/assets/`, before the asset's name.
+const ASSETS: &str = around_param(route_path(EndpointClass::WebAsset)).0;
+/// `/api/v1/auth/`, the folder of the sign-in routes.
+const AUTH: &str = folder(route_path(EndpointClass::WebAuth));
+
 /// Classifies a request from its method, path and query string alone (the
 /// tracing layer asks before any handler runs).
 pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> EndpointClass {
@@ -58,8 +69,8 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Endpo
     }
     let has = |names: &[&str]| query.is_some_and(|q| query_has_key(q, names));
     match path.trim_end_matches('/') {
-        "/events" => EndpointClass::SseEvents,
-        "/api/v1/agents" => {
+        EVENTS => EndpointClass::SseEvents,
+        GLOBAL_AGENTS => {
             if has(&PAGING_PARAMS) {
                 EndpointClass::GlobalSorted
             } else {
@@ -67,8 +78,8 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Endpo
             }
         }
         p => match p
-            .strip_prefix("/api/v1/projects/")
-            .and_then(|rest| rest.strip_suffix("/agents"))
+            .strip_prefix(PROJECT_AGENTS.0)
+            .and_then(|rest| rest.strip_suffix(PROJECT_AGENTS.1))
         {
             // Every byte looked at, with no early exit, which the compiler
             // turns into a few vector compares: `contains('/')` calls a
@@ -90,10 +101,10 @@ pub fn classify(method: &http::Method, path: &str, query: Option<&str>) -> Endpo
 /// Classifies a request to one of the web client's own routes (the web
 /// listener's tracing layer sits on those routes alone, so every other path
 /// it is asked about is a page).
-pub fn classify_web(path: &str) -> EndpointClass {
-    if path.starts_with("/assets/") {
+pub(crate) fn classify_web(path: &str) -> EndpointClass {
+    if path.starts_with(ASSETS) {
         EndpointClass::WebAsset
-    } else if path.starts_with("/api/v1/auth/") {
+    } else if path.starts_with(AUTH) {
         EndpointClass::WebAuth
     } else {
         EndpointClass::WebPage
@@ -168,6 +179,49 @@ mod tests {
             classify(&get, "/events", Some("sub=x")),
             EndpointClass::SseEvents
         );
+    }
+
+    #[test]
+    fn every_route_of_a_class_is_classified_in_it() {
+        use perf_trace_core::keys::EndpointKey;
+        assert_eq!(EVENTS, "/events");
+        assert_eq!(GLOBAL_AGENTS, "/api/v1/agents");
+        assert_eq!(PROJECT_AGENTS, ("/api/v1/projects/", "/agents"));
+        assert_eq!((ASSETS, AUTH), ("/assets/", "/api/v1/auth/"));
+        let routes = <EndpointClass as EndpointKey>::ROUTES;
+        assert_eq!(routes.len(), 10, "{routes:?}");
+        let web = [
+            EndpointClass::WebPage,
+            EndpointClass::WebAsset,
+            EndpointClass::WebAuth,
+        ];
+        for &(method, route, class) in routes {
+            let method = Method::from_bytes(method.as_bytes()).unwrap();
+            let path = route
+                .replace("{id}", "0b7f1f2e-1c1d-4a7e-9a51-0f5b6c0c1d2e")
+                .replace("{name}", "app.js");
+            let classed = if web.contains(&class) {
+                classify_web(&path)
+            } else {
+                classify(&method, &path, None)
+            };
+            assert_eq!(classed, class, "{route}");
+            assert_eq!(EndpointClass::from_route(method.as_str(), &path), class);
+        }
+    }
+
+    #[test]
+    fn a_folder_ends_at_the_last_slash() {
+        assert_eq!(folder("/api/v1/auth/session"), "/api/v1/auth/");
+        assert_eq!(folder("/graph"), "/");
+        assert_eq!(folder("graph"), "");
+    }
+
+    #[test]
+    fn the_param_splits_a_route_in_two() {
+        assert_eq!(around_param("/a/{id}/b"), ("/a/", "/b"));
+        assert_eq!(around_param("/a/{id}"), ("/a/", ""));
+        assert_eq!(around_param("{x}/c"), ("", "/c"));
     }
 
     #[test]

@@ -49,10 +49,10 @@ impl Default for Origin {
 }
 
 /// What a committed write changed, as the response cache's stamps see it
-/// (see [`Generations`]).
+/// (see `Generations`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "scope", rename_all = "snake_case")]
-pub enum Invalidation {
+pub(crate) enum Invalidation {
     /// An agent's row: its read, its project's lists and the global lists.
     Agent {
         /// The agent.
@@ -74,7 +74,7 @@ impl Invalidation {
     }
 
     /// Moves the stamps of what was changed.
-    pub fn apply(&self, generations: &Generations) {
+    pub(crate) fn apply(&self, generations: &Generations) {
         match self {
             Invalidation::Agent { agent, project } => generations.agent_changed(agent, project),
             Invalidation::Everything => generations.everything_changed(),
@@ -84,7 +84,7 @@ impl Invalidation {
 
 /// One message between replicas.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReplicaMessage {
+pub(crate) enum ReplicaMessage {
     /// An event published on the sender's bus, for the receiver's
     /// subscribers.
     Event(Arc<HubEvent>),
@@ -115,7 +115,7 @@ impl ReplicaMessage {
     /// (not JSON, no origin, an unknown event kind, a field of the wrong
     /// type). An invalidation of a scope this replica does not know is one
     /// of everything.
-    pub fn decode(payload: &str, own: Origin) -> Option<ReplicaMessage> {
+    pub(crate) fn decode(payload: &str, own: Origin) -> Option<ReplicaMessage> {
         let value: Value = serde_json::from_str(payload).ok()?;
         let origin: u64 = value.get("origin")?.as_str()?.parse().ok()?;
         if origin == own.0 {

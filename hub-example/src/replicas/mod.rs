@@ -2,9 +2,9 @@
 //! they publish and what their writes changed, so each one's event streams
 //! and response cache stay right whichever replica took the write.
 //!
-//! - [`ReplicaMessage`]: an event for the others' subscribers, or an
-//!   [`Invalidation`] for their caches, with its `NOTIFY` payload encoding.
-//! - [`ReplicaInbox`]: what a replica does with the messages the others
+//! - `ReplicaMessage`: an event for the others' subscribers, or an
+//!   `Invalidation` for their caches, with its `NOTIFY` payload encoding.
+//! - `ReplicaInbox`: what a replica does with the messages the others
 //!   sent: events are re-published on its own bus, invalidations move its
 //!   cache's stamps exactly as the write moved them on the sender.
 //!
@@ -33,11 +33,13 @@ use tokio::sync::broadcast;
 use crate::cache::ResponseCache;
 use crate::events::HubEvent;
 
-pub use message::{Invalidation, Origin, ReplicaMessage};
+pub(crate) use message::Invalidation;
+pub use message::Origin;
+pub(crate) use message::ReplicaMessage;
 
 /// Where the messages of the other replicas are delivered on this one.
 #[derive(Debug, Clone)]
-pub struct ReplicaInbox {
+pub(crate) struct ReplicaInbox {
     origin: Origin,
     local: broadcast::Sender<Arc<HubEvent>>,
     cache: ResponseCache,
@@ -68,7 +70,7 @@ impl ReplicaInbox {
     /// published to this one's subscribers, its invalidation applied to
     /// this one's cache; this replica's own messages and payloads that
     /// cannot be read are ignored.
-    pub fn deliver(&self, payload: &str) {
+    pub(crate) fn deliver(&self, payload: &str) {
         match ReplicaMessage::decode(payload, self.origin) {
             Some(ReplicaMessage::Event(event)) => {
                 let _ = self.local.send(event);
@@ -102,7 +104,7 @@ impl ReplicaInbox {
 /// Held while the listening connection listens; see
 /// [`ReplicaInbox::listening`].
 #[derive(Debug)]
-pub struct Listening {
+pub(crate) struct Listening {
     cache: ResponseCache,
 }
 

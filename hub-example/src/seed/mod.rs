@@ -21,16 +21,17 @@ use crate::auth::tokens::{TokenSigner, TokenSubject};
 use crate::store::db::{postgres_url, DbError};
 use crate::store::seed::SeedTarget;
 use data::{Distribution, Projects, SeededUser, Users};
-pub use file::{seed_to_file, SeedFileError};
+pub use file::seed_to_file;
+pub use file::SeedFileError;
 
 /// 2026-01-01T00:00:00Z: every seeded time is an offset from here.
-pub const SEED_EPOCH_MS: i64 = 1_767_225_600_000;
+pub(crate) const SEED_EPOCH_MS: i64 = 1_767_225_600_000;
 /// Seeded bearer tokens expire at 2100-01-01T00:00:00Z.
 pub const TOKEN_EXPIRY_SECS: i64 = 4_102_444_800;
 /// Agents in the second project.
 pub const OTHER_PROJECT_AGENTS: u32 = 10;
 /// Most agents one seed writes.
-pub const MAX_AGENTS: u32 = 100_000;
+pub(crate) const MAX_AGENTS: u32 = 100_000;
 
 /// What to seed.
 #[derive(Debug, Clone)]
@@ -86,11 +87,11 @@ pub struct SeedDocument {
     /// The database file.
     pub db_path: String,
     /// When the seed ran (RFC 3339).
-    pub seeded_at: String,
+    pub(crate) seeded_at: String,
     /// Main-project agents per phase.
     pub phase_counts: BTreeMap<String, u32>,
     /// Main-project agents per activity.
-    pub activity_counts: BTreeMap<String, u32>,
+    pub(crate) activity_counts: BTreeMap<String, u32>,
     /// Main-project agents per creator user id.
     pub creator_counts: BTreeMap<String, u32>,
 }

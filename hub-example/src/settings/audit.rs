@@ -107,7 +107,7 @@ fn bound<T>(
 impl AuditSettings {
     /// Parses the bounds from the settings file's document, then the
     /// environment, which wins.
-    pub fn from_source(source: &SettingsSource<'_>) -> Result<AuditSettings, SettingsError> {
+    pub(crate) fn from_source(source: &SettingsSource<'_>) -> Result<AuditSettings, SettingsError> {
         let mut settings = AuditSettings::default();
         if let Some(retention) = bound(source, RETENTION, duration)? {
             settings.retention = retention;

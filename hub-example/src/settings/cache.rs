@@ -20,9 +20,9 @@ use super::{parse_bool, SettingsError, SettingsSource};
 use crate::perf::keys::CacheRoute;
 
 /// The settings key that turns the whole cache on or off.
-pub const CACHE_ENABLED_KEY: &str = "server.hub.cache.enabled";
+pub(crate) const CACHE_ENABLED_KEY: &str = "server.hub.cache.enabled";
 /// The environment variable that turns the whole cache on or off.
-pub const CACHE_ENABLED_ENV: &str = "SCION_CACHE_ENABLED";
+pub(crate) const CACHE_ENABLED_ENV: &str = "SCION_CACHE_ENABLED";
 
 /// The public settings never change while the Hub runs (its name and
 /// version), so a minute only bounds memory, not freshness.
@@ -54,12 +54,12 @@ fn snake(route: CacheRoute) -> String {
 }
 
 /// The settings key of a route's TTL.
-pub fn ttl_key(route: CacheRoute) -> String {
+pub(crate) fn ttl_key(route: CacheRoute) -> String {
     format!("server.hub.cache.{}_ttl_ms", snake(route))
 }
 
 /// The environment variable of a route's TTL.
-pub fn ttl_env(route: CacheRoute) -> String {
+pub(crate) fn ttl_env(route: CacheRoute) -> String {
     format!("SCION_CACHE_{}_TTL_MS", snake(route).to_ascii_uppercase())
 }
 
@@ -74,7 +74,7 @@ fn parse_millis(text: &str, name: &str) -> Result<Duration, SettingsError> {
 
 impl CacheSettings {
     /// The defaults: on, with the TTLs of the table above.
-    pub const DEFAULT: CacheSettings = {
+    pub(crate) const DEFAULT: CacheSettings = {
         let mut ttls = [AGENT_TTL; CacheRoute::ALL.len()];
         ttls[CacheRoute::SettingsPublic as usize] = SETTINGS_PUBLIC_TTL;
         CacheSettings {
@@ -109,7 +109,7 @@ impl CacheSettings {
 
     /// Parses the cache's settings from the settings file's document, then
     /// the environment, which wins.
-    pub fn from_source(source: &SettingsSource<'_>) -> Result<CacheSettings, SettingsError> {
+    pub(crate) fn from_source(source: &SettingsSource<'_>) -> Result<CacheSettings, SettingsError> {
         let mut settings = CacheSettings::default();
         match source.file(CACHE_ENABLED_KEY) {
             None | Some(Value::Null) => {}

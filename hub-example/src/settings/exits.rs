@@ -104,7 +104,7 @@ fn endpoint_url(text: &str, name: &'static str) -> Result<Option<String>, Settin
 impl ExitSettings {
     /// Parses the exits' settings from the settings file's document, then
     /// the environment, which wins.
-    pub fn from_source(source: &SettingsSource<'_>) -> Result<ExitSettings, SettingsError> {
+    pub(crate) fn from_source(source: &SettingsSource<'_>) -> Result<ExitSettings, SettingsError> {
         let mut settings = ExitSettings {
             slow_ms: DEFAULT_SLOW_MS,
             ..ExitSettings::default()

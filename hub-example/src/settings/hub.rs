@@ -2,12 +2,12 @@
 //! dotted key and a JSON value, written by `PUT /api/v1/admin/server-config`
 //! (and the profiling endpoint) and read by authorization and the pages.
 //!
-//! A row holds only what the Hub can use: [`check`] validates a known
+//! A row holds only what the Hub can use: `check` validates a known
 //! key's value for type, length and range before it is stored, and bounds
-//! any other key's value to [`MAX_VALUE_BYTES`]. A row that fails the same
+//! any other key's value to `MAX_VALUE_BYTES`. A row that fails the same
 //! check when read (written by hand, bypassing the API) is never trusted:
 //! its reader uses the default and says so once: the Hub when it starts
-//! ([`KNOWN`], [`check_stored`]), and [`CreatorRoles`] at each change of
+//! (`KNOWN`, `check_stored`), and `CreatorRoles` at each change of
 //! the creator role.
 
 use std::sync::Arc;
@@ -15,14 +15,14 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 /// The role a user holds on the agents they created.
-pub const CREATOR_ROLE: &str = "authz.creator_role";
+pub(crate) const CREATOR_ROLE: &str = "authz.creator_role";
 /// The creator role when the setting is absent or unusable.
-pub const DEFAULT_CREATOR_ROLE: &str = "agent-creator";
+pub(crate) const DEFAULT_CREATOR_ROLE: &str = "agent-creator";
 /// Whether the web client writes readiness marks.
-pub const READINESS_MARKS: &str = "profiling.readiness_marks";
+pub(crate) const READINESS_MARKS: &str = "profiling.readiness_marks";
 /// The longest stored value (its JSON text) of any setting: rows are read
 /// per request, so none may grow without bound.
-pub const MAX_VALUE_BYTES: usize = 4 * 1024;
+pub(crate) const MAX_VALUE_BYTES: usize = 4 * 1024;
 /// The most settings stored: each is read by a scan on SQLite, and no
 /// Hub needs this many.
 pub const MAX_STORED: usize = 1000;
@@ -35,7 +35,7 @@ const ROLE_NAME: &str = "a role name of 1 to 64 letters, digits, '.', '_' or '-'
 /// and what it takes, never the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key} must be {expected}")]
-pub struct InvalidSetting {
+pub(crate) struct InvalidSetting {
     /// The setting.
     pub key: String,
     /// What it takes.
@@ -56,7 +56,7 @@ impl InvalidSetting {
 /// type, length and range, any key's stored text for its size. A key below
 /// a known one (`authz.creator_role.x`, from a nested object) is a value
 /// of the wrong type for the known one.
-pub fn check(key: &str, value: &serde_json::Value) -> Result<(), InvalidSetting> {
+pub(crate) fn check(key: &str, value: &serde_json::Value) -> Result<(), InvalidSetting> {
     if let Some(known) = KNOWN.iter().find(|known| {
         key.strip_prefix(**known)
             .is_some_and(|rest| rest.starts_with('.'))
@@ -86,7 +86,7 @@ fn role_name(value: &serde_json::Value) -> Result<&str, InvalidSetting> {
 }
 
 /// A stored setting as read: its JSON text, or only its size when it is
-/// larger than any value [`check`] lets through (never read whole).
+/// larger than any value `check` lets through (never read whole).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stored {
     /// The stored JSON text.
@@ -96,14 +96,17 @@ pub enum Stored {
 }
 
 /// The settings the Hub reads at run time, checked when it starts.
-pub const KNOWN: [&str; 2] = [CREATOR_ROLE, READINESS_MARKS];
+pub(crate) const KNOWN: [&str; 2] = [CREATOR_ROLE, READINESS_MARKS];
 
 /// The message of the line naming a stored setting the Hub does not use.
 pub const IGNORED_MESSAGE: &str = "hub setting ignored, the default used";
 
 /// Checks a stored setting as [`check`] checked it before storing it,
 /// giving its JSON value.
-pub fn check_stored(key: &str, stored: &Stored) -> Result<serde_json::Value, InvalidSetting> {
+pub(crate) fn check_stored(
+    key: &str,
+    stored: &Stored,
+) -> Result<serde_json::Value, InvalidSetting> {
     let Stored::Text(text) = stored else {
         return Err(InvalidSetting::new(key, "at most 4 KiB of JSON"));
     };
@@ -113,7 +116,7 @@ pub fn check_stored(key: &str, stored: &Stored) -> Result<serde_json::Value, Inv
 }
 
 /// The creator role named by the stored `authz.creator_role`.
-pub fn creator_role(stored: &Stored) -> Result<String, InvalidSetting> {
+pub(crate) fn creator_role(stored: &Stored) -> Result<String, InvalidSetting> {
     let value = check_stored(CREATOR_ROLE, stored)?;
     role_name(&value).map(str::to_owned)
 }
@@ -125,7 +128,7 @@ type Report = Box<dyn Fn(&InvalidSetting) + Send + Sync>;
 /// read per request (one bounded round trip, so a change made through any
 /// replica or by hand is seen at once), but parsed and checked only when
 /// it changes, and an unusable value is reported once per change.
-pub struct CreatorRoles {
+pub(crate) struct CreatorRoles {
     last: Mutex<Option<(Stored, Arc<str>)>>,
     report: Report,
 }

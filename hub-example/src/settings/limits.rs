@@ -158,7 +158,7 @@ const LIMITS: [Limit; 13] = [
 /// A limit that could not be read.
 #[derive(Debug, thiserror::Error)]
 #[error("{name} must be {expected}")]
-pub struct LimitError {
+pub(crate) struct LimitError {
     name: String,
     expected: &'static str,
 }
@@ -196,7 +196,7 @@ impl Limit {
 impl ServerLimits {
     /// Parses the limits from the settings file's document, then the
     /// environment, which wins.
-    pub fn from_source(source: &SettingsSource<'_>) -> Result<ServerLimits, SettingsError> {
+    pub(crate) fn from_source(source: &SettingsSource<'_>) -> Result<ServerLimits, SettingsError> {
         let mut limits = ServerLimits::default();
         for limit in &LIMITS {
             let key = format!("server.hub.{}", limit.name);

@@ -1,5 +1,5 @@
 //! Startup settings: the YAML settings file and the environment, read once
-//! by [`SettingsSource::read`], the one reader of the file, and parsed into
+//! by `SettingsSource::read`, the one reader of the file, and parsed into
 //! a plain struct per group, the environment winning over the file:
 //!
 //! - this file: the reader, the errors, and [`Settings`]:
@@ -16,7 +16,7 @@
 //! - [`hub`]: the hub settings that change at run time (rows of
 //!   `hub_settings`), what each takes and how an unusable one is ignored.
 //!
-//! [`StartupSettings`] is everything `serve` reads at start, every group
+//! `StartupSettings` is everything `serve` reads at start, every group
 //! from one reading of the file.
 
 pub mod audit;
@@ -31,15 +31,16 @@ use std::path::Path;
 pub use audit::AuditSettings;
 pub use cache::CacheSettings;
 pub use exits::ExitSettings;
-pub use limits::{LimitError, ServerLimits};
+pub(crate) use limits::LimitError;
+pub use limits::ServerLimits;
 use yaml::{Limits, Value, YamlError};
 
 /// The environment variable that turns tracing on or off.
-pub const PERF_TRACE_ENV: &str = "SCION_SERVER_HUB_PERFTRACE";
+pub(crate) const PERF_TRACE_ENV: &str = "SCION_SERVER_HUB_PERFTRACE";
 /// The environment variable that selects the GCP log format.
-pub const GCP_LOG_ENV: &str = "SCION_LOG_GCP";
+pub(crate) const GCP_LOG_ENV: &str = "SCION_LOG_GCP";
 /// The settings key of request tracing.
-pub const PERF_TRACE_KEY: &str = "server.hub.perf_trace";
+pub(crate) const PERF_TRACE_KEY: &str = "server.hub.perf_trace";
 /// What the settings file may hold once parsed, its aliases expanded: far
 /// more than any settings file needs, far less than would hurt the Hub.
 const FILE_LIMITS: Limits = Limits {
@@ -61,7 +62,7 @@ pub struct Settings {
 
 /// A setting that could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum SettingsError {
+pub(crate) enum SettingsError {
     /// The settings file could not be read.
     #[error("cannot read settings file {path}: {source}")]
     Read {
@@ -139,7 +140,7 @@ type EnvLookup<'env> = Box<dyn Fn(&str) -> Option<String> + 'env>;
 
 /// The settings file's document (when there is one and it is not blank)
 /// and the environment: what every group's settings are parsed from.
-pub struct SettingsSource<'env> {
+pub(crate) struct SettingsSource<'env> {
     document: Option<Value>,
     env: EnvLookup<'env>,
 }
@@ -203,7 +204,7 @@ fn read_document(config: Option<&Path>) -> Result<Option<Value>, SettingsError> 
 
 impl Settings {
     /// Parses the tracing and log settings, and the cache's, from `source`.
-    pub fn from_source(source: &SettingsSource<'_>) -> Result<Settings, SettingsError> {
+    pub(crate) fn from_source(source: &SettingsSource<'_>) -> Result<Settings, SettingsError> {
         let mut settings = Settings::default();
         if let Some(v) = source.file(PERF_TRACE_KEY) {
             settings.perf_trace = match v {
@@ -231,7 +232,7 @@ impl Settings {
 /// Everything `serve` reads at start, every group from one reading of the
 /// settings file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StartupSettings {
+pub(crate) struct StartupSettings {
     /// Tracing, the log format and the cache.
     pub hub: Settings,
     /// The server's timeouts and caps (before `serve`'s flags).
@@ -259,7 +260,7 @@ impl StartupSettings {
     }
 
     /// Reads the settings file and the process environment.
-    pub fn from_process(config: Option<&Path>) -> Result<StartupSettings, SettingsError> {
+    pub(crate) fn from_process(config: Option<&Path>) -> Result<StartupSettings, SettingsError> {
         StartupSettings::load(config, |name| std::env::var(name).ok())
     }
 }

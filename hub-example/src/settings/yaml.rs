@@ -1,9 +1,9 @@
 //! The one YAML reader of the Hub: the settings file and the admin
-//! server-config body are both read by [`parse`] into a [`Value`].
+//! server-config body are both read by `parse` into a [`Value`].
 //!
 //! A document is bounded by what it becomes, not by its text: every node
 //! and every byte of its scalars, those replayed by aliases included, is
-//! charged against [`Limits::max_bytes`] while it is built, so a few KiB of
+//! charged against `Limits::max_bytes` while it is built, so a few KiB of
 //! aliases cannot expand into hundreds of MiB. Aliases can also be refused
 //! outright ([`Limits::aliases`]). Non-finite numbers (`.nan`, `.inf`,
 //! `1e999999`) are kept as such so the reader can name the key holding one.
@@ -20,7 +20,7 @@ use serde_saphyr::{Budget, NonFiniteFloatPolicy, Options};
 const NODE_BYTES: usize = 16;
 
 /// A mapping's entries in document order; keys may be any value.
-pub type Mapping = Vec<(Value, Value)>;
+pub(crate) type Mapping = Vec<(Value, Value)>;
 
 /// A parsed YAML node.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,8 +60,8 @@ impl Number {
 
     /// The number as JSON, when JSON can hold it: finite, and whole
     /// numbers within `i64` or `u64`.
-    pub fn to_json(&self) -> Option<serde_json::Number> {
-        match *self {
+    pub(crate) fn to_json(self) -> Option<serde_json::Number> {
+        match self {
             Number::Int(i) => i64::try_from(i)
                 .map(serde_json::Number::from)
                 .or_else(|_| u64::try_from(i).map(serde_json::Number::from))
@@ -87,7 +87,7 @@ impl fmt::Display for Number {
 
 impl Value {
     /// The entries, when this is a mapping.
-    pub fn as_mapping(&self) -> Option<&Mapping> {
+    pub(crate) fn as_mapping(&self) -> Option<&Mapping> {
         match self {
             Value::Mapping(map) => Some(map),
             _ => None,
@@ -104,7 +104,7 @@ impl Value {
 
     /// A scalar setting's text: a string as it is, a number as written;
     /// `None` for anything else.
-    pub fn scalar_text(&self) -> Option<String> {
+    pub(crate) fn scalar_text(&self) -> Option<String> {
         match self {
             Value::String(s) => Some(s.clone()),
             Value::Number(n) => Some(n.to_string()),
@@ -120,15 +120,15 @@ pub struct Limits {
     pub aliases: bool,
     /// The most the parsed document may hold, aliases expanded: scalar
     /// bytes plus a fixed cost per node.
-    pub max_bytes: usize,
+    pub(crate) max_bytes: usize,
 }
 
 /// Why a document was not read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum YamlError {
+pub(crate) enum YamlError {
     /// It uses aliases where they are refused.
     Aliases,
-    /// It holds more than [`Limits::max_bytes`] once parsed.
+    /// It holds more than `Limits::max_bytes` once parsed.
     TooLarge,
     /// It is not valid YAML; the parser's message, without the document's
     /// text.
@@ -136,7 +136,7 @@ pub enum YamlError {
 }
 
 /// Parses one YAML document (JSON included) within `limits`.
-pub fn parse(text: &str, limits: Limits) -> Result<Value, YamlError> {
+pub(crate) fn parse(text: &str, limits: Limits) -> Result<Value, YamlError> {
     let mut budget = Budget::default();
     if !limits.aliases {
         budget.max_aliases = 0;

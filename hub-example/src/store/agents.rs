@@ -7,7 +7,9 @@
 use super::either::Store;
 use super::executor::{Executor, Param, SqlRow};
 use super::mapping;
-pub use super::rows::{DelegationParty, DelegationView, RowPage, RowQuery, RowScope};
+pub use super::rows::RowPage;
+pub(crate) use super::rows::{DelegationParty, DelegationView};
+pub use super::rows::{RowQuery, RowScope};
 use crate::model::{Agent, AgentActivity, AgentPhase};
 use crate::paging::{CursorPosition, SortValue};
 use crate::store::db::{Db, DbError};
@@ -74,7 +76,7 @@ fn read_agents_on<E: Executor>(executor: &E, query: &RowQuery<'_>) -> Result<Row
 /// Sets an agent's phase (and activity, when given) and returns the agent as
 /// stored; `None` when there is no such agent. `updated_at` never goes
 /// back, even if the clock does.
-pub fn update_agent_status(
+pub(crate) fn update_agent_status(
     db: &Db,
     agent_id: &str,
     phase: AgentPhase,
@@ -94,7 +96,10 @@ pub fn update_agent_status(
 }
 
 /// The delegations limited to `project_id`, oldest first.
-pub fn project_delegations(db: &Db, project_id: &str) -> Result<Vec<DelegationView>, DbError> {
+pub(crate) fn project_delegations(
+    db: &Db,
+    project_id: &str,
+) -> Result<Vec<DelegationView>, DbError> {
     let store = Store::open(db);
     let sql = store.statements().project_delegations;
     store.query(sql, &[Param::Text(project_id)], |r| delegation_view(r))

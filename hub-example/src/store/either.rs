@@ -31,7 +31,7 @@ impl Store {
 }
 
 /// A row of either engine.
-pub enum AnyRow<'r> {
+pub(crate) enum AnyRow<'r> {
     /// An SQLite row.
     Sqlite(&'r rusqlite::Row<'r>),
     /// A PostgreSQL row.

@@ -8,7 +8,7 @@ use crate::store::db::DbError;
 
 /// A statement's parameter, bound as each engine binds it.
 #[derive(Debug, Clone, Copy)]
-pub enum Param<'a> {
+pub(crate) enum Param<'a> {
     /// Text.
     Text(&'a str),
     /// Text or `NULL`.
@@ -27,7 +27,7 @@ pub enum Param<'a> {
 }
 
 /// A row's columns, by index.
-pub trait SqlRow {
+pub(crate) trait SqlRow {
     /// A text column.
     fn text(&self, idx: usize) -> Result<&str, DbError>;
     /// A text column that may be `NULL`.
@@ -78,7 +78,7 @@ macro_rules! impl_sql_row {
 pub(crate) use impl_sql_row;
 
 /// A database the facades' statements run on.
-pub trait Executor: Send + Sync + 'static {
+pub(crate) trait Executor: Send + Sync + 'static {
     /// The row its queries yield.
     type Row<'r>: SqlRow;
     /// Its statements.

@@ -13,17 +13,17 @@
 //! - [`AuthzStore`] (this module), every input the authorization service
 //!   reads and nothing else, is a trait: `#[counted_store]` counts its
 //!   methods, and the router is monomorphized over each engine's store
-//!   ([`with_authz_store`]). Its methods are implemented once, in `authz`,
+//!   (`with_authz_store`). Its methods are implemented once, in `authz`,
 //!   for any `Executor`, the same interface the free functions run on;
 //! - what holds a connection or a channel of its own is a type opened from
 //!   the database: the audit writer ([`audit::open`]; its reads are free
-//!   functions, [`audit::query_events`]), the events' [`outbox::Outbox`],
-//!   the seeder's [`seed::SeedTarget`].
+//!   functions, `audit::query_events`), the events' `outbox::Outbox`,
+//!   the seeder's `seed::SeedTarget`.
 //!
 //! The concerns: [`agents`] (the lists' agent rows, status changes,
 //! delegations); [`sessions`], [`tokens`], [`settings`] (browser sessions,
 //! user access tokens, hub settings); [`audit`] (the audit table);
-//! [`outbox`] (the events' channel between replicas, PostgreSQL); [`seed`]
+//! `outbox` (the events' channel between replicas, PostgreSQL); [`seed`]
 //! (the seeder's writes).
 //!
 //! **One folder per engine.** `sqlite/` and `postgres/` hold all that
@@ -53,7 +53,7 @@ pub mod db;
 mod either;
 mod executor;
 mod mapping;
-pub mod outbox;
+pub(crate) mod outbox;
 pub mod postgres;
 pub mod rows;
 pub mod seed;
@@ -145,7 +145,7 @@ pub trait AuthzStore: Send + Sync + 'static {
 /// What is done with the authorization store of a database, whichever its
 /// engine: called with the store as its own type, so whatever is built
 /// over it (the router) is monomorphized and no call goes through `dyn`.
-pub trait WithAuthzStore {
+pub(crate) trait WithAuthzStore {
     /// What the visit gives.
     type Output;
     /// Called once, with the store of the database's engine.
@@ -154,7 +154,7 @@ pub trait WithAuthzStore {
 
 /// Opens the authorization store of `db`'s engine ([`Store::open`]) and
 /// hands it to `visitor`: the router's one choice of engine.
-pub fn with_authz_store<V: WithAuthzStore>(db: &Db, visitor: V) -> V::Output {
+pub(crate) fn with_authz_store<V: WithAuthzStore>(db: &Db, visitor: V) -> V::Output {
     match Store::open(db) {
         Store::Sqlite(store) => visitor.visit(store),
         Store::Postgres(store) => visitor.visit(store),

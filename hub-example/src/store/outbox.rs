@@ -15,7 +15,7 @@ use crate::store::postgres::PgManager;
 
 /// The channel of one schema.
 #[derive(Debug, Clone)]
-pub struct Outbox {
+pub(crate) struct Outbox {
     db: Db,
     manager: PgManager,
     channel: String,
@@ -70,7 +70,7 @@ impl Outbox {
     /// `listening` is called once the `LISTEN` has gone through, and what
     /// it gives is held until then. Returns whether it got as far as
     /// listening.
-    pub async fn listen_until_lost<G>(
+    pub(crate) async fn listen_until_lost<G>(
         &self,
         listening: impl FnOnce() -> G,
         mut deliver: impl FnMut(&str),

@@ -57,7 +57,7 @@ pub struct NewAccessToken<'a> {
 /// One end of a delegation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DelegationParty {
+pub(crate) struct DelegationParty {
     /// `user` or `agent`.
     pub kind: String,
     /// Its id.
@@ -70,7 +70,7 @@ pub struct DelegationParty {
 /// A delegation as the graph draws it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DelegationView {
+pub(crate) struct DelegationView {
     /// The edge's id.
     pub id: String,
     /// The user whose permissions are lent.
@@ -83,9 +83,9 @@ pub struct DelegationView {
 
 /// A live browser session: its user and when it expires (Unix ms).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LiveSession {
+pub(crate) struct LiveSession {
     /// The signed-in user.
     pub user_id: String,
     /// Its expiry, Unix milliseconds.
-    pub expires_at: i64,
+    pub(crate) expires_at: i64,
 }

@@ -1,18 +1,20 @@
 //! The seeder's writes: a fresh database opened (or, for a PostgreSQL
 //! target, an in-memory SQLite database to copy over), and the rows of one
-//! seed written in one transaction through [`SeedWriter`].
+//! seed written in one transaction through `SeedWriter`.
 
 use std::path::Path;
 
-pub use super::executor::Param;
+pub(crate) use super::executor::Param;
 use super::sqlite::holds_tables;
 use super::sqlite::migrations::migrate;
-pub use super::sqlite::seed::{every_row, SeedTable, SeedWriter};
+#[cfg(test)]
+pub(crate) use super::sqlite::seed::every_row;
+pub(crate) use super::sqlite::seed::{SeedTable, SeedWriter};
 use crate::store::db::{postgres_url, Db, DbError, OpenMode, PoolOptions};
 
 /// A migrated, empty database to seed.
 #[derive(Debug)]
-pub struct SeedTarget {
+pub(crate) struct SeedTarget {
     conn: Target,
 }
 
@@ -31,7 +33,7 @@ impl SeedTarget {
     /// Opens the database at `location` (an SQLite file, created if
     /// missing, or a `postgres://` URL) and migrates it with `now_ms` as
     /// the time; `None` when it already holds a table (nothing is changed).
-    pub fn open_fresh(location: &Path, now_ms: i64) -> Result<Option<SeedTarget>, DbError> {
+    pub(crate) fn open_fresh(location: &Path, now_ms: i64) -> Result<Option<SeedTarget>, DbError> {
         if let Some(url) = postgres_url(location) {
             if crate::store::postgres::holds_tables(url)? {
                 return Ok(None);

@@ -4,12 +4,12 @@
 
 use super::either::Store;
 use super::executor::{Executor, Param, SqlRow};
-pub use super::rows::LiveSession;
+pub(crate) use super::rows::LiveSession;
 use crate::store::db::{Db, DbError};
 
 /// A new session: its hash, its user, when it starts and ends (Unix ms).
 #[derive(Debug, Clone, Copy)]
-pub struct NewSession<'a> {
+pub(crate) struct NewSession<'a> {
     /// The SHA-256 of the session id.
     pub session_hash: &'a [u8; 32],
     /// The signed-in user.
@@ -17,7 +17,7 @@ pub struct NewSession<'a> {
     /// When it starts.
     pub now_ms: i64,
     /// When it expires.
-    pub expires_at: i64,
+    pub(crate) expires_at: i64,
 }
 
 /// Stores `session` and, in the same transaction, ends the user's oldest
@@ -25,7 +25,11 @@ pub struct NewSession<'a> {
 /// user's expired and revoked rows. Returns how many rows were deleted.
 /// One user's sign-ins are serialized, so concurrent ones never leave more
 /// than `max_live`.
-pub fn insert_session(db: &Db, session: NewSession<'_>, max_live: usize) -> Result<u64, DbError> {
+pub(crate) fn insert_session(
+    db: &Db,
+    session: NewSession<'_>,
+    max_live: usize,
+) -> Result<u64, DbError> {
     let store = Store::open(db);
     let statements = store.statements();
     let keep_others = i64::try_from(max_live.max(1) - 1).unwrap_or(i64::MAX);
@@ -59,7 +63,7 @@ pub fn prune_sessions(db: &Db, now_ms: i64) -> Result<u64, DbError> {
 }
 
 /// The session with this hash, unless it is unknown, revoked or expired.
-pub fn live_session(
+pub(crate) fn live_session(
     db: &Db,
     session_hash: &[u8; 32],
     now_ms: i64,
@@ -75,14 +79,18 @@ pub fn live_session(
 }
 
 /// Ends a session; `false` when it was not live.
-pub fn revoke_session(db: &Db, session_hash: &[u8; 32], now_ms: i64) -> Result<bool, DbError> {
+pub(crate) fn revoke_session(
+    db: &Db,
+    session_hash: &[u8; 32],
+    now_ms: i64,
+) -> Result<bool, DbError> {
     let store = Store::open(db);
     let params = [Param::Bytes(session_hash), Param::Int(now_ms)];
     Ok(store.execute(store.statements().revoke_session, &params)? == 1)
 }
 
 /// The id of the user with `email`, if there is one.
-pub fn user_id_by_email(db: &Db, email: &str) -> Result<Option<String>, DbError> {
+pub(crate) fn user_id_by_email(db: &Db, email: &str) -> Result<Option<String>, DbError> {
     let store = Store::open(db);
     let sql = store.statements().user_id_by_email;
     store.query_opt(sql, &[Param::Text(email)], |r| Ok(r.text(0)?.to_owned()))

@@ -1,6 +1,6 @@
 //! Hub settings: rows of `hub_settings` (a key, a JSON value), read on
 //! every use so every Hub sharing a database sees the last write. A value
-//! larger than any the API stores ([`MAX_VALUE_BYTES`]) is never read
+//! larger than any the API stores (`MAX_VALUE_BYTES`) is never read
 //! whole: only its size comes back.
 
 use super::either::Store;
@@ -9,7 +9,7 @@ use crate::settings::hub::{Stored, MAX_VALUE_BYTES};
 use crate::store::db::{Db, DbError};
 
 /// A hub setting's stored JSON value, or only its size when oversized.
-pub fn hub_setting(db: &Db, key: &str) -> Result<Option<Stored>, DbError> {
+pub(crate) fn hub_setting(db: &Db, key: &str) -> Result<Option<Stored>, DbError> {
     hub_setting_on(&Store::open(db), key)
 }
 
@@ -28,7 +28,7 @@ pub(super) fn hub_setting_on<E: Executor>(
 }
 
 /// The key of every stored hub setting.
-pub fn hub_setting_keys(db: &Db) -> Result<Vec<String>, DbError> {
+pub(crate) fn hub_setting_keys(db: &Db) -> Result<Vec<String>, DbError> {
     let store = Store::open(db);
     store.query(store.statements().hub_setting_keys, &[], |r| {
         Ok(r.text(0)?.to_owned())
@@ -36,7 +36,7 @@ pub fn hub_setting_keys(db: &Db) -> Result<Vec<String>, DbError> {
 }
 
 /// Stores hub settings (key, JSON value) in one transaction.
-pub fn put_hub_settings(
+pub(crate) fn put_hub_settings(
     db: &Db,
     settings: &[(String, String)],
     now_ms: i64,

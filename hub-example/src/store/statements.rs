@@ -35,7 +35,7 @@ macro_rules! statements {
 
         /// The statements each engine writes its own way.
         #[derive(Debug, Clone, Copy)]
-        pub struct EngineStatements {
+        pub(crate) struct EngineStatements {
             $($(#[$doc])* pub(crate) $own: &'static str,)*
         }
 

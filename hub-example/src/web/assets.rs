@@ -30,7 +30,7 @@ pub struct Asset {
 macro_rules! assets {
     ($($name:literal => $type:literal),* $(,)?) => {
         /// Every asset the client loads.
-        pub const ASSETS: &[Asset] = &[
+        pub(crate) const ASSETS: &[Asset] = &[
             $(Asset { name: $name, content_type: $type, body: include_str!(concat!("../../web/", $name)) },)*
         ];
     };
@@ -69,7 +69,10 @@ fn etags() -> &'static [String] {
 }
 
 /// `GET /assets/{name}`.
-pub async fn asset(Path(name): Path<String>, headers: HeaderMap) -> Result<Response, ApiError> {
+pub(crate) async fn asset(
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     let index = ASSETS
         .iter()
         .position(|a| a.name == name)

@@ -96,12 +96,15 @@ async fn shell(
 }
 
 /// `GET /`: sign-in, or the way to a project.
-pub async fn home(State(state): State<WebState>, headers: HeaderMap) -> Result<Response, ApiError> {
+pub(crate) async fn home(
+    State(state): State<WebState>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     shell(state, headers, "home").await
 }
 
 /// `GET /projects/{id}`: a project's agents in grid, list and graph views.
-pub async fn project(
+pub(crate) async fn project(
     State(state): State<WebState>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -109,7 +112,7 @@ pub async fn project(
 }
 
 /// `GET /graph?project=ID`: the standalone graph, filtered by project.
-pub async fn graph(
+pub(crate) async fn graph(
     State(state): State<WebState>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {

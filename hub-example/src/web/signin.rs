@@ -46,7 +46,7 @@ use crate::store::sessions::user_id_by_email;
 use crate::store::AuthzStore;
 
 /// The signed-in user, as sign-in answers and the page shell embed it.
-pub fn user_json(user: &User) -> serde_json::Value {
+pub(crate) fn user_json(user: &User) -> serde_json::Value {
     json!({
         "id": &*user.id,
         "displayName": user.display_name,
@@ -57,7 +57,7 @@ pub fn user_json(user: &User) -> serde_json::Value {
 /// The sign-in rates per client address and per user, and the cap of a
 /// user's live sessions (cheap to clone: the buckets are shared).
 #[derive(Debug, Clone)]
-pub struct SignInLimits {
+pub(crate) struct SignInLimits {
     per_address: TokenBuckets<IpAddr>,
     per_user: TokenBuckets<String>,
     max_sessions: usize,

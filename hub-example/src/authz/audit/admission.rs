@@ -29,21 +29,21 @@ use crate::model::PrincipalRef;
 
 /// Rows per second one principal writes when `server.hub.audit.record_rate`
 /// is not set: far above what a person or an agent does in normal use.
-pub const DEFAULT_RECORD_RATE: u32 = 100;
+pub(crate) const DEFAULT_RECORD_RATE: u32 = 100;
 /// A principal's bucket holds this many seconds of its rate.
-pub const BURST_SECONDS: u32 = 10;
+pub(crate) const BURST_SECONDS: u32 = 10;
 /// How often the writer stores the summaries folded since the last time.
-pub const SUMMARY_INTERVAL: Duration = Duration::from_secs(5);
+pub(crate) const SUMMARY_INTERVAL: Duration = Duration::from_secs(5);
 /// Most principals whose buckets are tracked at once.
-pub const MAX_PRINCIPALS: usize = 65_536;
+pub(crate) const MAX_PRINCIPALS: usize = 65_536;
 /// Most summaries held between two flushes.
-pub const MAX_SUMMARIES: usize = 65_536;
+pub(crate) const MAX_SUMMARIES: usize = 65_536;
 /// Most summaries `/healthz` lists.
 const SHOWN_SUMMARIES: usize = 10;
 
 /// The per-principal bound on the audit trail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PrincipalLimits {
+pub(crate) struct PrincipalLimits {
     /// Rows per second one principal writes, sustained; its bucket holds
     /// [`BURST_SECONDS`] of them.
     pub record_rate: u32,
@@ -100,7 +100,7 @@ pub struct PendingSummary {
     /// The decisions folded in.
     pub count: u64,
     /// The first decision's time, Unix milliseconds.
-    pub first_ms: i64,
+    pub(crate) first_ms: i64,
     /// The last decision's time, Unix milliseconds.
     pub last_ms: i64,
 }

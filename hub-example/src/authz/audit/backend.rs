@@ -38,7 +38,7 @@ pub struct AuditWriteError(pub String);
 /// A backend that keeps nothing (the records stay visible only through
 /// the audit log's latest entries): for tests and in-process measurements.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct MemoryAuditBackend;
+pub(crate) struct MemoryAuditBackend;
 
 impl AuditBackend for MemoryAuditBackend {
     fn name(&self) -> &'static str {

@@ -71,19 +71,19 @@ pub struct AuditEntry {
     pub action: Action,
     /// On what kind of resource (`hub`, `project`, `agent`, `group`,
     /// `user`).
-    pub resource_kind: &'static str,
+    pub(crate) resource_kind: &'static str,
     /// The one resource decided on; `None` for the Hub and for an entry of
     /// several decisions.
-    pub resource_id: Option<Id>,
+    pub(crate) resource_id: Option<Id>,
     /// The decisions by outcome.
     pub tally: Tally,
     /// For an entry of several decisions, the resources not allowed
     /// (denied or in error), in the order decided; empty otherwise.
-    pub denied_ids: Vec<Id>,
+    pub(crate) denied_ids: Vec<Id>,
     /// For a summary (a principal's decisions past its audit rate, folded
     /// over an interval), when its last decision was made; `at` is the
     /// first's. `None` for every other entry.
-    pub last_at: Option<SystemTime>,
+    pub(crate) last_at: Option<SystemTime>,
 }
 
 impl AuditEntry {
@@ -95,7 +95,7 @@ impl AuditEntry {
     /// The row the entry is stored as: its time in Unix milliseconds, its
     /// gravest outcome, and the ids not allowed as a JSON array (NULL when
     /// there are none).
-    pub fn row(&self) -> AuditRow<'_> {
+    pub(crate) fn row(&self) -> AuditRow<'_> {
         let t = self.tally;
         AuditRow {
             at_ms: unix_ms(self.at),
@@ -113,7 +113,7 @@ impl AuditEntry {
 
     /// Whether the entry is a summary of decisions past its principal's
     /// rate.
-    pub fn is_summary(&self) -> bool {
+    pub(crate) fn is_summary(&self) -> bool {
         self.last_at.is_some()
     }
 
@@ -134,7 +134,7 @@ fn unix_ms(at: SystemTime) -> i64 {
 }
 
 /// The `outcome` column's name for `outcome`.
-pub fn outcome_name(outcome: AuditOutcome) -> &'static str {
+pub(crate) fn outcome_name(outcome: AuditOutcome) -> &'static str {
     match outcome {
         AuditOutcome::Allow => "allow",
         AuditOutcome::Deny => "deny",

@@ -15,7 +15,7 @@
 //! than the retention window, a few at a time ([`retention`]).
 //!
 //! The Hub's sink bounds the trail per principal where every entry enters
-//! the queue ([`admission`]): past its rate or its share of the queue, a
+//! the queue (`admission`): past its rate or its share of the queue, a
 //! principal's entries are folded into summary rows the writer stores once
 //! per interval, so one principal's flood neither grows the table with its
 //! requests nor leaves another's record without room.
@@ -23,12 +23,12 @@
 //! [`AuditLog`] reads the figures (`/healthz` shows them, and says
 //! `degraded` while the writer is stalled: a batch in hand and none
 //! finished for [`STALL_AFTER`], or a database call waiting past
-//! [`DB_CALL_TIMEOUT`]) and drains the queue at shutdown.
+//! `DB_CALL_TIMEOUT`) and drains the queue at shutdown.
 
-pub mod admission;
+pub(crate) mod admission;
 mod backend;
 mod entry;
-pub mod recheck;
+pub(crate) mod recheck;
 mod record;
 pub mod retention;
 
@@ -42,15 +42,17 @@ use parking_lot::{Condvar, Mutex};
 use perf_trace_core::record::DecisionBatch;
 use serde::Serialize;
 
+pub use admission::PendingSummary;
+pub(crate) use admission::PrincipalLimits;
 use admission::{Admission, Admit};
-pub use admission::{PendingSummary, PrincipalLimits};
-pub use backend::{AuditBackend, AuditWriteError, MemoryAuditBackend, WRITER_BUSY_TIMEOUT};
+pub(crate) use backend::MemoryAuditBackend;
+pub use backend::{AuditBackend, AuditWriteError, WRITER_BUSY_TIMEOUT};
 pub use entry::{summarize, AuditEntry, Tally};
 pub use record::{AuditOutcome, AuditRecord, Resource};
 use retention::Pruning;
 
 /// Most entries the writer persists in one batch.
-pub const MAX_BATCH: usize = 4_096;
+pub(crate) const MAX_BATCH: usize = 4_096;
 /// How long the writer waits for a record before it looks at the shutdown
 /// flags again.
 const IDLE_POLL: Duration = Duration::from_millis(20);
@@ -61,7 +63,7 @@ const FIRST_RETRY_WAIT: Duration = Duration::from_millis(20);
 const MAX_RETRY_WAIT: Duration = Duration::from_millis(500);
 /// How long after the last rejected record or failed batch, the queue
 /// empty, `/healthz` says `ok` again (its totals kept).
-pub const RECOVERY_WINDOW: Duration = Duration::from_secs(60);
+pub(crate) const RECOVERY_WINDOW: Duration = Duration::from_secs(60);
 /// How long the writer may hold a batch without finishing it (written, or
 /// given up at the drain's deadline) before `/healthz` says `degraded`.
 pub const STALL_AFTER: Duration = Duration::from_secs(10);
@@ -69,7 +71,7 @@ pub const STALL_AFTER: Duration = Duration::from_secs(10);
 /// pass) may wait before `/healthz` says `degraded`: far past the lock
 /// wait ([`WRITER_BUSY_TIMEOUT`]), so only a database that does not answer
 /// (a frozen disk, a server gone silent) reaches it.
-pub const DB_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DB_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Receives one record per authorization decision.
 pub trait AuditEmitter: Send + Sync + 'static {
@@ -118,7 +120,7 @@ pub struct AuditHealth {
     /// its share of the queue).
     pub summarized: u64,
     /// Summary rows written.
-    pub summary_rows: u64,
+    pub(crate) summary_rows: u64,
     /// Decisions folded into summaries not yet written.
     pub summaries_pending: u64,
     /// The largest summaries not yet written.
@@ -128,17 +130,17 @@ pub struct AuditHealth {
     pub unchanged_rechecks: u64,
     /// Whether the writer is stalled: a batch in hand and none finished
     /// for [`STALL_AFTER`], or a database call waiting past
-    /// [`DB_CALL_TIMEOUT`].
+    /// `DB_CALL_TIMEOUT`.
     pub stalled: bool,
     /// Whether a record was rejected or a batch failed within the last
     /// [`RECOVERY_WINDOW`], or since then the queue has not drained.
     #[serde(skip)]
-    pub troubled: bool,
+    pub(crate) troubled: bool,
 }
 
 impl AuditHealth {
     /// Whether a record was rejected or a batch failed lately (within
-    /// [`RECOVERY_WINDOW`], or the queue has not drained since), or the
+    /// `RECOVERY_WINDOW`, or the queue has not drained since), or the
     /// writer is stalled: `/healthz` then says `degraded` (still 200). The
     /// totals stay counted after.
     pub fn is_degraded(&self) -> bool {
@@ -149,7 +151,7 @@ impl AuditHealth {
 /// What draining the queue at shutdown achieved: `accepted == flushed +
 /// lost`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AuditDrain {
+pub(crate) struct AuditDrain {
     /// Records accepted over the Hub's life.
     pub accepted: u64,
     /// Records written.
@@ -160,7 +162,7 @@ pub struct AuditDrain {
     pub rejected: u64,
     /// Decisions folded into summaries not written by the deadline (not
     /// part of `accepted`, which counts the queue's records).
-    pub summaries_lost: u64,
+    pub(crate) summaries_lost: u64,
     /// Whether the writer finished before the deadline.
     pub completed: bool,
 }
@@ -228,7 +230,7 @@ pub struct AuditLog {
 }
 
 impl ChannelAuditSink {
-    /// Starts a writer that keeps nothing ([`MemoryAuditBackend`]); the
+    /// Starts a writer that keeps nothing (`MemoryAuditBackend`); the
     /// queue holds `capacity` records and the log keeps the latest
     /// `keep_recent`. The writer ends when every clone of the sink is
     /// dropped.
@@ -249,7 +251,7 @@ impl ChannelAuditSink {
     /// Starts a writer that persists through `backend`, each principal's
     /// entries bounded by `limits` and its share of the queue, the rest
     /// folded into summaries ([`admission`]).
-    pub fn start_limited(
+    pub(crate) fn start_limited(
         backend: Box<dyn AuditBackend>,
         capacity: usize,
         keep_recent: usize,
@@ -592,7 +594,8 @@ impl AuditLog {
     }
 
     /// The latest entries written, oldest first.
-    pub fn recent(&self) -> Vec<AuditEntry> {
+    #[cfg(test)]
+    pub(crate) fn recent(&self) -> Vec<AuditEntry> {
         self.shared.recent.lock().iter().cloned().collect()
     }
 
@@ -608,7 +611,7 @@ impl AuditLog {
 
     /// Bounds each principal by `limits` from now on; no effect on a sink
     /// started without limits ([`ChannelAuditSink::start_with`]).
-    pub fn set_limits(&self, limits: PrincipalLimits) {
+    pub(crate) fn set_limits(&self, limits: PrincipalLimits) {
         if let Some(admission) = &self.shared.admission {
             admission.lock().set_limits(limits);
         }
@@ -627,7 +630,8 @@ impl AuditLog {
 
     /// The figures as they will read at `now` (for tests of the recovery
     /// window).
-    pub fn health_at(&self, now: Instant) -> AuditHealth {
+    #[cfg(test)]
+    pub(crate) fn health_at(&self, now: Instant) -> AuditHealth {
         Self::health_at_of(&self.shared, now)
     }
 
@@ -672,7 +676,7 @@ impl AuditLog {
     /// write what is queued. What is still unwritten then is counted as
     /// lost; the writer is told to stop (a write in progress may still end
     /// after this returns, but nothing more is taken off the queue).
-    pub fn drain(&self, deadline: Duration) -> AuditDrain {
+    pub(crate) fn drain(&self, deadline: Duration) -> AuditDrain {
         let shared = &self.shared;
         shared.closing.store(true, Relaxed);
         let until = Instant::now() + deadline;

@@ -15,13 +15,13 @@ use crate::authz::Action;
 /// An emitter that keeps the records of one check, for
 /// [`RepeatedCheck::report`].
 #[derive(Debug, Default)]
-pub struct CollectedRecords {
+pub(crate) struct CollectedRecords {
     records: Mutex<Vec<AuditRecord>>,
 }
 
 impl CollectedRecords {
     /// The records kept, in the order decided.
-    pub fn into_records(self) -> Vec<AuditRecord> {
+    pub(crate) fn into_records(self) -> Vec<AuditRecord> {
         self.records.into_inner()
     }
 }
@@ -42,7 +42,7 @@ type Decided = (Action, Resource, AuditOutcome);
 
 /// The outcomes of the last check reported.
 #[derive(Debug, Default)]
-pub struct RepeatedCheck {
+pub(crate) struct RepeatedCheck {
     /// `None` before the first report: the check that opened the stream,
     /// which allowed it.
     last: Option<Vec<Decided>>,

@@ -1,21 +1,21 @@
 //! The retention window of `audit_events`: the audit writer deletes rows
 //! decided longer ago than `server.hub.audit.retention` (30 days unless
-//! set), [`PRUNE_ROWS`] at a time between its batches, never on a request's
+//! set), `PRUNE_ROWS` at a time between its batches, never on a request's
 //! path. While a pass deletes full batches the next follows at once (after
 //! whatever the queue holds), so a backlog goes within minutes without a
 //! long transaction; otherwise the writer looks again after
-//! [`PRUNE_EVERY`] (the first pass too, after the writer starts).
+//! `PRUNE_EVERY` (the first pass too, after the writer starts).
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::backend::AuditBackend;
 
 /// How long rows are kept when `server.hub.audit.retention` is not set.
-pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+pub(crate) const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 /// Most rows one pass deletes (one short transaction).
-pub const PRUNE_ROWS: u32 = 500;
+pub(crate) const PRUNE_ROWS: u32 = 500;
 /// How long the writer waits between passes once nothing is left to delete.
-pub const PRUNE_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const PRUNE_EVERY: Duration = Duration::from_secs(10);
 
 /// When the writer next deletes expired rows.
 #[derive(Debug)]
@@ -57,7 +57,7 @@ impl Pruning {
 }
 
 /// The Unix milliseconds before which rows expire at `now`.
-pub fn cutoff_ms(now: SystemTime, retention: Duration) -> i64 {
+pub(crate) fn cutoff_ms(now: SystemTime, retention: Duration) -> i64 {
     let now_ms = now
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);

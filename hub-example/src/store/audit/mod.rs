@@ -14,7 +14,8 @@ mod statements;
 
 use std::time::Duration;
 
-pub use rows::{AuditCursor, AuditEventRow, AuditPage, AuditQuery, AuditRow};
+pub use rows::AuditRow;
+pub(crate) use rows::{AuditCursor, AuditEventRow, AuditPage, AuditQuery};
 
 use crate::store::db::{Db, DbError, Engine};
 
@@ -76,7 +77,7 @@ impl AuditWriter {
 /// Reads one page of the window `query` names, with the window's count and
 /// histogram. Its statements read one snapshot: the audit writer keeps
 /// committing while they run, and the count must be the histogram's sum.
-pub fn query_events(db: &Db, query: &AuditQuery) -> Result<AuditPage, DbError> {
+pub(crate) fn query_events(db: &Db, query: &AuditQuery) -> Result<AuditPage, DbError> {
     match db.engine() {
         Engine::Sqlite => sqlite::read_page(db, query),
         Engine::Postgres => postgres::read_page(db, query),

@@ -15,10 +15,10 @@ pub struct AuditRow<'a> {
     /// The permission name (`agent.read`).
     pub action: &'a str,
     /// `hub`, `project`, `agent`, `group` or `user`.
-    pub resource_kind: &'a str,
+    pub(crate) resource_kind: &'a str,
     /// The resource's id (none for the Hub and for a row of several
     /// decisions).
-    pub resource_id: Option<&'a str>,
+    pub(crate) resource_id: Option<&'a str>,
     /// `allow`, `deny` or `error`: the gravest outcome of the row's
     /// decisions.
     pub outcome: &'a str,
@@ -26,7 +26,7 @@ pub struct AuditRow<'a> {
     pub tally: [i64; 3],
     /// For a row of several decisions, the JSON array of the ids not
     /// allowed (NULL when none).
-    pub denied_ids: Option<String>,
+    pub(crate) denied_ids: Option<String>,
     /// For a summary row (a principal's decisions past its audit rate,
     /// folded per interval), its last decision's time, Unix milliseconds;
     /// `at_ms` is the first's. NULL on every other row.
@@ -37,7 +37,7 @@ pub struct AuditRow<'a> {
 /// decisions of one question of a batch (a list's), counted by outcome with
 /// the ids not allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditEventRow {
+pub(crate) struct AuditEventRow {
     /// Its row id (increasing in the order records were written).
     pub id: i64,
     /// When it was decided, Unix milliseconds.
@@ -49,10 +49,10 @@ pub struct AuditEventRow {
     /// The permission name (`agent.read`).
     pub action: String,
     /// `hub`, `project`, `agent`, `group` or `user`.
-    pub resource_kind: String,
+    pub(crate) resource_kind: String,
     /// The resource's id (none for the Hub and for a row of several
     /// decisions).
-    pub resource_id: Option<String>,
+    pub(crate) resource_id: Option<String>,
     /// `allow`, `deny` or `error`: the gravest outcome of the row's
     /// decisions.
     pub outcome: String,
@@ -61,7 +61,7 @@ pub struct AuditEventRow {
     pub tally: [i64; 3],
     /// For a row of several decisions, the JSON array of the ids not
     /// allowed (NULL when none).
-    pub denied_ids: Option<String>,
+    pub(crate) denied_ids: Option<String>,
     /// For a summary row (a principal's decisions past its audit rate,
     /// folded per interval), its last decision's time, Unix milliseconds;
     /// `at_ms` is the first's. NULL on every other row.
@@ -70,7 +70,7 @@ pub struct AuditEventRow {
 
 /// A position in the newest-first order: the last row of a page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AuditCursor {
+pub(crate) struct AuditCursor {
     /// The row's time, Unix milliseconds.
     pub at_ms: i64,
     /// The row's id.
@@ -81,7 +81,7 @@ impl AuditCursor {
     /// Cuts a page read with one row more than `limit` back to `limit`
     /// rows, and gives the cursor of its last row when that extra row showed
     /// another page follows.
-    pub fn after_page(rows: &mut Vec<AuditEventRow>, limit: u32) -> Option<AuditCursor> {
+    pub(crate) fn after_page(rows: &mut Vec<AuditEventRow>, limit: u32) -> Option<AuditCursor> {
         if rows.len() <= limit as usize {
             return None;
         }
@@ -95,24 +95,24 @@ impl AuditCursor {
 
 /// What to read: rows with `from_ms <= at_ms < to_ms`, newest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AuditQuery {
+pub(crate) struct AuditQuery {
     /// The window's start (inclusive), Unix milliseconds.
-    pub from_ms: i64,
+    pub(crate) from_ms: i64,
     /// The window's end (exclusive), Unix milliseconds.
-    pub to_ms: i64,
+    pub(crate) to_ms: i64,
     /// Continue after this row.
     pub after: Option<AuditCursor>,
     /// Most rows in the page.
     pub limit: u32,
     /// The histogram's bucket width in milliseconds, if one is wanted.
-    pub bucket_ms: Option<i64>,
+    pub(crate) bucket_ms: Option<i64>,
     /// Estimate the count from row ids instead of counting rows.
-    pub approximate_count: bool,
+    pub(crate) approximate_count: bool,
 }
 
 /// One page of rows and the figures of the whole window.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditPage {
+pub(crate) struct AuditPage {
     /// The rows, newest first.
     pub events: Vec<AuditEventRow>,
     /// Where the next page starts, when there is one.
@@ -120,7 +120,7 @@ pub struct AuditPage {
     /// Rows in the window (estimated when `count_is_approximate`).
     pub count: u64,
     /// Whether `count` is an estimate.
-    pub count_is_approximate: bool,
+    pub(crate) count_is_approximate: bool,
     /// Rows per bucket, `(bucket start ms, rows)`, newest first; only
     /// buckets that hold rows.
     pub histogram: Vec<(i64, u64)>,

@@ -18,9 +18,9 @@ pub(super) struct Statements {
     /// first.
     pub histogram: &'static str,
     /// The id of the window's (1, 2) oldest row.
-    pub first_id: &'static str,
+    pub(crate) first_id: &'static str,
     /// The id of the window's (1, 2) newest row.
-    pub last_id: &'static str,
+    pub(crate) last_id: &'static str,
     /// Deletes at most 2 of the oldest rows before 1.
     pub prune: &'static str,
 }

@@ -26,7 +26,7 @@ impl Db {
 
     /// The versions not yet applied; [`DbError::SchemaTooNew`] when the
     /// database is newer than this build. Nothing is written.
-    pub fn pending_migrations(&self) -> Result<Vec<u32>, DbError> {
+    pub(crate) fn pending_migrations(&self) -> Result<Vec<u32>, DbError> {
         match self.engine() {
             Engine::Sqlite => sqlite::pending_migrations(&*self.conn()?),
             Engine::Postgres => off_runtime(|| postgres::pending_migrations(&mut *self.pg_conn()?)),

@@ -7,13 +7,14 @@ mod migrations;
 mod pool;
 
 pub use migrations::LATEST_VERSION;
-pub use pool::{Conn, Db, Engine, OpenMode, PgConn, PoolOptions};
+pub use pool::PgConn;
+pub use pool::{Db, Engine, OpenMode, PoolOptions};
 
 use std::path::{Path, PathBuf};
 
 /// The PostgreSQL URL a `--db` value names, when it is one (`postgres://`
 /// or `postgresql://`); anything else is an SQLite file.
-pub fn postgres_url(location: &Path) -> Option<&str> {
+pub(crate) fn postgres_url(location: &Path) -> Option<&str> {
     location
         .to_str()
         .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
@@ -84,7 +85,7 @@ pub enum DbError {
 impl DbError {
     /// Whether the failure is the database being busy, locked or (PostgreSQL)
     /// unreachable for now: answered 503, and worth a retry.
-    pub fn is_busy(&self) -> bool {
+    pub(crate) fn is_busy(&self) -> bool {
         match self {
             DbError::PoolTimeout => true,
             DbError::Sql(rusqlite::Error::SqliteFailure(e, _)) => matches!(

@@ -23,7 +23,7 @@ use crate::store::postgres::manager::PgManager;
 use crate::store::postgres::runtime::{driver_runtime, off_runtime};
 
 /// A pooled SQLite connection.
-pub type Conn = PooledConnection<SqliteConnectionManager>;
+pub(crate) type Conn = PooledConnection<SqliteConnectionManager>;
 
 /// A pooled PostgreSQL connection (with its prepared statements), back in
 /// the pool when dropped.
@@ -324,7 +324,7 @@ impl Db {
 
     /// A copy of the PostgreSQL pool's connection manager, to open a
     /// connection outside the pool (`None` on SQLite).
-    pub fn pg_manager(&self) -> Option<PgManager> {
+    pub(crate) fn pg_manager(&self) -> Option<PgManager> {
         match &self.pool {
             Pool::Postgres(_, manager) => Some(PgManager::clone(manager)),
             Pool::Sqlite(..) => None,
@@ -346,7 +346,7 @@ impl Db {
     /// The pool's wait figures alone (`in_use` and `open` zero): what a
     /// request's wait deltas start from. On SQLite this reads no figure
     /// that every checkout writes.
-    pub fn pool_wait_figures(&self) -> PoolFigures {
+    pub(crate) fn pool_wait_figures(&self) -> PoolFigures {
         match &self.pool {
             Pool::Sqlite(_, figures) => PoolFigures {
                 wait_count: figures.waits.load(Relaxed),

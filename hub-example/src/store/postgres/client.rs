@@ -70,11 +70,6 @@ impl PgClient {
         &mut self.client
     }
 
-    /// The statement for `sql`, prepared on this connection the first time.
-    pub fn prepare_cached(&mut self, sql: &str) -> Result<Statement, Error> {
-        self.with_statement(sql, async |_, statement| Ok(statement.clone()))
-    }
-
     /// Every row of `sql`, through its cached statement.
     pub fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, Error> {
         self.with_statement(sql, async |client, statement| {
@@ -83,7 +78,11 @@ impl PgClient {
     }
 
     /// The one row of `sql` (an error when there is none or several).
-    pub fn query_one(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row, Error> {
+    pub(crate) fn query_one(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Row, Error> {
         self.with_statement(sql, async |client, statement| {
             client.query_one(statement, params).await
         })
@@ -134,7 +133,7 @@ impl PgClient {
     /// Starts a transaction: committed by [`PgTransaction::commit`], rolled
     /// back when dropped without it. Its statements share this connection's
     /// cache.
-    pub fn transaction(&mut self) -> Result<PgTransaction<'_>, Error> {
+    pub(crate) fn transaction(&mut self) -> Result<PgTransaction<'_>, Error> {
         let PgClient {
             client,
             statements,
@@ -150,7 +149,7 @@ impl PgClient {
 }
 
 /// A transaction on a [`PgClient`], with the same synchronous calls.
-pub struct PgTransaction<'a> {
+pub(crate) struct PgTransaction<'a> {
     transaction: Transaction<'a>,
     statements: &'a mut Statements,
     runtime: &'a Handle,
@@ -164,7 +163,7 @@ impl std::fmt::Debug for PgTransaction<'_> {
 
 impl<'a> PgTransaction<'a> {
     /// The statement for `sql`, prepared on the connection the first time.
-    pub fn prepare_cached(&mut self, sql: &str) -> Result<Statement, Error> {
+    pub(crate) fn prepare_cached(&mut self, sql: &str) -> Result<Statement, Error> {
         self.with_statement(sql, async |_, statement| Ok(statement.clone()))
     }
 
@@ -174,7 +173,8 @@ impl<'a> PgTransaction<'a> {
     }
 
     /// The row of `sql`, if there is one (an error when there are several).
-    pub fn query_opt(
+    #[cfg(test)]
+    pub(crate) fn query_opt(
         &mut self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],

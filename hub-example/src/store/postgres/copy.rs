@@ -37,7 +37,7 @@ struct TableRows {
 
 /// Whether the PostgreSQL database at `url` already holds a table in its
 /// current schema (a database to seed must hold none).
-pub fn holds_tables(url: &str) -> Result<bool, DbError> {
+pub(crate) fn holds_tables(url: &str) -> Result<bool, DbError> {
     let manager = PgManager::new(url, PoolOptions::default(), driver_runtime())?;
     off_runtime(|| {
         let mut conn = manager.open_client()?;
@@ -52,7 +52,11 @@ pub fn holds_tables(url: &str) -> Result<bool, DbError> {
 /// Migrates the empty PostgreSQL database at `url` and copies every seeded
 /// row of `from` into it, in one transaction (rows the migrations already
 /// wrote, the built-in roles and settings, are kept as they are).
-pub fn copy_seeded(from: &rusqlite::Connection, url: &str, now_ms: i64) -> Result<(), DbError> {
+pub(crate) fn copy_seeded(
+    from: &rusqlite::Connection,
+    url: &str,
+    now_ms: i64,
+) -> Result<(), DbError> {
     let tables = SEEDED_TABLES
         .iter()
         .map(|table| read_table(from, table))

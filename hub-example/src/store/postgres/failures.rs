@@ -4,7 +4,7 @@
 /// Whether a PostgreSQL failure means the server is unavailable for now
 /// (down, restarting, the connection terminated, out of connections, a lock
 /// not granted in time) rather than a fault of the statement.
-pub fn is_unavailable(e: &tokio_postgres::Error) -> bool {
+pub(crate) fn is_unavailable(e: &tokio_postgres::Error) -> bool {
     if e.is_closed() {
         return true;
     }

@@ -16,7 +16,7 @@ use crate::store::db::{DbError, PoolOptions};
 
 /// The connection manager of the PostgreSQL pool.
 #[derive(Clone)]
-pub struct PgManager {
+pub(crate) struct PgManager {
     inner: PostgresConnectionManager<NoTls>,
     config: Config,
     url: String,

@@ -24,12 +24,14 @@ pub(crate) mod migrations;
 pub(crate) mod runtime;
 mod statements;
 
-pub use client::{PgClient, PgTransaction};
-pub use copy::{copy_seeded, holds_tables};
+pub use client::PgClient;
+pub(crate) use client::PgTransaction;
+pub(crate) use copy::{copy_seeded, holds_tables};
+pub(crate) use failures::is_unavailable;
+pub use failures::redacted;
 #[cfg(test)]
 pub(crate) use failures::test_server;
-pub use failures::{is_unavailable, redacted};
-pub use manager::PgManager;
+pub(crate) use manager::PgManager;
 
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;

@@ -9,7 +9,7 @@ use crate::store::executor::Param;
 
 /// The tables a seed writes, each with the columns its rows give, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SeedTable {
+pub(crate) enum SeedTable {
     /// `id, email, display_name, is_platform_admin (0 or 1), created_at`.
     Users,
     /// `id, slug, name, created_by, created_at`.
@@ -55,7 +55,7 @@ impl SeedTable {
 }
 
 /// The rows of one seed, written in one transaction.
-pub struct SeedWriter<'c> {
+pub(crate) struct SeedWriter<'c> {
     tx: Transaction<'c>,
 }
 
@@ -86,7 +86,8 @@ impl<'c> SeedWriter<'c> {
 
 /// Every row of every table of the SQLite file at `path`, in a stable
 /// order: what two seeds are compared by.
-pub fn every_row(path: &std::path::Path) -> Result<Vec<String>, DbError> {
+#[cfg(test)]
+pub(crate) fn every_row(path: &std::path::Path) -> Result<Vec<String>, DbError> {
     let conn = rusqlite::Connection::open(path)?;
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?
