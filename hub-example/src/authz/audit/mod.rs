@@ -31,6 +31,7 @@ mod entry;
 pub(crate) mod recheck;
 mod record;
 pub mod retention;
+mod traced;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -50,6 +51,7 @@ pub use backend::{AuditBackend, AuditWriteError, WRITER_BUSY_TIMEOUT};
 pub use entry::{summarize, AuditEntry, Tally};
 pub use record::{AuditOutcome, AuditRecord, Resource};
 use retention::Pruning;
+pub use traced::TracedAuditEmitter;
 
 /// Most entries the writer persists in one batch.
 pub(crate) const MAX_BATCH: usize = 4_096;
@@ -712,55 +714,6 @@ impl AuditLog {
             summaries_lost,
             completed,
         }
-    }
-}
-
-/// Installed only when tracing is on: records each decision's outcome and the
-/// time its emission took into the current request's recorder; a batch's
-/// emission is timed once, as a whole (two clock reads, not two per
-/// decision).
-#[derive(Debug, Clone)]
-pub struct TracedAuditEmitter<E> {
-    inner: E,
-}
-
-impl<E> TracedAuditEmitter<E> {
-    /// Wraps `inner`.
-    pub fn new(inner: E) -> Self {
-        TracedAuditEmitter { inner }
-    }
-
-    /// The wrapped emitter.
-    pub fn inner(&self) -> &E {
-        &self.inner
-    }
-}
-
-impl<E: AuditEmitter> AuditEmitter for TracedAuditEmitter<E> {
-    fn emit(&self, record: AuditRecord) {
-        let outcome = record.outcome.into();
-        perf_trace_core::record::time_decision(outcome, || self.inner.emit(record));
-    }
-
-    fn emit_batch(&self, outcomes: DecisionBatch, records: &mut dyn Iterator<Item = AuditRecord>) {
-        // The counts the line gets must be the records' own.
-        #[cfg(debug_assertions)]
-        let mut seen = DecisionBatch::default();
-        #[cfg(debug_assertions)]
-        let records = &mut records.inspect(|r| seen.add(r.outcome.into()));
-        perf_trace_core::record::time_decisions(outcomes, || {
-            self.inner.emit_batch(outcomes, records)
-        });
-        #[cfg(debug_assertions)]
-        assert_eq!(seen, outcomes, "a batch's outcomes must count its records");
-    }
-
-    fn note_unchanged(&self, decisions: u64) {
-        self.inner.note_unchanged(decisions);
-    }
-
-    fn health(&self) -> Option<AuditHealth> {
-        self.inner.health()
     }
 }
 
