@@ -4,9 +4,6 @@
 //! The server is `PERF_TRACE_PG_URL`; without it the tests are skipped (the
 //! binary says so once), and with `CI=true` a missing URL fails them.
 
-use std::io::Write;
-use std::sync::Once;
-
 use perf_trace_core::Recorder;
 use perf_trace_sql::postgres::{Bb8Pool, CountedClient, DeadPool};
 use perf_trace_sql::sqlx::CountedPool;
@@ -17,29 +14,9 @@ use tokio_postgres::NoTls;
 mod common;
 use common::App;
 
-const PG_URL_VAR: &str = "PERF_TRACE_PG_URL";
-
-/// The server's URL, or `None` after saying once that the tests are skipped.
-fn pg_url() -> Option<String> {
-    match std::env::var(PG_URL_VAR) {
-        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_owned()),
-        _ => {
-            assert!(
-                std::env::var("CI").map_or(true, |ci| ci != "true"),
-                "{PG_URL_VAR} is not set and CI=true: CI runs the PostgreSQL tests \
-                 (.ci/run sets it after checking the server answers)"
-            );
-            static SKIPPED: Once = Once::new();
-            SKIPPED.call_once(|| {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "perf-trace-sql PostgreSQL tests skipped: {PG_URL_VAR} is not set"
-                );
-            });
-            None
-        }
-    }
-}
+#[path = "../../tests/hub/tests/hub_support/pg_url.rs"]
+mod pg_url;
+use pg_url::pg_url;
 
 #[tokio::test]
 async fn sqlx_pg_pool_counts_each_kind_and_repeats() {

@@ -29,7 +29,8 @@ use hub_example::settings::Settings;
 use hub_example::store;
 use hub_example::web::{self, WebOptions};
 use hub_example::Hub;
-use hub_support::postgres::{pg_url, PgDatabase};
+use hub_support::pg_url::pg_url;
+use hub_support::postgres::PgDatabase;
 use hub_support::sql::{off_runtime, query};
 use hub_support::web::{
     assert_session_stored_as_hash, cookie_pair, send, sign_in_with, web_request, with_cookie,

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use hub_example::settings::CacheSettings;
 use hub_example::settings::Settings;
-use hub_support::postgres::pg_url;
+use hub_support::pg_url::pg_url;
 use hub_support::{Seeded, TestHub};
 
 /// The variable holding the command that restarts the server.

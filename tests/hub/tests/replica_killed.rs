@@ -14,7 +14,7 @@ mod hub_support;
 
 use std::time::Duration;
 
-use hub_support::postgres::pg_url;
+use hub_support::pg_url::pg_url;
 use hub_support::process::{first_listed_agent, put_status, EventStream, Replica};
 use hub_support::Seeded;
 

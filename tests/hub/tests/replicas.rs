@@ -21,7 +21,8 @@ mod hub_support;
 use std::time::{Duration, Instant};
 
 use hub_example::seed::SeedDocument;
-use hub_support::postgres::{admin_rows, pg_url, PgSchema};
+use hub_support::pg_url::pg_url;
+use hub_support::postgres::{admin_rows, PgSchema};
 use hub_support::process::{
     first_listed_agent, put_status, request, round_trip, EventStream, Replica,
 };

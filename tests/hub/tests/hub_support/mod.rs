@@ -8,6 +8,7 @@
 
 #![allow(dead_code)]
 
+pub mod pg_url;
 pub mod postgres;
 pub mod process;
 pub mod sql;

@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::sync::OnceLock;
 
-use super::postgres::PG_URL_VAR;
+use super::pg_url::PG_URL_VAR;
 
 /// The variable that chooses the store.
 pub const STORE_VAR: &str = "HUB_TEST_STORE";
