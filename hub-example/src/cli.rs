@@ -332,9 +332,9 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
         };
         let hub = Hub::builder(db, options)
             .exits(exits)
-            .build()
-            .with_limits(limits)
-        .with_audit_settings(audit_settings);
+            .limits(limits)
+            .audit_settings(audit_settings)
+            .build();
         if let Err(e) = raised {
             hub.logger().warn(
                 "cannot raise the descriptor limit; connections are capped below it",

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::cached::respond;
 use super::params::{parse_id, parse_id_list, parse_view, Params};
-use super::{ApiError, LazyJson, ListQuota};
+use super::{ApiError, LazyJson};
 use crate::app::state::AppState;
 use crate::authz::{Action, AuditEmitter, Principal};
 use crate::cache::{normalize_query, CacheKey, CallerKey};
@@ -76,11 +76,10 @@ async fn run_list<S: AuthzStore, A: AuditEmitter>(
     principal: Principal,
     request: ListRequest,
     key: CacheKey,
-    quota: Option<Extension<ListQuota>>,
 ) -> Result<Response, ApiError> {
     let cache = state.cache().clone();
     respond(&cache, key, || async move {
-        if let Some(Extension(quota)) = quota {
+        if let Some(quota) = &state.guards().list_quota {
             quota.take(&principal.reference())?;
         }
         Ok(perf_trace_core::scope::spawn_blocking(move || {
@@ -97,7 +96,6 @@ async fn run_list<S: AuthzStore, A: AuditEmitter>(
 pub(crate) async fn project_agents<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
-    quota: Option<Extension<ListQuota>>,
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
@@ -116,7 +114,7 @@ pub(crate) async fn project_agents<S: AuthzStore, A: AuditEmitter>(
         shape: shape(&params, true)?,
         view: parse_view(params.single("view")?)?,
     };
-    run_list(state, principal, request, key, quota).await
+    run_list(state, principal, request, key).await
 }
 
 /// `GET /api/v1/agents`: every agent the caller may list, or one project's
@@ -124,7 +122,6 @@ pub(crate) async fn project_agents<S: AuthzStore, A: AuditEmitter>(
 pub(crate) async fn global_agents<S: AuthzStore, A: AuditEmitter>(
     State(state): State<AppState<S, A>>,
     Extension(principal): Extension<Principal>,
-    quota: Option<Extension<ListQuota>>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let params = Params::parse(query.as_deref());
@@ -146,7 +143,7 @@ pub(crate) async fn global_agents<S: AuthzStore, A: AuditEmitter>(
         &principal,
         stamp,
     );
-    run_list(state, principal, request, key, quota).await
+    run_list(state, principal, request, key).await
 }
 
 /// `GET /api/v1/agents/{id}`.

@@ -12,18 +12,22 @@
 //! [`answer_authentication_failure`], so that request writes its line like
 //! any other the Hub could not serve.
 //!
-//! Every refused credential is logged, rate-limited, through
-//! [`FailedLogins`] when the Hub provides it. An accepted one leaves its
+//! Every refused credential is logged, rate-limited, through the Hub's
+//! log of refused credentials when the state has one. An accepted one leaves its
 //! expiry beside the principal ([`CredentialExpiry`]), so an event stream
 //! can end with it. On the web listener, a session cookie authenticates a
 //! request that has no `Authorization` header ([`BrowserSession`]).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use perf_trace_core::record::{with_baseline, PoolFigures};
 
-use super::ApiError;
+use super::{public, ApiError};
 use crate::app::state::AppState;
 use crate::auth::bearer::{bearer_token, resolve_credential};
 use crate::auth::session::{cookie_session, resolve_session, BrowserSession};
@@ -32,12 +36,12 @@ use crate::authz::{AuditEmitter, Principal};
 use crate::store::AuthzStore;
 
 /// Paths served without a credential.
-pub(crate) const PUBLIC_PATHS: [&str; 2] = ["/healthz", "/api/v1/settings/public"];
+pub(crate) const PUBLIC_PATHS: [&str; 2] = [public::HEALTHZ, public::PUBLIC_SETTINGS];
 
-/// Logs a refused credential (when the Hub provides the log) and answers.
-fn refuse(request: &Request, error: ApiError, credential: Option<&str>) -> Response {
+/// Logs a refused credential in `log` (when the Hub has one) and answers.
+fn refuse(log: Option<&FailedLogins>, error: ApiError, credential: Option<&str>) -> Response {
     if error.status() == axum::http::StatusCode::UNAUTHORIZED {
-        if let Some(log) = request.extensions().get::<FailedLogins>() {
+        if let Some(log) = log {
             let reason = error.body()["error"].as_str().unwrap_or("refused");
             log.record(reason, credential);
         }
@@ -57,6 +61,7 @@ async fn refuse_or_pass_on(
     mut request: Request,
     next: Next,
     baseline: Option<PoolFigures>,
+    log: Option<&FailedLogins>,
     error: ApiError,
     credential: Option<&str>,
 ) -> Response {
@@ -66,7 +71,7 @@ async fn refuse_or_pass_on(
             .insert(AuthenticationFailure(error));
         return pass_on(request, next, baseline).await;
     }
-    refuse(&request, error, credential)
+    refuse(log, error, credential)
 }
 
 /// Runs the rest of the stack, handing a traced request's tracing layer
@@ -89,9 +94,35 @@ pub(crate) async fn answer_authentication_failure(mut request: Request, next: Ne
     }
 }
 
+/// What [`Authenticate::authenticate`] returns: the answer, once the rest
+/// of the stack has run or the credential was refused.
+pub(crate) type AuthenticatedFuture = Pin<Box<dyn Future<Output = Response> + Send>>;
+
+/// Authentication over one API's state, whatever its store and audit
+/// emitter: what lets the layers be stacked by one function that names no
+/// store type (`crate::app::layers`).
+pub(crate) trait Authenticate: Send + Sync {
+    /// Authenticates `request`, then runs `next` or answers.
+    fn authenticate(&self, request: Request, next: Next) -> AuthenticatedFuture;
+}
+
+impl<S: AuthzStore, A: AuditEmitter> Authenticate for AppState<S, A> {
+    fn authenticate(&self, request: Request, next: Next) -> AuthenticatedFuture {
+        Box::pin(authenticate_with(self.clone(), request, next))
+    }
+}
+
 /// The middleware.
-pub(crate) async fn authenticate<S: AuthzStore, A: AuditEmitter>(
-    State(state): State<AppState<S, A>>,
+pub(crate) async fn authenticate(
+    State(gate): State<Arc<dyn Authenticate>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    gate.authenticate(request, next).await
+}
+
+async fn authenticate_with<S: AuthzStore, A: AuditEmitter>(
+    state: AppState<S, A>,
     mut request: Request,
     next: Next,
 ) -> Response {
@@ -102,6 +133,7 @@ pub(crate) async fn authenticate<S: AuthzStore, A: AuditEmitter>(
     let baseline = state
         .notes_pool_baseline()
         .then(|| crate::perf::pool_baseline(state.db()));
+    let log = state.guards().failed_logins.as_ref();
     if let Some(session) = cookie_session(&request) {
         let resolved = match session {
             Ok(id) => resolve_cookie_session(&state, id).await,
@@ -114,12 +146,12 @@ pub(crate) async fn authenticate<S: AuthzStore, A: AuditEmitter>(
                 request.extensions_mut().insert(BrowserSession);
                 pass_on(request, next, baseline).await
             }
-            Err(e) => refuse_or_pass_on(request, next, baseline, e, None).await,
+            Err(e) => refuse_or_pass_on(request, next, baseline, log, e, None).await,
         };
     }
     let token = match bearer_token(request.headers()) {
         Ok(token) => token.to_owned(),
-        Err(e) => return refuse(&request, e.into(), None),
+        Err(e) => return refuse(log, e.into(), None),
     };
     let st = state.clone();
     let credential = token.clone();
@@ -133,8 +165,8 @@ pub(crate) async fn authenticate<S: AuthzStore, A: AuditEmitter>(
             request.extensions_mut().insert(expiry);
             pass_on(request, next, baseline).await
         }
-        Ok(Err(e)) => refuse_or_pass_on(request, next, baseline, e.into(), Some(&token)).await,
-        Err(_) => refuse_or_pass_on(request, next, baseline, ApiError::internal(), None).await,
+        Ok(Err(e)) => refuse_or_pass_on(request, next, baseline, log, e.into(), Some(&token)).await,
+        Err(_) => refuse_or_pass_on(request, next, baseline, log, ApiError::internal(), None).await,
     }
 }
 

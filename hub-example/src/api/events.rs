@@ -40,7 +40,7 @@ use tokio_stream::{Stream, StreamExt};
 
 use super::params::Params;
 use super::{ApiError, StreamLimiter, StreamPermit};
-use crate::app::state::AppState;
+use crate::app::state::{AppState, Guards};
 use crate::auth::bearer::{bearer_token, resolve_credential};
 use crate::auth::session::{resolve_session, session_cookie, BrowserSession};
 use crate::auth::{AuthError, CredentialExpiry};
@@ -50,7 +50,6 @@ use crate::events::{
     authorize_subjects, expand_subjects, parse_subjects, HubEvent, Pattern, Subject,
 };
 use crate::perf::keys::Phase;
-use crate::settings::ServerLimits;
 use crate::shutdown::ShutdownSignal;
 use crate::store::AuthzStore;
 
@@ -244,11 +243,12 @@ async fn stream_end<S: AuthzStore, A: AuditEmitter>(
     }
 }
 
-/// What a stream reads from its request besides its caller, headers and
-/// query: what authentication noted (when the credential expires, whether
-/// a browser's session carried it), the shutdown signal of the server it
-/// came through, and the Hub's stream caps and re-check interval (none, and
-/// the default interval, on a router served without a Hub).
+/// What a stream reads besides its caller, headers and query: from its
+/// request, what authentication noted (when the credential expires,
+/// whether a browser's session carried it) and the shutdown signal of the
+/// server it came through; from the state, the Hub's stream caps and
+/// re-check interval (none, and the default interval, on a router built
+/// without a Hub).
 pub(crate) struct StreamContext {
     expiry: Option<CredentialExpiry>,
     browser: bool,
@@ -257,21 +257,27 @@ pub(crate) struct StreamContext {
     recheck: Duration,
 }
 
-impl<T: Send + Sync> FromRequestParts<T> for StreamContext {
-    type Rejection = Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _: &T) -> Result<Self, Infallible> {
+impl StreamContext {
+    fn read(parts: &Parts, guards: &Guards) -> StreamContext {
         let extensions = &parts.extensions;
-        Ok(StreamContext {
+        StreamContext {
             expiry: extensions.get::<CredentialExpiry>().cloned(),
             browser: extensions.get::<BrowserSession>().is_some(),
             shutdown: extensions.get::<ShutdownSignal>().cloned(),
-            limiter: extensions.get::<StreamLimiter>().cloned(),
-            recheck: extensions
-                .get::<ServerLimits>()
-                .unwrap_or(&ServerLimits::default())
-                .stream_recheck_interval,
-        })
+            limiter: guards.streams.clone(),
+            recheck: guards.limits.stream_recheck_interval,
+        }
+    }
+}
+
+impl<S: Send + Sync, A: Send + Sync> FromRequestParts<AppState<S, A>> for StreamContext {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState<S, A>,
+    ) -> Result<Self, Infallible> {
+        Ok(StreamContext::read(parts, state.guards()))
     }
 }
 
@@ -338,16 +344,16 @@ pub(crate) async fn events<S: AuthzStore, A: AuditEmitter>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::ServerLimits;
 
-    async fn context(request: axum::http::Request<()>) -> StreamContext {
-        let (mut parts, ()) = request.into_parts();
-        let Ok(context) = StreamContext::from_request_parts(&mut parts, &()).await;
-        context
+    fn context(request: axum::http::Request<()>, guards: &Guards) -> StreamContext {
+        let (parts, ()) = request.into_parts();
+        StreamContext::read(&parts, guards)
     }
 
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_stream_reads_the_hub_s_values_from_its_request_and_defaults_without_them() {
-        let bare = context(axum::http::Request::new(())).await;
+    #[test]
+    fn a_stream_reads_the_hub_s_values_from_its_state_and_request_and_defaults_without_them() {
+        let bare = context(axum::http::Request::new(()), &Guards::default());
         assert!(bare.limiter.is_none() && bare.shutdown.is_none() && bare.expiry.is_none());
         assert!(!bare.browser);
         assert_eq!(
@@ -359,13 +365,16 @@ mod tests {
             stream_recheck_interval: Duration::from_millis(1_234),
             ..ServerLimits::default()
         };
+        let guards = Guards {
+            limits,
+            streams: Some(StreamLimiter::new(1, 1)),
+            ..Guards::default()
+        };
         let mut request = axum::http::Request::new(());
         let extensions = request.extensions_mut();
-        extensions.insert(limits);
-        extensions.insert(StreamLimiter::new(1, 1));
         extensions.insert(ShutdownSignal::new());
         extensions.insert(CredentialExpiry(42));
-        let served = context(request).await;
+        let served = context(request, &guards);
         assert_eq!(served.recheck, Duration::from_millis(1_234));
         assert!(served.limiter.is_some() && served.shutdown.is_some());
         assert_eq!(served.expiry.map(|expiry| expiry.0), Some(42));

@@ -13,6 +13,13 @@ use crate::cache::{CacheKey, CallerKey};
 use crate::perf::keys::CacheRoute;
 use crate::store::AuthzStore;
 
+/// The health check's path, which the accept loop also serves past the
+/// connection cap.
+pub(crate) const HEALTHZ: &str = "/healthz";
+
+/// The public settings' path.
+pub(crate) const PUBLIC_SETTINGS: &str = "/api/v1/settings/public";
+
 /// The Hub's version, as `GET /api/v1/settings/public` reports it.
 pub(crate) const HUB_VERSION: &str = env!("CARGO_PKG_VERSION");
 

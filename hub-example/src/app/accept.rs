@@ -52,6 +52,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tower::ServiceExt;
 
+use crate::api::public::HEALTHZ;
 use crate::api::{ApiError, StreamLimiter};
 use crate::app::connections::{
     ClientAddr, ConnectionGate, GateSlot, Probation, PROBATION_HEAD_TIMEOUT,
@@ -492,7 +493,7 @@ enum Headroom {
 fn headroom_for<B>(request: &http::Request<B>) -> Headroom {
     if carries_credential(request) {
         Headroom::Caller
-    } else if request.uri().path() == "/healthz" {
+    } else if request.uri().path() == HEALTHZ {
         Headroom::HealthCheck
     } else {
         Headroom::Refused

@@ -1,136 +1,76 @@
-//! The layers around every router of the Hub, in one order, from the
-//! outside in:
+//! The layers around every router of the Hub, stacked by one function,
+//! [`stack`], in one order, from the outside in:
 //!
-//! 1. the request timeout (a JSON 408, the body's upload included), on a
-//!    served Hub's routers;
-//! 2. the Hub's values for the API's handlers: the log of refused
-//!    credentials, the limits, the stream caps and the quota of uncached
-//!    lists;
-//! 3. a handler's panic answered as a JSON 500 (outside tracing, so a
+//! 1. the request timeout (a JSON 408, the body's upload included);
+//! 2. a handler's panic answered as a JSON 500 (outside tracing, so a
 //!    panicking request still writes its line);
-//! 4. the limits on the path, query and headers;
-//! 5. authentication, on the API's routes;
-//! 6. tracing, when it is on;
-//! 7. on the API's routes, the answer to a failure of the Hub's own while
+//! 3. the limits on the path, query and headers;
+//! 4. authentication, on the API's routes;
+//! 5. tracing, when it is on (the API's endpoint classes, or the web
+//!    client's on its own routes);
+//! 6. on the API's routes, the answer to a failure of the Hub's own while
 //!    authenticating (a 503 with the database unavailable), so that request
 //!    is traced.
 //!
-//! [`api`] puts layers 3 to 7 on the API's routes as they are built (over
-//! their state), [`guard`] the others, at serving time or on the routes of
-//! other listeners: layers 1 and 2 around the built API, or 1, 3, 4 and 6
-//! around the web client's routes. Each stack is one `Router::layer` call
-//! where it can be, since axum wraps every route once per
-//! call and each wrap costs every request a boxed clone of the route and a
-//! boxed future.
+//! The Hub's values (its limits, stream caps, quota of uncached lists and
+//! log of refused credentials) are no layer: handlers read them from the
+//! state ([`super::state::Guards`]). Each stack is one `Router::layer`
+//! call, since axum wraps every route once per call and each wrap costs
+//! every request a boxed clone of the route and a boxed future.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use axum::middleware::{from_fn, from_fn_with_state};
 use axum::Router;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::api::{
-    authenticate, enforce_request_timeout, limit_request_size, panic_response, ListQuota,
-    StreamLimiter,
-};
-use crate::auth::FailedLogins;
-use crate::authz::AuditEmitter;
+use crate::api::authenticate::{answer_authentication_failure, authenticate, Authenticate};
+use crate::api::{enforce_request_timeout, limit_request_size, panic_response};
 use crate::perf::{HubTraceLayer, WebTraceLayer};
-use crate::settings::ServerLimits;
-use crate::store::AuthzStore;
 
-use super::state::AppState;
-
-/// The Hub's values the API's handlers read from their request (layer 2).
-#[derive(Clone)]
-pub(crate) struct HubValues {
-    pub(crate) failed_logins: FailedLogins,
-    pub(crate) limits: ServerLimits,
-    pub(crate) streams: StreamLimiter,
-    pub(crate) list_quota: Option<ListQuota>,
-}
-
-/// The layers [`guard`] puts on a router.
-pub(crate) enum Guard {
-    /// The API's router, built, when served (layers 1 and 2).
-    Served(Box<HubValues>),
-    /// The routes of another listener (the web client's, the metrics
-    /// port's): layers 1, 3, 4 and, for the web client's, 6.
-    Listener {
-        request_timeout: Duration,
-        trace: Option<WebTraceLayer>,
+/// Which routes a stack is for.
+pub(crate) enum Scope {
+    /// The API's routes: authenticated by `authenticate` (the API's state),
+    /// traced with the Hub's endpoint classes when `trace` is on.
+    Api {
+        authenticate: Arc<dyn Authenticate>,
+        trace: Option<HubTraceLayer>,
     },
+    /// The routes of another listener (the web client's, the metrics
+    /// port's): unauthenticated here, traced with the web client's classes
+    /// when `trace` is on.
+    Listener { trace: Option<WebTraceLayer> },
 }
 
-/// The API's `routes` over `state` with layers 3 to 7, tracing with
-/// `trace` when it is on.
-pub(crate) fn api<S: AuthzStore, A: AuditEmitter>(
-    routes: Router,
-    state: AppState<S, A>,
-    trace: Option<HubTraceLayer>,
-) -> Router {
-    // Authenticating reads the database before the tracing layer
-    // starts: its pool waits belong to the request's line too.
-    let state = match trace.is_some() {
-        true => state.noting_pool_baseline(),
-        false => state,
-    };
+/// `routes` with the layers `scope` calls for, in the module's order, the
+/// request timeout at `request_timeout`.
+pub(crate) fn stack(routes: Router, request_timeout: Duration, scope: Scope) -> Router {
     let guards = ServiceBuilder::new()
+        .layer(from_fn_with_state(request_timeout, enforce_request_timeout))
         .layer(CatchPanicLayer::custom(panic_response))
-        .layer(axum::middleware::from_fn(limit_request_size))
-        .layer(axum::middleware::from_fn_with_state(
-            state,
-            authenticate::authenticate::<S, A>,
-        ));
-    let answer_failure = axum::middleware::from_fn(authenticate::answer_authentication_failure);
-    match trace {
-        Some(trace) => routes.layer(guards.layer(trace).layer(answer_failure)),
-        None => routes.layer(guards.layer(answer_failure)),
-    }
-}
-
-/// `routes` with the layers `guard` names, in the module's order.
-pub(crate) fn guard(routes: Router, guard: Guard) -> Router {
-    match guard {
-        Guard::Served(values) => {
-            let HubValues {
-                failed_logins,
-                limits,
-                streams,
-                list_quota,
-            } = *values;
-            let routes = match list_quota {
-                Some(quota) => routes.layer(axum::Extension(quota)),
-                None => routes,
-            };
-            routes.layer(
-                ServiceBuilder::new()
-                    .layer(axum::middleware::from_fn_with_state(
-                        limits.request_timeout,
-                        enforce_request_timeout,
-                    ))
-                    .layer(axum::Extension(failed_logins))
-                    .layer(axum::Extension(limits))
-                    .layer(axum::Extension(streams)),
-            )
-        }
-        Guard::Listener {
-            request_timeout,
-            trace,
-        } => {
-            let routes = match trace {
-                Some(trace) => routes.layer(trace),
-                None => routes,
-            };
-            routes.layer(
-                ServiceBuilder::new()
-                    .layer(axum::middleware::from_fn_with_state(
-                        request_timeout,
-                        enforce_request_timeout,
-                    ))
-                    .layer(CatchPanicLayer::custom(panic_response))
-                    .layer(axum::middleware::from_fn(limit_request_size)),
-            )
-        }
+        .layer(from_fn(limit_request_size));
+    let answer_failure = from_fn(answer_authentication_failure);
+    match scope {
+        Scope::Api {
+            authenticate: gate,
+            trace: Some(trace),
+        } => routes.layer(
+            guards
+                .layer(from_fn_with_state(gate, authenticate))
+                .layer(trace)
+                .layer(answer_failure),
+        ),
+        Scope::Api {
+            authenticate: gate,
+            trace: None,
+        } => routes.layer(
+            guards
+                .layer(from_fn_with_state(gate, authenticate))
+                .layer(answer_failure),
+        ),
+        Scope::Listener { trace: Some(trace) } => routes.layer(guards.layer(trace)),
+        Scope::Listener { trace: None } => routes.layer(guards),
     }
 }

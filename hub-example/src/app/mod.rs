@@ -8,16 +8,17 @@
 //! [`TracedAuditEmitter`](crate::authz::TracedAuditEmitter) around them and the router has the layer, innermost
 //! (inside authentication).
 //!
-//! A Hub is built by [`HubBuilder`] ([`Hub::new`] for the plain one); its
-//! routes are `build_router_with`'s. Every router gets its layers, in one
-//! order, from the `layers` module: [`Hub::router`] wraps the routes in the
-//! guards of [`ServerLimits`] (the request timeout, outermost; the
-//! event-stream caps) and the log of refused credentials; [`Hub::guarded`]
-//! puts routes of other listeners (the web client's pages, the metrics
-//! port) behind the same request guards. [`Hub::serving_listeners`] serves every listener of the process
-//! with the connection timeouts and caps of `crate::app::accept`, and shuts
-//! them down together: one deadline for the requests in flight on all of
-//! them, then the audit queue drained once, then `shutdown finished`.
+//! A Hub is built by [`HubBuilder`] ([`Hub::new`] for the plain one), which
+//! fixes everything its handlers read in their state, the Hub's guards
+//! included (its [`ServerLimits`], stream caps, quota of uncached lists and
+//! log of refused credentials); its routes are `build_router_with`'s. Every
+//! router gets its layers from one function, `layers::stack`, in one
+//! order: the API's ([`Hub::router`]) and another listener's
+//! ([`Hub::guarded`]: the web client's pages, the metrics port).
+//! [`Hub::serving_listeners`] serves every listener of the process with the
+//! connection timeouts and caps of `crate::app::accept`, and shuts them
+//! down together: one deadline for the requests in flight on all of them,
+//! then the audit queue drained once, then `shutdown finished`.
 
 pub(crate) mod accept;
 pub mod connections;
@@ -53,12 +54,13 @@ use crate::store::with_authz_store;
 use crate::web::signin::SignInLimits;
 use accept::{Listener, ServerCounters};
 use connections::{descriptor_limit, ConnectionCaps, ConnectionGate, ConnectionStats};
-use layers::{Guard, HubValues};
+use layers::Scope;
 use parts::{
     audit_backend, checked_hub_settings, drain_audit, exits_in_force, shared_with_replicas,
     with_admin_routes, RouterParts, StateParts,
 };
 pub use routes::build_router;
+use state::Guards;
 
 /// Records the audit queue holds before it rejects.
 pub(crate) const AUDIT_CHANNEL: usize = 16_384;
@@ -94,6 +96,8 @@ impl std::fmt::Debug for HubOptions {
 pub struct HubBuilder {
     db: Db,
     options: HubOptions,
+    limits: ServerLimits,
+    audit_settings: Option<AuditSettings>,
     extra: Option<Router>,
     audit: Option<(Box<dyn AuditBackend>, usize)>,
     exits: HubExits,
@@ -103,6 +107,8 @@ impl std::fmt::Debug for HubBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HubBuilder")
             .field("options", &self.options)
+            .field("limits", &self.limits)
+            .field("audit_settings", &self.audit_settings)
             .field("extra_routes", &self.extra.is_some())
             .field(
                 "audit_capacity",
@@ -113,10 +119,27 @@ impl std::fmt::Debug for HubBuilder {
 }
 
 impl HubBuilder {
+    /// These timeouts and caps instead of the defaults.
+    pub fn limits(mut self, limits: ServerLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// These bounds on the audit trail: rows kept for
+    /// `settings.retention`, each principal's rows written at up to
+    /// `settings.record_rate` (past it, summarized), and each principal's
+    /// uncached lists limited to its bucket. A Hub built without them keeps
+    /// rows 30 days, writes each principal's rows at the default rate and
+    /// limits no one's lists, as tests and in-process measurements want.
+    pub fn audit_settings(mut self, settings: AuditSettings) -> Self {
+        self.audit_settings = Some(settings);
+        self
+    }
+
     /// `extra` routes beside the Hub's own (see [`build_router_with`]):
     /// for tests that need a route the real Hub does not have. The command
     /// line never adds any.
-    pub(crate) fn extra_routes(mut self, extra: Router) -> Self {
+    pub fn extra_routes(mut self, extra: Router) -> Self {
         self.extra = Some(extra);
         self
     }
@@ -125,7 +148,7 @@ impl HubBuilder {
     /// records, instead of into the database's `audit_events` table from a
     /// queue of [`AUDIT_CHANNEL`]: for tests of the audit pipeline (a
     /// writer that stalls or fails).
-    pub(crate) fn audit_backend(mut self, backend: Box<dyn AuditBackend>, capacity: usize) -> Self {
+    pub fn audit_backend(mut self, backend: Box<dyn AuditBackend>, capacity: usize) -> Self {
         self.audit = Some((backend, capacity));
         self
     }
@@ -139,12 +162,15 @@ impl HubBuilder {
     }
 
     /// Builds the Hub in named steps: the event bus shared with replicas,
-    /// the audit pipeline, the exits and tracing layers in force, then the
-    /// router over the store of the database's dialect.
+    /// the audit pipeline, the exits and tracing layers in force, the
+    /// guards over every request, then the router over the store of the
+    /// database's dialect.
     pub fn build(self) -> Hub {
         let HubBuilder {
             db,
             options,
+            limits,
+            audit_settings,
             extra,
             audit,
             exits,
@@ -161,6 +187,12 @@ impl HubBuilder {
             AUDIT_RECENT,
             PrincipalLimits::default(),
         );
+        if let Some(settings) = &audit_settings {
+            audit_log.set_retention(settings.retention);
+            audit_log.set_limits(PrincipalLimits {
+                record_rate: settings.record_rate,
+            });
+        }
         let perf_trace = options.settings.perf_trace;
         let exits = exits_in_force(exits, perf_trace, &logger);
         let layers = perf_trace.then(|| {
@@ -171,6 +203,14 @@ impl HubBuilder {
             Some(layers) => (Some(layers.hub), Some(layers.web)),
             None => (None, None),
         };
+        let streams = StreamLimiter::new(limits.max_streams_per_principal, limits.max_streams);
+        let failed_logins = FailedLogins::new(logger.clone());
+        let guards = Guards {
+            limits,
+            streams: Some(streams.clone()),
+            list_quota: audit_settings.as_ref().map(ListQuota::new),
+            failed_logins: Some(failed_logins.clone()),
+        };
         let connections = ConnectionStats::default();
         let routes = RouterParts {
             state: StateParts {
@@ -180,20 +220,19 @@ impl HubBuilder {
                 signer: signer.clone(),
                 cache: cache.clone(),
                 creator_roles: checked_hub_settings(&db, &logger),
+                guards,
                 extra: with_admin_routes(extra, &exits),
                 trace,
             },
             sink,
         };
         let (router, store_type, audit_type) = with_authz_store(&db, routes);
-        let limits = ServerLimits::default();
         Hub {
             router,
             web_trace,
-            streams: StreamLimiter::new(limits.max_streams_per_principal, limits.max_streams),
+            streams,
             limits,
-            list_quota: None,
-            failed_logins: FailedLogins::new(logger.clone()),
+            failed_logins,
             counters: Arc::default(),
             connections,
             sign_ins: SignInLimits::new(&limits),
@@ -217,7 +256,6 @@ pub struct Hub {
     web_trace: Option<WebTraceLayer>,
     limits: ServerLimits,
     streams: StreamLimiter,
-    list_quota: Option<ListQuota>,
     failed_logins: FailedLogins,
     counters: Arc<ServerCounters>,
     connections: ConnectionStats,
@@ -252,68 +290,23 @@ impl Hub {
     }
 
     /// A builder of the Hub over `db`, for a Hub with more than its options
-    /// say: exits, extra routes, an audit backend of its own.
+    /// say: limits, audit bounds, exits, extra routes, an audit backend of
+    /// its own.
     pub fn builder(db: Db, options: HubOptions) -> HubBuilder {
         HubBuilder {
             db,
             options,
+            limits: ServerLimits::default(),
+            audit_settings: None,
             extra: None,
             audit: None,
             exits: HubExits::default(),
         }
     }
 
-    /// Builds the Hub over `db` with its audit records written through
-    /// `backend` from a queue of `capacity` records (see
-    /// `HubBuilder::audit_backend`).
-    pub fn with_audit_backend(
-        db: Db,
-        options: HubOptions,
-        backend: Box<dyn AuditBackend>,
-        capacity: usize,
-    ) -> Hub {
-        Hub::builder(db, options)
-            .audit_backend(backend, capacity)
-            .build()
-    }
-
-    /// Builds the Hub over `db` with `extra` routes beside its own (see
-    /// `HubBuilder::extra_routes`).
-    pub fn with_extra_routes(db: Db, options: HubOptions, extra: Router) -> Hub {
-        Hub::builder(db, options).extra_routes(extra).build()
-    }
-
-    /// Builds the Hub over `db` with `exits` (see [`HubBuilder::exits`]).
-    pub fn with_exits(db: Db, options: HubOptions, exits: HubExits) -> Hub {
-        Hub::builder(db, options).exits(exits).build()
-    }
-
     /// The exits the Hub was built with.
     pub fn exits(&self) -> &HubExits {
         &self.exits
-    }
-
-    /// The Hub with these timeouts and caps instead of the defaults.
-    pub fn with_limits(mut self, limits: ServerLimits) -> Hub {
-        self.streams = StreamLimiter::new(limits.max_streams_per_principal, limits.max_streams);
-        self.sign_ins = SignInLimits::new(&limits);
-        self.limits = limits;
-        self
-    }
-
-    /// The Hub with these bounds on its audit trail: rows kept for
-    /// `settings.retention`, each principal's rows written at up to
-    /// `settings.record_rate` (past it, summarized), and each principal's
-    /// uncached lists limited to its bucket (a Hub built without them keeps
-    /// rows 30 days, writes each principal's rows at the default rate and
-    /// limits no one's lists, as tests and in-process measurements want).
-    pub fn with_audit_settings(mut self, settings: AuditSettings) -> Hub {
-        self.audit_log.set_retention(settings.retention);
-        self.audit_log.set_limits(PrincipalLimits {
-            record_rate: settings.record_rate,
-        });
-        self.list_quota = Some(ListQuota::new(&settings));
-        self
     }
 
     /// The timeouts and caps in force.
@@ -344,16 +337,11 @@ impl Hub {
     }
 
     /// The router (cheap to clone), for serving or for calling in-process:
-    /// the routes inside the request timeout, with the stream caps, the
-    /// quota of uncached lists and the log of refused credentials.
+    /// the routes with every layer of the `layers` module, reading the
+    /// Hub's guards (its limits, stream caps, quota of uncached lists and
+    /// log of refused credentials) from their state.
     pub fn router(&self) -> Router {
-        let values = HubValues {
-            failed_logins: self.failed_logins.clone(),
-            limits: self.limits,
-            streams: self.streams.clone(),
-            list_quota: self.list_quota.clone(),
-        };
-        layers::guard(self.router.clone(), Guard::Served(Box::new(values)))
+        self.router.clone()
     }
 
     /// Whether request tracing is on.
@@ -422,11 +410,11 @@ impl Hub {
     }
 
     fn guard(&self, routes: Router, trace: Option<WebTraceLayer>) -> Router {
-        let guard = Guard::Listener {
-            request_timeout: self.limits.request_timeout,
-            trace,
-        };
-        layers::guard(routes, guard)
+        layers::stack(
+            routes,
+            self.limits.request_timeout,
+            Scope::Listener { trace },
+        )
     }
 
     /// Serves on `listener` until `shutdown` completes, then shuts down

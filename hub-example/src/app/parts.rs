@@ -26,7 +26,7 @@ use crate::store::{AuthzStore, CountedAuthzStore, WithAuthzStore};
 
 use super::connections::ConnectionStats;
 use super::routes::build_router_with;
-use super::state::AppState;
+use super::state::{AppState, Guards};
 
 /// `bus` relaying to the other replicas sharing `db` (PostgreSQL), so
 /// they see each other's events and each other's writes invalidate their
@@ -98,6 +98,7 @@ pub(super) struct StateParts {
     pub(super) signer: TokenSigner,
     pub(super) cache: ResponseCache,
     pub(super) creator_roles: Arc<CreatorRoles>,
+    pub(super) guards: Guards,
     pub(super) extra: Option<Router>,
     pub(super) trace: Option<HubTraceLayer>,
 }
@@ -113,7 +114,8 @@ impl StateParts {
         let state = AppState::new(store, audit, self.db, self.bus, self.signer)
             .with_cache(self.cache)
             .with_creator_roles(self.creator_roles)
-            .with_connections(self.connections);
+            .with_connections(self.connections)
+            .with_guards(self.guards);
         (
             build_router_with(state, self.trace, self.extra),
             std::any::type_name::<S>(),

@@ -2,6 +2,8 @@
 //! traced classes' paths are their keys' routes (`#[key(route = ..)]` in
 //! `perf/keys.rs`), the ones the policy classifies by.
 
+use std::sync::Arc;
+
 use axum::routing::{get, put};
 use axum::Router;
 
@@ -14,7 +16,7 @@ use crate::perf::keys::{route_path, EndpointClass};
 use crate::perf::HubTraceLayer;
 use crate::store::AuthzStore;
 
-use super::layers;
+use super::layers::{self, Scope};
 use super::state::AppState;
 
 /// Builds the router over `state`. With `trace`, the tracing layer wraps
@@ -31,9 +33,10 @@ pub fn build_router<S: AuthzStore, A: AuditEmitter>(
 /// line never adds any; tests use it for routes the real Hub does not have
 /// (a handler that panics).
 ///
-/// The routes get the API's layers (the `layers` module's order): a handler panic
-/// becomes a JSON 500; oversized paths, queries and headers are refused;
-/// authentication; tracing; the answer to a failure of the Hub's own while
+/// The routes get the API's layers (the `layers` module's order): the
+/// request timeout of the state's limits; a handler panic becomes a JSON
+/// 500; oversized paths, queries and headers are refused; authentication;
+/// tracing; the answer to a failure of the Hub's own while
 /// authenticating.
 pub(crate) fn build_router_with<S: AuthzStore, A: AuditEmitter>(
     state: AppState<S, A>,
@@ -41,9 +44,9 @@ pub(crate) fn build_router_with<S: AuthzStore, A: AuditEmitter>(
     extra: Option<Router>,
 ) -> Router {
     let routes: Router = Router::new()
-        .route("/healthz", get(public::healthz::<S, A>))
+        .route(public::HEALTHZ, get(public::healthz::<S, A>))
         .route(
-            "/api/v1/settings/public",
+            public::PUBLIC_SETTINGS,
             get(public::public_settings::<S, A>),
         )
         .route(
@@ -88,5 +91,16 @@ pub(crate) fn build_router_with<S: AuthzStore, A: AuditEmitter>(
         Some(extra) => routes.merge(extra),
         None => routes,
     };
-    layers::api(routes, state, trace)
+    let request_timeout = state.guards().limits.request_timeout;
+    // Authenticating reads the database before the tracing layer
+    // starts: its pool waits belong to the request's line too.
+    let state = match trace.is_some() {
+        true => state.noting_pool_baseline(),
+        false => state,
+    };
+    let scope = Scope::Api {
+        authenticate: Arc::new(state),
+        trace,
+    };
+    layers::stack(routes, request_timeout, scope)
 }

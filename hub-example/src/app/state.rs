@@ -4,14 +4,16 @@
 
 use std::sync::Arc;
 
+use crate::api::{ListQuota, StreamLimiter};
 use crate::app::connections::ConnectionStats;
 use crate::auth::tokens::TokenSigner;
+use crate::auth::FailedLogins;
 use crate::authz::{AuditEmitter, Authorizer, Principal};
 use crate::cache::ResponseCache;
 use crate::events::EventBus;
 use crate::replicas::{Invalidation, ReplicaMessage};
 use crate::settings::hub::CreatorRoles;
-use crate::settings::CacheSettings;
+use crate::settings::{CacheSettings, ServerLimits};
 use crate::store::db::Db;
 use crate::store::AuthzStore;
 
@@ -23,12 +25,27 @@ struct Shared<S, A> {
     signer: TokenSigner,
 }
 
+/// The Hub's guards over its API's requests, fixed when the Hub is built:
+/// its timeouts and caps, the event-stream caps, the quota of uncached
+/// lists and the log of refused credentials. A router built without a Hub
+/// has the default timeouts and none of the others.
+#[derive(Clone, Default)]
+pub(crate) struct Guards {
+    pub(crate) limits: ServerLimits,
+    pub(crate) streams: Option<StreamLimiter>,
+    pub(crate) list_quota: Option<ListQuota>,
+    pub(crate) failed_logins: Option<FailedLogins>,
+}
+
 /// What every handler reads: the authorization store `S`, the audit
-/// emitter `A`, the database, the event bus, the token signer and the
-/// response cache.
+/// emitter `A`, the database, the event bus, the token signer, the
+/// response cache and the Hub's guards. It is the one way app-wide values
+/// reach a handler; a request's extensions carry only what is the
+/// request's own (its principal, its connection's address and shutdown).
 pub struct AppState<S, A> {
     shared: Arc<Shared<S, A>>,
     cache: ResponseCache,
+    guards: Arc<Guards>,
     /// The creator role as last read, shared by every request.
     creator_roles: Arc<CreatorRoles>,
     connections: ConnectionStats,
@@ -42,10 +59,18 @@ impl<S, A> Clone for AppState<S, A> {
         AppState {
             shared: Arc::clone(&self.shared),
             cache: self.cache.clone(),
+            guards: Arc::clone(&self.guards),
             creator_roles: Arc::clone(&self.creator_roles),
             connections: self.connections.clone(),
             pool_baseline: self.pool_baseline,
         }
+    }
+}
+
+impl<S, A> AppState<S, A> {
+    /// The Hub's guards over its requests.
+    pub(crate) fn guards(&self) -> &Guards {
+        &self.guards
     }
 }
 
@@ -62,6 +87,7 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
                 signer,
             }),
             cache: ResponseCache::new(CacheSettings::disabled()),
+            guards: Arc::default(),
             creator_roles: Arc::default(),
             connections: ConnectionStats::default(),
             pool_baseline: false,
@@ -71,6 +97,12 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
     /// The same state with `cache` as its response cache.
     pub(crate) fn with_cache(mut self, cache: ResponseCache) -> Self {
         self.cache = cache;
+        self
+    }
+
+    /// The same state with `guards` over its requests.
+    pub(crate) fn with_guards(mut self, guards: Guards) -> Self {
+        self.guards = Arc::new(guards);
         self
     }
 

@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::Extension;
+use axum::extract::{Extension, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -113,7 +113,7 @@ impl HubExits {
         Some(
             Router::new()
                 .route(METRICS_ROUTE, get(admin_metrics))
-                .layer(Extension(Arc::clone(metrics))),
+                .with_state(Arc::clone(metrics)),
         )
     }
 }
@@ -128,8 +128,8 @@ fn openmetrics(metrics: &MetricsSink) -> Response {
 
 /// `GET /api/v1/admin/metrics`: unscoped platform admins only.
 async fn admin_metrics(
+    State(metrics): State<Arc<MetricsSink>>,
     principal: Option<Extension<Principal>>,
-    Extension(metrics): Extension<Arc<MetricsSink>>,
 ) -> Result<Response, ApiError> {
     let Some(Extension(principal)) = principal else {
         return Err(ApiError::unauthorized("credential required"));

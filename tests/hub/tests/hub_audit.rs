@@ -213,12 +213,9 @@ async fn a_stalled_writer_turns_healthz_degraded_in_the_stall_time_and_ok_once_i
     let seeded = Seeded::new(20);
     let gate = Arc::new((Mutex::new(false), Condvar::new()));
     let log = CaptureBuffer::new();
-    let hub = Hub::with_audit_backend(
-        seeded.db(),
-        hub_options(untraced(), &log),
-        Box::new(StalledBackend { gate: gate.clone() }),
-        8,
-    );
+    let hub = Hub::builder(seeded.db(), hub_options(untraced(), &log))
+        .audit_backend(Box::new(StalledBackend { gate: gate.clone() }), 8)
+        .build();
     let hub = TestHub {
         seeded,
         router: hub.router(),
@@ -367,12 +364,13 @@ async fn the_rows_an_uncached_list_writes_do_not_grow_with_its_agents() {
 #[tokio::test]
 async fn a_principal_past_its_uncached_list_quota_gets_429_with_retry_after() {
     let seeded = Seeded::new(5);
-    let hub = Hub::new(seeded.db(), hub_options(untraced(), &CaptureBuffer::new()))
-        .with_audit_settings(AuditSettings {
+    let hub = Hub::builder(seeded.db(), hub_options(untraced(), &CaptureBuffer::new()))
+        .audit_settings(AuditSettings {
             list_rate: 1,
             list_burst: 2,
             ..AuditSettings::default()
-        });
+        })
+        .build();
     let hub = TestHub {
         seeded,
         router: hub.router(),
@@ -418,11 +416,12 @@ async fn a_principal_past_its_uncached_list_quota_gets_429_with_retry_after() {
 /// audit rows a second (ten seconds' worth at once).
 fn hub_with_record_rate(agents: u32, record_rate: u32) -> TestHub {
     let seeded = Seeded::new(agents);
-    let hub = Hub::new(seeded.db(), hub_options(untraced(), &CaptureBuffer::new()))
-        .with_audit_settings(AuditSettings {
+    let hub = Hub::builder(seeded.db(), hub_options(untraced(), &CaptureBuffer::new()))
+        .audit_settings(AuditSettings {
             record_rate,
             ..AuditSettings::default()
-        });
+        })
+        .build();
     TestHub {
         seeded,
         router: hub.router(),

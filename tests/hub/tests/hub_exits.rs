@@ -28,19 +28,15 @@ use perf_trace_otel::{OtlpConfig, OtlpSink};
 fn traced_with(exits: HubExits) -> TestHub {
     let seeded = Seeded::new(10);
     let log = CaptureBuffer::new();
-    let hub = Hub::with_exits(
-        seeded.db(),
-        hub_options(
-            Settings {
-                perf_trace: true,
-                gcp_logs: false,
-                // Every request is served afresh, so every one reaches the exits with its figures.
-                cache: hub_example::settings::CacheSettings::disabled(),
-            },
-            &log,
-        ),
-        exits,
-    );
+    let settings = Settings {
+        perf_trace: true,
+        gcp_logs: false,
+        // Every request is served afresh, so every one reaches the exits with its figures.
+        cache: hub_example::settings::CacheSettings::disabled(),
+    };
+    let hub = Hub::builder(seeded.db(), hub_options(settings, &log))
+        .exits(exits)
+        .build();
     TestHub::assemble(seeded, hub, log)
 }
 
@@ -268,11 +264,9 @@ async fn tail_sampling_keeps_failures_perf_header_requests_and_one_in_n() {
 fn exits_without_tracing_are_ignored_with_a_warning() {
     let seeded = Seeded::new(5);
     let log = CaptureBuffer::new();
-    let hub = Hub::with_exits(
-        seeded.db(),
-        hub_options(Settings::default(), &log),
-        metrics_on(),
-    );
+    let hub = Hub::builder(seeded.db(), hub_options(Settings::default(), &log))
+        .exits(metrics_on())
+        .build();
     assert!(hub.exits().metrics.is_none());
     assert!(log
         .lines()

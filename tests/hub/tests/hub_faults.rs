@@ -81,7 +81,9 @@ async fn a_panicking_handler_is_a_json_500_with_its_line_and_the_hub_serves_on()
                 "unreachable"
             }),
         );
-    let hub = Hub::with_extra_routes(seeded.db(), options(&log), extra);
+    let hub = Hub::builder(seeded.db(), options(&log))
+        .extra_routes(extra)
+        .build();
     let served = Served::start(hub.router()).await;
     let client = reqwest::Client::new();
     let get = |path: &str| {

@@ -211,10 +211,17 @@ impl TestHub {
 
     /// A traced Hub with these timeouts and caps.
     pub fn limited(agents: u32, limits: hub_example::settings::ServerLimits) -> TestHub {
-        let TestHub {
-            seeded, hub, log, ..
-        } = Self::traced(agents);
-        Self::assemble(seeded, hub.with_limits(limits), log)
+        let seeded = Seeded::new(agents);
+        let log = CaptureBuffer::new();
+        let settings = Settings {
+            perf_trace: true,
+            gcp_logs: false,
+            cache: hub_example::settings::CacheSettings::disabled(),
+        };
+        let hub = Hub::builder(seeded.db(), hub_options(settings, &log))
+            .limits(limits)
+            .build();
+        Self::assemble(seeded, hub, log)
     }
 
     /// A new access token of `user` in `project` (`id`, named `name`, its
