@@ -19,7 +19,7 @@ mod request_size;
 
 pub(crate) use error::ApiError;
 pub(crate) use error::{method_not_allowed, not_found};
-pub use guards::StreamLimiter;
+pub(crate) use guards::StreamLimiter;
 pub(crate) use guards::{enforce_request_timeout, StreamPermit};
 pub(crate) use lazy_json::LazyJson;
 pub(crate) use list_quota::ListQuota;

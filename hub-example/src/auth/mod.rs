@@ -24,7 +24,7 @@ pub mod refused;
 pub mod session;
 pub mod tokens;
 
-pub use error::AuthError;
+pub(crate) use error::AuthError;
 pub(crate) use expiry::CredentialExpiry;
 pub(crate) use refused::FailedLogins;
 pub use tokens::TokenSigner;

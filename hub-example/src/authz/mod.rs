@@ -8,7 +8,7 @@ mod memo;
 mod principal;
 
 pub use action::Action;
-pub use action::Permissions;
+pub(crate) use action::Permissions;
 pub(crate) use action::{ActionNames, Verbs};
 pub use audit::{
     AuditEmitter, AuditEntry, AuditLog, AuditOutcome, AuditRecord, ChannelAuditSink, Resource,
@@ -16,6 +16,6 @@ pub use audit::{
 };
 pub use authorizer::Authorizer;
 pub(crate) use authorizer::ListScope;
-pub use memo::AuthzMemo;
-pub use principal::AgentPrincipal;
+pub(crate) use memo::AuthzMemo;
+pub(crate) use principal::AgentPrincipal;
 pub use principal::{Credential, Principal, UserPrincipal};

@@ -41,8 +41,8 @@ use moka::Expiry;
 
 pub(crate) use generations::Generations;
 pub(crate) use key::{normalize_query, CacheKey, CallerKey};
-pub use stats::CacheReport;
-pub use stats::CacheStats;
+pub(crate) use stats::CacheReport;
+pub(crate) use stats::CacheStats;
 
 use crate::perf::keys::{CacheOutcome, CacheRoute};
 use crate::settings::CacheSettings;

@@ -21,4 +21,3 @@ pub(crate) mod policy;
 
 pub(crate) use layer::{pool_baseline, trace_layers, HubTraceLayer, WebTraceLayer};
 pub use layer::{trace_layer, LINE_FLUSH_INTERVAL};
-pub use policy::HubPolicy;

@@ -22,7 +22,6 @@ use crate::store::db::{postgres_url, DbError};
 use crate::store::seed::SeedTarget;
 use data::{Distribution, Projects, SeededUser, Users};
 pub use file::seed_to_file;
-pub use file::SeedFileError;
 
 /// 2026-01-01T00:00:00Z: every seeded time is an offset from here.
 pub(crate) const SEED_EPOCH_MS: i64 = 1_767_225_600_000;

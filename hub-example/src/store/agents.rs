@@ -7,7 +7,7 @@
 use super::either::Store;
 use super::executor::{Executor, Param, SqlRow};
 use super::mapping;
-pub use super::rows::RowPage;
+pub(crate) use super::rows::RowPage;
 pub(crate) use super::rows::{DelegationParty, DelegationView};
 pub use super::rows::{RowQuery, RowScope};
 use crate::model::{Agent, AgentActivity, AgentPhase};

@@ -43,7 +43,7 @@ use parking_lot::{Condvar, Mutex};
 use perf_trace_core::record::DecisionBatch;
 use serde::Serialize;
 
-pub use admission::PendingSummary;
+pub(crate) use admission::PendingSummary;
 pub(crate) use admission::PrincipalLimits;
 use admission::{Admission, Admit};
 pub(crate) use backend::MemoryAuditBackend;

@@ -14,7 +14,7 @@ mod statements;
 
 use std::time::Duration;
 
-pub use rows::AuditRow;
+pub(crate) use rows::AuditRow;
 pub(crate) use rows::{AuditCursor, AuditEventRow, AuditPage, AuditQuery};
 
 use crate::store::db::{Db, DbError, Engine};

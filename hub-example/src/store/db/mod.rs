@@ -7,7 +7,6 @@ mod migrations;
 mod pool;
 
 pub use migrations::LATEST_VERSION;
-pub use pool::PgConn;
 pub use pool::{Db, Engine, OpenMode, PoolOptions};
 
 use std::path::{Path, PathBuf};

@@ -24,7 +24,7 @@ pub(crate) mod migrations;
 pub(crate) mod runtime;
 mod statements;
 
-pub use client::PgClient;
+pub(crate) use client::PgClient;
 pub(crate) use client::PgTransaction;
 pub(crate) use copy::{copy_seeded, holds_tables};
 pub(crate) use failures::is_unavailable;
