@@ -1,5 +1,7 @@
 //! Agent endpoints: the project and global lists, one agent, and status changes.
 
+use std::rc::Rc;
+
 use axum::extract::rejection::{BytesRejection, PathRejection};
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
@@ -11,11 +13,11 @@ use super::cached::respond;
 use super::params::{parse_id, parse_id_list, parse_view, Params};
 use super::{ApiError, LazyJson};
 use crate::app::state::AppState;
-use crate::authz::{Action, AuditEmitter, Principal};
+use crate::authz::{Action, AuditEmitter, Authorizer, Principal};
 use crate::cache::{normalize_query, CacheKey, CallerKey};
 use crate::events::HubEvent;
 use crate::listing::{self, ListRequest, ListShape, ListTarget};
-use crate::model::{AgentActivity, AgentPhase};
+use crate::model::{Agent, AgentActivity, AgentPhase, Id};
 use crate::paging::PageRequest;
 use crate::perf::keys::CacheRoute;
 use crate::replicas::Invalidation;
@@ -160,13 +162,7 @@ pub(crate) async fn get_agent<S: AuthzStore, A: AuditEmitter>(
     respond(&cache, key, || async move {
         perf_trace_core::scope::spawn_blocking(move || {
             let authz = state.authorizer(&principal);
-            let agent = authz
-                .memo()
-                .agent(&id)?
-                .ok_or_else(|| ApiError::not_found("agent"))?;
-            if !authz.allow_agent(Action::AgentRead, &agent)? {
-                return Err(ApiError::forbidden());
-            }
+            let agent = allowed_agent(&authz, &id, Action::AgentRead)?;
             let agents = [agent.as_ref().clone()];
             let creators = listing::enrich(&authz, &agents)?;
             let caps = listing::capabilities(&authz, &agents)?;
@@ -182,6 +178,23 @@ pub(crate) async fn get_agent<S: AuthzStore, A: AuditEmitter>(
         .await?
     })
     .await
+}
+
+/// The agent `id`, when the caller may take `action` on it: a 404 when
+/// there is none, a 403 when the caller may not.
+fn allowed_agent<S: AuthzStore, A: AuditEmitter>(
+    authz: &Authorizer<'_, S, A>,
+    id: &Id,
+    action: Action,
+) -> Result<Rc<Agent>, ApiError> {
+    let agent = authz
+        .memo()
+        .agent(id)?
+        .ok_or_else(|| ApiError::not_found("agent"))?;
+    if !authz.allow_agent(action, &agent)? {
+        return Err(ApiError::forbidden());
+    }
+    Ok(agent)
 }
 
 #[derive(Deserialize)]
@@ -210,13 +223,7 @@ pub(crate) async fn put_status<S: AuthzStore, A: AuditEmitter>(
     let bus = state.bus().clone();
     let updated = perf_trace_core::scope::spawn_blocking(move || {
         let authz = state.authorizer(&principal);
-        let agent = authz
-            .memo()
-            .agent(&id)?
-            .ok_or_else(|| ApiError::not_found("agent"))?;
-        if !authz.allow_agent(Action::AgentUpdate, &agent)? {
-            return Err(ApiError::forbidden());
-        }
+        let agent = allowed_agent(&authz, &id, Action::AgentUpdate)?;
         // The time is taken, the row written and the event published in
         // one turn, and the event carries the committed row.
         let _order = bus.write_order();
