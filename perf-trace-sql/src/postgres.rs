@@ -127,6 +127,21 @@ macro_rules! counted {
     }};
 }
 
+/// The methods that run a prepared or text statement with parameters,
+/// `name -> output`: each the client's own, counted.
+macro_rules! counted_methods {
+    ($($(#[$doc:meta])* $name:ident -> $out:ty;)*) => {$(
+        $(#[$doc])*
+        pub async fn $name<S: CountedSql + ?Sized>(
+            &self,
+            statement: &S,
+            params: &[&(dyn ToSql + Sync)],
+        ) -> Result<$out, Error> {
+            counted!(statement.text(), self.client().$name(statement.target(), params))
+        }
+    )*};
+}
+
 impl<C: AsClient> CountedClient<C> {
     /// Counts the statements run through `client`.
     pub fn new(client: C) -> Self {
@@ -153,52 +168,15 @@ impl<C: AsClient> CountedClient<C> {
         })
     }
 
-    /// [`Client::query`], counted.
-    pub async fn query<S: CountedSql + ?Sized>(
-        &self,
-        statement: &S,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<Row>, Error> {
-        counted!(
-            statement.text(),
-            self.client().query(statement.target(), params)
-        )
-    }
-
-    /// [`Client::query_one`], counted.
-    pub async fn query_one<S: CountedSql + ?Sized>(
-        &self,
-        statement: &S,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Row, Error> {
-        counted!(
-            statement.text(),
-            self.client().query_one(statement.target(), params)
-        )
-    }
-
-    /// [`Client::query_opt`], counted.
-    pub async fn query_opt<S: CountedSql + ?Sized>(
-        &self,
-        statement: &S,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<Row>, Error> {
-        counted!(
-            statement.text(),
-            self.client().query_opt(statement.target(), params)
-        )
-    }
-
-    /// [`Client::execute`], counted.
-    pub async fn execute<S: CountedSql + ?Sized>(
-        &self,
-        statement: &S,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64, Error> {
-        counted!(
-            statement.text(),
-            self.client().execute(statement.target(), params)
-        )
+    counted_methods! {
+        /// [`Client::query`], counted.
+        query -> Vec<Row>;
+        /// [`Client::query_one`], counted.
+        query_one -> Row;
+        /// [`Client::query_opt`], counted.
+        query_opt -> Option<Row>;
+        /// [`Client::execute`], counted.
+        execute -> u64;
     }
 
     /// [`Client::batch_execute`], counted as one statement of the kind of
