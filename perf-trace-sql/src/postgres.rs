@@ -59,29 +59,24 @@ pub trait CountedSql {
     fn target(&self) -> &Self::Target;
 }
 
-impl CountedSql for str {
-    type Target = str;
+/// Text statements: each its own text, handed to tokio-postgres as it is.
+macro_rules! text_statements {
+    ($($text:ty),*) => {$(
+        impl CountedSql for $text {
+            type Target = $text;
 
-    fn text(&self) -> &str {
-        self
-    }
+            fn text(&self) -> &str {
+                self
+            }
 
-    fn target(&self) -> &str {
-        self
-    }
+            fn target(&self) -> &$text {
+                self
+            }
+        }
+    )*};
 }
 
-impl CountedSql for String {
-    type Target = String;
-
-    fn text(&self) -> &str {
-        self
-    }
-
-    fn target(&self) -> &String {
-        self
-    }
-}
+text_statements!(str, String);
 
 /// A prepared statement that keeps its text (see [`CountedClient::prepare`]).
 #[derive(Debug, Clone)]
