@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::dist::{CountDist, TimeDist};
 use crate::line::{classify, FigureKind, PerfLine, Unit};
-use crate::suspects::RequestSample;
+use crate::request_sample::RequestSample;
 
 /// The class, and the count key, that take what is past the bounds.
 pub const OTHER: &str = "(other)";

@@ -24,6 +24,7 @@ pub mod html;
 pub mod input;
 pub mod line;
 pub mod output;
+mod request_sample;
 pub mod sample;
 pub mod scan;
 pub mod summary;

@@ -166,20 +166,23 @@ fn a_gzip_bomb_is_one_over_long_line() {
     assert!(run.stderr.contains("no perf_trace line in 1 lines read"));
 }
 
-/// A line of class `c<i>` with a timer and a count of its own.
-fn fresh_line(i: u64) -> String {
-    format!(
-        r#"{{"msg":"perf_trace","endpoint":"c{i}","elapsed_us":{},"k{i}_us":3600000000,"n{i}":{i}}}"#,
-        3_600_000_000 + i
-    )
+/// Writes `n` lines, the `i`th of class `c<i>` with a timer and a count
+/// of its own.
+fn write_fresh(out: &mut dyn std::io::Write, n: u64) {
+    for i in 0..n {
+        writeln!(
+            out,
+            r#"{{"msg":"perf_trace","endpoint":"c{i}","elapsed_us":{},"k{i}_us":3600000000,"n{i}":{i}}}"#,
+            3_600_000_000 + i
+        )
+        .unwrap();
+    }
 }
 
 #[test]
 fn twenty_thousand_new_classes_and_keys_fold_into_other() {
     let run = run_fed(&["summary", "--format", "json", "--top", "1"], |out| {
-        for i in 0..20_000 {
-            writeln!(out, "{}", fresh_line(i)).unwrap();
-        }
+        write_fresh(out, 20_000)
     });
     assert_bounded(&run);
     let s = summary_json(&run);
@@ -219,11 +222,7 @@ fn class_and_key_bounds_are_flags() {
             "--max-keys",
             "3",
         ],
-        |out| {
-            for i in 0..5 {
-                writeln!(out, "{}", fresh_line(i)).unwrap();
-            }
-        },
+        |out| write_fresh(out, 5),
     );
     let s = summary_json(&run);
     let names = field_of_each(&s["classes"], "endpoint");
@@ -250,9 +249,7 @@ fn the_report_page_says_what_was_folded_and_skipped() {
             "200",
         ],
         |out| {
-            for i in 0..3 {
-                writeln!(out, "{}", fresh_line(i)).unwrap();
-            }
+            write_fresh(out, 3);
             writeln!(out, "{}", "x".repeat(300)).unwrap();
         },
     );

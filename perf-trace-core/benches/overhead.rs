@@ -12,6 +12,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 
 #[path = "support/calls.rs"]
 mod calls;
+#[path = "../tests/common/mod.rs"]
+mod common;
 #[path = "../tests/seed_example/mod.rs"]
 mod seed_example;
 use calls::*;
@@ -126,7 +128,7 @@ fn phases(c: &mut Criterion) {
     group.bench_function("traced, no recorder in scope", |b| {
         b.iter(|| traced(black_box(1)))
     });
-    let recorder = Recorder::new::<Bench>();
+    let recorder = Recorder::new::<TestSchema>();
     recorder.in_scope(|| {
         group.bench_function("traced, recorded", |b| b.iter(|| traced(black_box(1))));
         group.bench_function("phase! block, recorded", |b| {
@@ -188,7 +190,7 @@ fn phases(c: &mut Criterion) {
                 let start = Instant::now();
                 let mut done = 0;
                 while done < iters {
-                    let recorder = Recorder::new::<Bench>();
+                    let recorder = Recorder::new::<TestSchema>();
                     recorder.in_scope(|| {
                         for _ in 0..CHILDREN.min(iters - done) {
                             traced(black_box(1));
@@ -207,9 +209,9 @@ fn phases(c: &mut Criterion) {
 fn store_calls(c: &mut Criterion) {
     let mut group = c.benchmark_group("store call");
     let direct = Direct;
-    let counted = CountedStore::new(Direct);
+    let counted = CountedThingStore::new(Direct);
     group.bench_function("direct", |b| b.iter(|| direct.get_user(black_box(1))));
-    let recorder = Recorder::new::<Bench>();
+    let recorder = Recorder::new::<TestSchema>();
     recorder.in_scope(|| {
         group.bench_function("counted, recorded", |b| {
             b.iter(|| counted.get_user(black_box(1)))
@@ -224,7 +226,7 @@ fn counters(c: &mut Criterion) {
     group.bench_function("count, no recorder in scope", |b| {
         b.iter(|| counted(black_box(1)))
     });
-    let recorder = Recorder::new::<Bench>();
+    let recorder = Recorder::new::<TestSchema>();
     recorder.in_scope(|| {
         group.bench_function("phase, recorded", |b| b.iter(|| traced(black_box(1))));
         group.bench_function("count, recorded", |b| b.iter(|| counted(black_box(1))));

@@ -22,6 +22,8 @@ use std::time::{Duration, UNIX_EPOCH};
 mod callgrind;
 #[path = "support/calls.rs"]
 mod calls;
+#[path = "../tests/common/mod.rs"]
+mod common;
 #[path = "../tests/seed_example/mod.rs"]
 mod seed_example;
 use callgrind::{measure_end, measure_start};
@@ -101,7 +103,7 @@ fn direct(x: u64) -> u64 {
 /// A phase around the store's own method, to set beside the counted store
 /// call: both time a call that may unwind.
 #[inline(never)]
-#[perf_trace_core::traced_phase(Phase::Work)]
+#[perf_trace_core::traced_phase(Phase::Load)]
 fn traced_store_call(x: u64) -> u64 {
     Direct.get_user(x)
 }
@@ -109,7 +111,7 @@ fn traced_store_call(x: u64) -> u64 {
 #[inline(never)]
 fn counted_store_call(x: u64) -> u64 {
     // A unit struct: making the wrapper costs nothing.
-    CountedStore::new(Direct).get_user(x)
+    CountedThingStore::new(Direct).get_user(x)
 }
 
 fn main() -> ExitCode {
@@ -137,7 +139,7 @@ fn main() -> ExitCode {
 
 /// One kind, in this process (what runs under callgrind).
 fn measure(call: Call) {
-    let recorder = Recorder::new::<Bench>();
+    let recorder = Recorder::new::<TestSchema>();
     recorder.in_scope(|| {
         for i in 0..WARMUP {
             black_box(call(black_box(i)));

@@ -59,29 +59,24 @@ pub trait CountedSql {
     fn target(&self) -> &Self::Target;
 }
 
-impl CountedSql for str {
-    type Target = str;
+/// Text statements: each its own text, handed to tokio-postgres as it is.
+macro_rules! text_statements {
+    ($($text:ty),*) => {$(
+        impl CountedSql for $text {
+            type Target = $text;
 
-    fn text(&self) -> &str {
-        self
-    }
+            fn text(&self) -> &str {
+                self
+            }
 
-    fn target(&self) -> &str {
-        self
-    }
+            fn target(&self) -> &$text {
+                self
+            }
+        }
+    )*};
 }
 
-impl CountedSql for String {
-    type Target = String;
-
-    fn text(&self) -> &str {
-        self
-    }
-
-    fn target(&self) -> &String {
-        self
-    }
-}
+text_statements!(str, String);
 
 /// A prepared statement that keeps its text (see [`CountedClient::prepare`]).
 #[derive(Debug, Clone)]
@@ -127,6 +122,21 @@ macro_rules! counted {
     }};
 }
 
+/// The methods that run a prepared or text statement with parameters,
+/// `name -> output`: each the client's own, counted.
+macro_rules! counted_methods {
+    ($($(#[$doc:meta])* $name:ident -> $out:ty;)*) => {$(
+        $(#[$doc])*
+        pub async fn $name<S: CountedSql + ?Sized>(
+            &self,
+            statement: &S,
+            params: &[&(dyn ToSql + Sync)],
+        ) -> Result<$out, Error> {
+            counted!(statement.text(), self.client().$name(statement.target(), params))
+        }
+    )*};
+}
+
 impl<C: AsClient> CountedClient<C> {
     /// Counts the statements run through `client`.
     pub fn new(client: C) -> Self {
@@ -153,52 +163,15 @@ impl<C: AsClient> CountedClient<C> {
         })
     }
 
-    /// [`Client::query`], counted.
-    pub async fn query<S: CountedSql + ?Sized>(
-        &self,
-        statement: &S,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<Row>, Error> {
-        counted!(
-            statement.text(),
-            self.client().query(statement.target(), params)
-        )
-    }
-
-    /// [`Client::query_one`], counted.
-    pub async fn query_one<S: CountedSql + ?Sized>(
-        &self,
-        statement: &S,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Row, Error> {
-        counted!(
-            statement.text(),
-            self.client().query_one(statement.target(), params)
-        )
-    }
-
-    /// [`Client::query_opt`], counted.
-    pub async fn query_opt<S: CountedSql + ?Sized>(
-        &self,
-        statement: &S,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<Row>, Error> {
-        counted!(
-            statement.text(),
-            self.client().query_opt(statement.target(), params)
-        )
-    }
-
-    /// [`Client::execute`], counted.
-    pub async fn execute<S: CountedSql + ?Sized>(
-        &self,
-        statement: &S,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64, Error> {
-        counted!(
-            statement.text(),
-            self.client().execute(statement.target(), params)
-        )
+    counted_methods! {
+        /// [`Client::query`], counted.
+        query -> Vec<Row>;
+        /// [`Client::query_one`], counted.
+        query_one -> Row;
+        /// [`Client::query_opt`], counted.
+        query_opt -> Option<Row>;
+        /// [`Client::execute`], counted.
+        execute -> u64;
     }
 
     /// [`Client::batch_execute`], counted as one statement of the kind of

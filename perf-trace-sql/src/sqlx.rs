@@ -90,6 +90,18 @@ fn start<'q, DB: Database>(mut query: impl Execute<'q, DB>) -> (Rebuilt<DB>, Sta
     (query, timer)
 }
 
+/// Hands `query` to the inner executor's `method`: unchanged outside a
+/// request, its text read and the statement timed inside one.
+macro_rules! timed {
+    ($inner:expr, $method:ident, $query:ident) => {{
+        if !scope::is_active() {
+            return $inner.$method($query);
+        }
+        let (query, timer) = start($query);
+        Box::pin(TimedStatement::new($inner.$method(query), timer))
+    }};
+}
+
 impl<'c, E: Executor<'c>> Executor<'c> for Counted<E> {
     type Database = E::Database;
 
@@ -107,11 +119,7 @@ impl<'c, E: Executor<'c>> Executor<'c> for Counted<E> {
         'c: 'e,
         Q: 'q + Execute<'q, Self::Database>,
     {
-        if !scope::is_active() {
-            return self.0.fetch_many(query);
-        }
-        let (query, timer) = start(query);
-        Box::pin(TimedStatement::new(self.0.fetch_many(query), timer))
+        timed!(self.0, fetch_many, query)
     }
 
     fn fetch_optional<'e, 'q: 'e, Q>(
@@ -122,11 +130,7 @@ impl<'c, E: Executor<'c>> Executor<'c> for Counted<E> {
         'c: 'e,
         Q: 'q + Execute<'q, Self::Database>,
     {
-        if !scope::is_active() {
-            return self.0.fetch_optional(query);
-        }
-        let (query, timer) = start(query);
-        Box::pin(TimedStatement::new(self.0.fetch_optional(query), timer))
+        timed!(self.0, fetch_optional, query)
     }
 
     fn prepare_with<'e>(

@@ -10,7 +10,7 @@ use perf_trace_sql::testing::{assert_num_statements, count_statements};
 use perf_trace_sql::{SqlRepeated, SqlStatement};
 
 mod common;
-use common::App;
+use common::{execute, App};
 
 async fn pool() -> CountedPool<sqlx::Sqlite> {
     CountedPool::new(common::stock_db().await)
@@ -29,10 +29,7 @@ async fn each_kind_is_counted_and_timed_and_repeats_are_counted() {
                     .await
                     .unwrap();
             }
-            sqlx::query("UPDATE stock SET qty = 2")
-                .execute(&pool)
-                .await
-                .unwrap();
+            execute(&pool, "UPDATE stock SET qty = 2").await;
             let rows: Vec<(i64,)> = sqlx::query_as("SELECT qty FROM stock")
                 .fetch_all(&pool)
                 .await
@@ -43,10 +40,7 @@ async fn each_kind_is_counted_and_timed_and_repeats_are_counted() {
                 .await
                 .unwrap();
             assert_eq!(one, Some((2,)));
-            sqlx::query("DELETE FROM stock WHERE sku = 0")
-                .execute(&pool)
-                .await
-                .unwrap();
+            execute(&pool, "DELETE FROM stock WHERE sku = 0").await;
             sqlx::query("PRAGMA user_version")
                 .fetch_one(&pool)
                 .await
@@ -112,15 +106,9 @@ async fn a_transaction_is_counted_through_counted() {
     let pool = pool().await;
     let (_, counts) = count_statements(async {
         let mut tx = pool.begin().await.unwrap();
-        sqlx::query("INSERT INTO stock VALUES (7, 1)")
-            .execute(Counted(&mut *tx))
-            .await
-            .unwrap();
+        execute(Counted(&mut *tx), "INSERT INTO stock VALUES (7, 1)").await;
         // The transaction itself, not wrapped: not counted.
-        sqlx::query("INSERT INTO stock VALUES (8, 1)")
-            .execute(&mut *tx)
-            .await
-            .unwrap();
+        execute(&mut *tx, "INSERT INTO stock VALUES (8, 1)").await;
         tx.commit().await.unwrap();
     })
     .await;
@@ -154,10 +142,7 @@ async fn a_megabyte_statement_is_counted_without_keeping_it_whole() {
 async fn assert_num_statements_passes_on_the_exact_count() {
     let pool = pool().await;
     let n = assert_num_statements(2, async {
-        sqlx::query("INSERT INTO stock VALUES (1, 4)")
-            .execute(&pool)
-            .await
-            .unwrap();
+        execute(&pool, "INSERT INTO stock VALUES (1, 4)").await;
         sqlx::query_scalar::<_, i64>("SELECT qty FROM stock")
             .fetch_one(&pool)
             .await
@@ -192,10 +177,7 @@ async fn the_failure_message_lists_each_statement_and_its_runs() {
                 .await
                 .unwrap();
         }
-        sqlx::query("DELETE FROM stock")
-            .execute(&pool)
-            .await
-            .unwrap();
+        execute(&pool, "DELETE FROM stock").await;
     })
     .await;
     assert_eq!(

@@ -1,70 +1,29 @@
 //! The calls the overhead benchmarks measure, shared by the criterion
 //! benchmark (`overhead.rs`, time) and the instruction counter
 //! (`overhead_instructions.rs`): a phase, a counted store call, counters,
-//! a timer, the floor a timed call is held to, and a plain call.
+//! a timer, the floor a timed call is held to, and a plain call. The keys
+//! and the schema are the integration tests' (`tests/common`).
 
 use std::hint::black_box;
 
-use perf_trace_core::keys::{CounterSet, Groups, TimerSet};
-use perf_trace_core::{counted_store, traced_phase, KeySet, Schema};
+use perf_trace_core::traced_phase;
 
-#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(phases)]
-pub enum Phase {
-    Work,
-}
+pub use crate::common::{
+    Batch, Cache, CountedThingStore, Endpoint, Phase, Render, TestSchema, ThingStore,
+};
 
-#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(endpoints)]
-pub enum Endpoint {
-    #[key(default)]
-    Other,
-}
-
-#[counted_store(rename_all = "PascalCase")]
-pub trait Store {
-    fn get_user(&self, id: u64) -> u64;
-}
-
+/// The store's own methods, with nothing counted.
 pub struct Direct;
 
-impl Store for Direct {
+impl ThingStore for Direct {
     #[inline(never)]
     fn get_user(&self, id: u64) -> u64 {
         black_box(id) + 1
     }
-}
 
-#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(counters, prefix = "cache", by = Endpoint)]
-pub enum Cache {
-    Hit,
-    Miss,
-}
-
-#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(counters, prefix = "batch")]
-pub enum Batch {
-    Count,
-    #[key(max)]
-    Largest,
-}
-
-#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(timers, prefix = "render")]
-pub enum Render {
-    Page,
-}
-
-pub struct Bench;
-
-impl Schema for Bench {
-    type Phase = Phase;
-    type StoreMethod = StoreMethod;
-    type Endpoint = Endpoint;
-    const COUNTERS: &'static [CounterSet] = &[CounterSet::of::<Cache>(), CounterSet::of::<Batch>()];
-    const TIMERS: &'static [TimerSet] = &[TimerSet::of::<Render>()];
-    const GROUPS: Groups = Groups::SCION;
+    fn list_things(&self) -> u64 {
+        0
+    }
 }
 
 #[inline(never)]
@@ -73,7 +32,7 @@ pub fn plain(x: u64) -> u64 {
 }
 
 #[inline(never)]
-#[traced_phase(Phase::Work)]
+#[traced_phase(Phase::Load)]
 pub fn traced(x: u64) -> u64 {
     black_box(x) + 1
 }
@@ -81,7 +40,7 @@ pub fn traced(x: u64) -> u64 {
 /// The same phase as [`traced`], around a block inside the function.
 #[inline(never)]
 pub fn traced_block(x: u64) -> u64 {
-    perf_trace_core::phase!(Phase::Work, { black_box(x) + 1 })
+    perf_trace_core::phase!(Phase::Load, { black_box(x) + 1 })
 }
 
 thread_local! {

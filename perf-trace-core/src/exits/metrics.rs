@@ -53,7 +53,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::exemplar::HistogramWithExemplars;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 use crate::exits::{FinishedRequest, RequestSink};
 use crate::snapshot::{Snapshot, SseStage};
@@ -75,6 +75,13 @@ fn phase_histogram() -> Histogram {
 
 fn max_histogram() -> Histogram {
     Histogram::new(exponential_buckets(1.0, 4.0, 8))
+}
+
+/// Registers `metric` under `name` and hands it back, for the sink to
+/// update.
+fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
+    registry.register(name, help, metric.clone());
+    metric
 }
 
 type HistogramCtor = fn() -> Histogram;
@@ -123,99 +130,86 @@ impl MetricsSink {
     /// and `_`).
     pub fn new(namespace: &str) -> Self {
         let mut registry = Registry::with_prefix(namespace);
-        let duration = Family::new_with_constructor(duration_histogram as ExemplarCtor);
-        let requests = Family::default();
-        let phase_duration = Family::new_with_constructor(phase_histogram as HistogramCtor);
-        let phase_entries = Family::default();
-        let store_calls = Family::default();
-        let store_duration = Family::default();
-        let decisions = Family::default();
-        let counters = Family::default();
-        let counter_max = Family::new_with_constructor(max_histogram as HistogramCtor);
-        let timer_duration = Family::default();
-        let timer_entries = Family::default();
-        let sse_events = Family::default();
-        let sampled_out = Counter::default();
-        registry.register(
-            "request_duration_seconds",
-            "Request duration by endpoint class (every request, sampled or not)",
-            duration.clone(),
-        );
-        registry.register(
-            "requests",
-            "Requests by endpoint class and status class",
-            requests.clone(),
-        );
-        registry.register(
-            "phase_duration_seconds",
-            "A request's time in a phase, by endpoint class and phase",
-            phase_duration.clone(),
-        );
-        registry.register(
-            "phase_entries",
-            "Phase entries by endpoint class and phase",
-            phase_entries.clone(),
-        );
-        registry.register(
-            "store_calls",
-            "Store calls by endpoint class and store method",
-            store_calls.clone(),
-        );
-        registry.register(
-            "store_duration_seconds",
-            "Store time by endpoint class and store method",
-            store_duration.clone(),
-        );
-        registry.register(
-            "decisions",
-            "Authorization decisions by endpoint class and outcome",
-            decisions.clone(),
-        );
-        registry.register(
-            "counter",
-            "Counter sets: summed keys, by set, paired key and key",
-            counters.clone(),
-        );
-        registry.register(
-            "counter_max",
-            "Counter sets: each request's value of a largest-value key",
-            counter_max.clone(),
-        );
-        registry.register(
-            "timer_duration_seconds",
-            "Timer sets: time by set and key",
-            timer_duration.clone(),
-        );
-        registry.register(
-            "timer_entries",
-            "Timer sets: entries by set and key",
-            timer_entries.clone(),
-        );
-        registry.register(
-            "sse_events",
-            "Stream events written, by endpoint class",
-            sse_events.clone(),
-        );
-        registry.register(
-            "sampled_out",
-            "Requests whose line and span tail sampling dropped",
-            sampled_out.clone(),
-        );
         MetricsSink {
+            duration: registered(
+                &mut registry,
+                "request_duration_seconds",
+                "Request duration by endpoint class (every request, sampled or not)",
+                Family::new_with_constructor(duration_histogram as ExemplarCtor),
+            ),
+            requests: registered(
+                &mut registry,
+                "requests",
+                "Requests by endpoint class and status class",
+                Family::default(),
+            ),
+            phase_duration: registered(
+                &mut registry,
+                "phase_duration_seconds",
+                "A request's time in a phase, by endpoint class and phase",
+                Family::new_with_constructor(phase_histogram as HistogramCtor),
+            ),
+            phase_entries: registered(
+                &mut registry,
+                "phase_entries",
+                "Phase entries by endpoint class and phase",
+                Family::default(),
+            ),
+            store_calls: registered(
+                &mut registry,
+                "store_calls",
+                "Store calls by endpoint class and store method",
+                Family::default(),
+            ),
+            store_duration: registered(
+                &mut registry,
+                "store_duration_seconds",
+                "Store time by endpoint class and store method",
+                Family::default(),
+            ),
+            decisions: registered(
+                &mut registry,
+                "decisions",
+                "Authorization decisions by endpoint class and outcome",
+                Family::default(),
+            ),
+            counters: registered(
+                &mut registry,
+                "counter",
+                "Counter sets: summed keys, by set, paired key and key",
+                Family::default(),
+            ),
+            counter_max: registered(
+                &mut registry,
+                "counter_max",
+                "Counter sets: each request's value of a largest-value key",
+                Family::new_with_constructor(max_histogram as HistogramCtor),
+            ),
+            timer_duration: registered(
+                &mut registry,
+                "timer_duration_seconds",
+                "Timer sets: time by set and key",
+                Family::default(),
+            ),
+            timer_entries: registered(
+                &mut registry,
+                "timer_entries",
+                "Timer sets: entries by set and key",
+                Family::default(),
+            ),
+            sse_events: registered(
+                &mut registry,
+                "sse_events",
+                "Stream events written, by endpoint class",
+                Family::default(),
+            ),
+            sampled_out: registered(
+                &mut registry,
+                "sampled_out",
+                "Requests whose line and span tail sampling dropped",
+                Counter::default(),
+            ),
             registry,
-            duration,
-            requests,
-            phase_duration,
-            phase_entries,
-            store_calls,
-            store_duration,
-            decisions,
-            counters,
-            counter_max,
-            timer_duration,
-            timer_entries,
-            sse_events,
-            sampled_out,
         }
     }
 

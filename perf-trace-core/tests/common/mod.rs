@@ -1,4 +1,4 @@
-//! Key sets and helpers shared by the integration tests.
+//! Key sets and helpers shared by the integration tests and the benchmarks.
 #![allow(dead_code)]
 
 use std::io::{self, Write};
@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use perf_trace_core::keys::{CounterSet, Groups, TimerSet};
-use perf_trace_core::{layer::TracePolicy, KeySet, Schema};
+use perf_trace_core::{counted_store, layer::TracePolicy, KeySet, Schema};
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
 #[key_set(phases)]
@@ -17,11 +17,11 @@ pub enum Phase {
     Serialize,
 }
 
-#[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
-#[key_set(store_methods, rename_all = "PascalCase")]
-pub enum Method {
-    GetUser,
-    ListThings,
+/// A store whose calls are counted: its methods are the keys of `Method`.
+#[counted_store(methods = Method, rename_all = "PascalCase")]
+pub trait ThingStore {
+    fn get_user(&self, id: u64) -> u64;
+    fn list_things(&self) -> u64;
 }
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]

@@ -147,19 +147,11 @@ impl Store {
                     entries.push(Entry::Method(Box::new(Method::new(f, counted))));
                 }
                 TraitItem::Type(t) => {
-                    entries.extend(
-                        take_misplaced(&mut t.attrs)
-                            .into_iter()
-                            .map(Entry::Misplaced),
-                    );
+                    entries.extend(take_misplaced(&mut t.attrs, Entry::Misplaced));
                     entries.push(Entry::Type(t.clone()));
                 }
                 TraitItem::Const(c) => {
-                    entries.extend(
-                        take_misplaced(&mut c.attrs)
-                            .into_iter()
-                            .map(Entry::Misplaced),
-                    );
+                    entries.extend(take_misplaced(&mut c.attrs, Entry::Misplaced));
                     entries.push(Entry::Const(c.clone()));
                 }
                 other => entries.push(Entry::Refused(other.clone())),
@@ -189,13 +181,14 @@ impl Store {
 }
 
 /// Removes the `#[counted]` attributes of an item that is not a method,
-/// returning them.
-fn take_misplaced(attrs: &mut Vec<Attribute>) -> Vec<Attribute> {
-    let (misplaced, kept) = std::mem::take(attrs)
+/// returning them as entries made by `entry` (a trait's or an `impl`
+/// block's `Misplaced`).
+fn take_misplaced<E>(attrs: &mut Vec<Attribute>, entry: fn(Attribute) -> E) -> Vec<E> {
+    let (misplaced, kept): (Vec<_>, _) = std::mem::take(attrs)
         .into_iter()
         .partition(attr::is_counted);
     *attrs = kept;
-    misplaced
+    misplaced.into_iter().map(entry).collect()
 }
 
 /// The `#[cfg]` attributes among `attrs`, which the method's key keeps.
@@ -422,16 +415,12 @@ impl Inherent {
                         constness: f.sig.constness,
                     });
                 }
-                ImplItem::Const(c) => entries.extend(
-                    take_misplaced(&mut c.attrs)
-                        .into_iter()
-                        .map(ImplEntry::Misplaced),
-                ),
-                ImplItem::Type(t) => entries.extend(
-                    take_misplaced(&mut t.attrs)
-                        .into_iter()
-                        .map(ImplEntry::Misplaced),
-                ),
+                ImplItem::Const(c) => {
+                    entries.extend(take_misplaced(&mut c.attrs, ImplEntry::Misplaced))
+                }
+                ImplItem::Type(t) => {
+                    entries.extend(take_misplaced(&mut t.attrs, ImplEntry::Misplaced))
+                }
                 _ => {}
             }
         }

@@ -6,7 +6,7 @@
 
 use perf_trace_core::{KeySet, Schema};
 use sqlx::sqlite::SqlitePoolOptions;
-use sqlx::SqlitePool;
+use sqlx::{Executor, Sqlite, SqlitePool};
 
 /// An in-memory database with an empty `stock (sku, qty)` table, on one
 /// connection: an in-memory database lives in its connection.
@@ -16,11 +16,17 @@ pub async fn stock_db() -> SqlitePool {
         .connect("sqlite::memory:")
         .await
         .unwrap();
-    sqlx::query("CREATE TABLE stock (sku INTEGER PRIMARY KEY, qty INTEGER NOT NULL)")
-        .execute(&pool)
-        .await
-        .unwrap();
+    execute(
+        &pool,
+        "CREATE TABLE stock (sku INTEGER PRIMARY KEY, qty INTEGER NOT NULL)",
+    )
+    .await;
     pool
+}
+
+/// Runs `sql` on `executor` with `execute`, its result unread.
+pub async fn execute<'e>(executor: impl Executor<'e, Database = Sqlite>, sql: &'static str) {
+    sqlx::query(sql).execute(executor).await.unwrap();
 }
 
 #[derive(KeySet, Clone, Copy, PartialEq, Eq, Debug)]
