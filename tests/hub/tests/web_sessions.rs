@@ -6,6 +6,7 @@
 mod hub_support;
 
 use axum::body::Body;
+use axum::http::request::Builder;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
@@ -20,12 +21,14 @@ use hub_support::{TestHub, SECRET};
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
+/// A sign-in with `token` with the client header the page sends.
+fn page_sign_in(token: &str) -> Builder {
+    sign_in_with(token).header("x-scion-client", "web")
+}
+
 /// A sign-in with `token` as the page sends it.
 fn sign_in_request(token: &str) -> Request<Body> {
-    sign_in_with(token)
-        .header("x-scion-client", "web")
-        .body(Body::empty())
-        .unwrap()
+    page_sign_in(token).body(Body::empty()).unwrap()
 }
 
 /// Signs in with `token` and returns the `name=value` part of the cookie.
@@ -107,14 +110,7 @@ async fn only_a_users_session_token_starts_a_session() {
         (agent_token.as_str(), StatusCode::FORBIDDEN),
         ("scb1.bad.token", StatusCode::UNAUTHORIZED),
     ] {
-        let answer = send(
-            &web,
-            sign_in_with(token)
-                .header("x-scion-client", "web")
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await;
+        let answer = send(&web, sign_in_request(token)).await;
         assert_eq!(answer.status, status, "{}", answer.body);
         assert!(answer.cookie.is_none());
     }
@@ -137,8 +133,7 @@ async fn only_a_users_session_token_starts_a_session() {
     // Behind a TLS proxy the cookie is Secure.
     let secure = send(
         &web,
-        sign_in_with(&doc.member_token)
-            .header("x-scion-client", "web")
+        page_sign_in(&doc.member_token)
             .header("x-forwarded-proto", "https")
             .body(Body::empty())
             .unwrap(),
@@ -527,8 +522,7 @@ async fn sign_ins_from_one_address_refused_ones_included_are_rate_limited() {
     let web = web_router(&hub);
     let doc = hub.doc().clone();
     let from = |addr: &str, token: &str| {
-        sign_in_with(token)
-            .header("x-scion-client", "web")
+        page_sign_in(token)
             .extension(hub_example::connections::ClientAddr(addr.parse().unwrap()))
             .body(Body::empty())
             .unwrap()
@@ -552,8 +546,7 @@ async fn sign_ins_from_one_address_refused_ones_included_are_rate_limited() {
     assert_eq!(other.status, StatusCode::OK);
     let forwarded = send(
         &web,
-        sign_in_with(&doc.member_token)
-            .header("x-scion-client", "web")
+        page_sign_in(&doc.member_token)
             .header("x-forwarded-for", "10.0.0.3")
             .extension(hub_example::connections::ClientAddr(
                 "10.0.0.1:5003".parse().unwrap(),
