@@ -6,7 +6,6 @@
 mod hub_support;
 
 use axum::body::Body;
-use axum::http::request::Builder;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
@@ -14,22 +13,12 @@ use hub_example::auth::tokens::{TokenSigner, TokenSubject};
 use hub_example::settings::Settings;
 use hub_example::web::{self, WebOptions};
 use hub_support::web::{
-    assert_session_stored_as_hash, cookie_pair, request, send, sign_in_with, web_request,
-    with_cookie, Answer,
+    assert_session_stored_as_hash, cookie_pair, page_sign_in, request, send, sign_in_request,
+    sign_in_with, web_request, with_cookie, Answer,
 };
 use hub_support::{TestHub, SECRET};
 use serde_json::{json, Value};
 use tower::ServiceExt;
-
-/// A sign-in with `token` with the client header the page sends.
-fn page_sign_in(token: &str) -> Builder {
-    sign_in_with(token).header("x-scion-client", "web")
-}
-
-/// A sign-in with `token` as the page sends it.
-fn sign_in_request(token: &str) -> Request<Body> {
-    page_sign_in(token).body(Body::empty()).unwrap()
-}
 
 /// Signs in with `token` and returns the `name=value` part of the cookie.
 async fn sign_in(router: &Router, token: &str) -> String {
