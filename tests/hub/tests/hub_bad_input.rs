@@ -122,6 +122,7 @@ fn table(hub: &TestHub) -> Vec<Row> {
     };
     [
         id_rows(&c),
+        ids_list_rows(&c),
         cursor_rows(&c),
         limit_rows(&c),
         sort_rows(&c),
@@ -138,17 +139,11 @@ fn table(hub: &TestHub) -> Vec<Row> {
     .collect()
 }
 
-/// Ids: malformed and unknown.
+/// Ids in the path and in `projectId`: malformed and unknown.
 fn id_rows(c: &Ctx) -> Vec<Row> {
     let Ctx {
-        member,
-        project,
-        agents,
-        ..
+        member, project, ..
     } = c;
-    let ids_101: Vec<String> = (0..101)
-        .map(|i| format!("00000000-0000-4000-8000-{i:012x}"))
-        .collect();
     vec![
         row(
             "agent id malformed",
@@ -202,6 +197,17 @@ fn id_rows(c: &Ctx) -> Vec<Row> {
             member,
             400,
         ),
+    ]
+}
+
+/// Ids in the `ids` list (malformed, empty, too long, or with a cursor) and
+/// in status updates.
+fn ids_list_rows(c: &Ctx) -> Vec<Row> {
+    let Ctx { member, agents, .. } = c;
+    let ids_101: Vec<String> = (0..101)
+        .map(|i| format!("00000000-0000-4000-8000-{i:012x}"))
+        .collect();
+    vec![
         row(
             "ids malformed",
             format!("{agents}?ids=abc,def-ghi"),
@@ -222,6 +228,7 @@ fn id_rows(c: &Ctx) -> Vec<Row> {
             member,
             400,
         ),
+        // Status updates of a malformed or unknown id, or with a malformed body.
         row(
             "status of malformed id",
             "/api/v1/agents/not-a-uuid/status",
