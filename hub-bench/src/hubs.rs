@@ -130,15 +130,9 @@ pub struct WebHub {
 }
 
 impl WebHub {
-    /// Serves the seeded database at `db_path` (migrations applied), traced
-    /// as `tracing` says, every log line written to a new file at `log_path`.
-    pub async fn start(
-        db_path: &Path,
-        session_secret: &str,
-        tracing: Tracing,
-        log_path: &Path,
-    ) -> anyhow::Result<WebHub> {
-        let hub = seeded_hub(db_path, session_secret, tracing, log_path)?;
+    /// Serves `hub` (see [`seeded_hub`]) with its web client on a free
+    /// loopback port.
+    pub async fn serve(hub: Hub) -> anyhow::Result<WebHub> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         let (stop, stopped) = oneshot::channel::<()>();

@@ -166,34 +166,30 @@ jq -c --arg id "$id" 'select(.msg == "perf_trace" and .request_id == $id)' "$BEN
     }
 }
 
-#[test]
-fn the_guides_steps_work_with_this_binary() {
-    let tmp = tempfile::tempdir().unwrap();
-    let bench = tmp.path();
-    let db = bench.join("hub25.db");
-    let seed = bench.join("seed-25.json");
-    let log = bench.join("hub25.log");
-    let report_path = bench.join("api-25.json");
-
-    // Step 2: seed.
+/// Step 2: seeds 25 agents into `db`, the seed file at `seed`; returns the
+/// member's token.
+fn seed_25_agents(db: &Path, seed: &Path) -> String {
     let seeded = seed_to_file(
         &SeedOptions {
-            db_path: db.clone(),
+            db_path: db.to_owned(),
             session_secret: SECRET.into(),
             agents: 25,
             project_slug: "bench-25".into(),
             rand_seed: 42,
         },
-        &seed,
+        seed,
     )
     .unwrap();
-    let seed_doc: Value = serde_json::from_slice(&std::fs::read(&seed).unwrap()).unwrap();
+    let seed_doc: Value = serde_json::from_slice(&std::fs::read(seed).unwrap()).unwrap();
     assert_eq!(seed_doc["agentCount"], 25);
     let member_token = seeded.member_token.clone();
     assert_eq!(seed_doc["memberToken"], member_token.as_str());
+    member_token
+}
 
-    // Step 3: serve it with tracing on, output to the log file.
-    let server = Server::start(&db, &log);
+/// Step 3: serves it with tracing on, output to the log file.
+fn serve_traced(db: &Path, log: &Path) -> Server {
+    let server = Server::start(db, log);
     let startup = json_lines(&server.log_text());
     assert!(
         startup
@@ -201,24 +197,33 @@ fn the_guides_steps_work_with_this_binary() {
             .any(|l| l["level"] == "WARN" && l["msg"] == PERF_TRACE_WARNING),
         "no startup warning in the log: {startup:?}"
     );
+    server
+}
 
-    // Step 4: apibench with the trace headers asked for and the log joined.
-    let hub_url = server.url();
+/// Step 4: apibench with the trace headers asked for and the log joined;
+/// returns its report, whose secrets are redacted.
+fn apibench_joined(
+    hub_url: &str,
+    seed: &Path,
+    log: &Path,
+    report_path: &Path,
+    member_token: &str,
+) -> Value {
     let (code, stdout, stderr) = run(&[
         "apibench",
         "--hub",
-        &hub_url,
+        hub_url,
         "--seed",
-        path(&seed),
+        path(seed),
         "--runs",
         "5",
         "--warmup",
         "1",
         "--want-perf-trace",
         "--hub-perf-log",
-        path(&log),
+        path(log),
         "--out",
-        path(&report_path),
+        path(report_path),
         "--notes",
         "one hub, otherwise idle host",
     ]);
@@ -227,8 +232,8 @@ fn the_guides_steps_work_with_this_binary() {
         stdout.contains("joined 15 of 15 attempts"),
         "stdout: {stdout}"
     );
-    let report_text = std::fs::read_to_string(&report_path).unwrap();
-    assert!(!report_text.contains(&member_token), "a token leaked");
+    let report_text = std::fs::read_to_string(report_path).unwrap();
+    assert!(!report_text.contains(member_token), "a token leaked");
     assert!(!report_text.contains(SECRET), "the secret leaked");
     let report: Value = serde_json::from_str(&report_text).unwrap();
     for key in ["memberToken", "ownerToken", "adminToken"] {
@@ -236,59 +241,55 @@ fn the_guides_steps_work_with_this_binary() {
     }
     assert_eq!(report["machine"]["notes"], "one hub, otherwise idle host");
     assert_eq!(report["effectiveSettings"]["wantPerfTrace"], true);
-    let scenarios = report["scenarios"].as_array().unwrap();
-    let names: Vec<&str> = scenarios
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        names,
-        [
-            "project-agents-list",
-            "global-agents-list-unscoped",
-            "global-agents-list-scoped"
-        ]
-    );
-    for scenario in scenarios {
-        let name = scenario["name"].as_str().unwrap();
-        assert_eq!(scenario["perfTraceAvailable"], true, "{name}");
-        assert_eq!(scenario["agentCount"], 25, "{name}");
-        assert_eq!(scenario["successCount"], 5, "{name}");
-        let attempts = scenario["attempts"].as_array().unwrap();
-        assert_eq!(attempts.len(), 5, "{name}");
-        for attempt in attempts {
-            assert_eq!(attempt["status"], 200, "{name}");
-            assert_eq!(attempt["perfTraceSource"], "hub-log", "{name}");
-            let calls = attempt["perfTrace"]["X-Scion-Perf-Store-Calls"]
-                .as_str()
-                .unwrap_or_else(|| panic!("{name}: no store calls: {attempt}"));
-            assert!(!calls.is_empty(), "{name}");
-            // The member is no admin: the trace came from the log, so it
-            // includes serialize, which headers never carry.
-            assert!(
-                attempt["perfTrace"]["X-Scion-Perf-Phase-Counts"]
-                    .as_str()
-                    .unwrap()
-                    .contains("serialize=1"),
-                "{name}"
-            );
-        }
-        // Counts repeat exactly on every attempt (the warm-up took the first request).
-        let counts: Vec<(&Value, String)> = attempts
-            .iter()
-            .map(|a| {
-                (
-                    &a["perfTrace"]["X-Scion-Perf-Store-Calls"],
-                    decision_counts(a["perfTrace"]["X-Scion-Perf-Decisions"].as_str().unwrap()),
-                )
-            })
-            .collect();
-        assert!(counts.iter().all(|c| *c == counts[0]), "{name}: {counts:?}");
-    }
+    report
+}
 
-    // Step 5: the raw line of the first project-list attempt, by request id.
-    let project = &scenarios[0];
-    let attempt = &project["attempts"][0];
+/// A scenario's name.
+fn name_of(scenario: &Value) -> &str {
+    scenario["name"].as_str().unwrap()
+}
+
+/// Every attempt of a scenario traced from the log, with the same counts.
+fn assert_traced_from_the_log(scenario: &Value) {
+    let name = name_of(scenario);
+    assert_eq!(scenario["perfTraceAvailable"], true, "{name}");
+    assert_eq!(scenario["agentCount"], 25, "{name}");
+    assert_eq!(scenario["successCount"], 5, "{name}");
+    let attempts = scenario["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 5, "{name}");
+    for attempt in attempts {
+        assert_eq!(attempt["status"], 200, "{name}");
+        assert_eq!(attempt["perfTraceSource"], "hub-log", "{name}");
+        let calls = attempt["perfTrace"]["X-Scion-Perf-Store-Calls"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name}: no store calls: {attempt}"));
+        assert!(!calls.is_empty(), "{name}");
+        // The member is no admin: the trace came from the log, so it
+        // includes serialize, which headers never carry.
+        assert!(
+            attempt["perfTrace"]["X-Scion-Perf-Phase-Counts"]
+                .as_str()
+                .unwrap()
+                .contains("serialize=1"),
+            "{name}"
+        );
+    }
+    // Counts repeat exactly on every attempt (the warm-up took the first request).
+    let counts: Vec<(&Value, String)> = attempts
+        .iter()
+        .map(|a| {
+            (
+                &a["perfTrace"]["X-Scion-Perf-Store-Calls"],
+                decision_counts(a["perfTrace"]["X-Scion-Perf-Decisions"].as_str().unwrap()),
+            )
+        })
+        .collect();
+    assert!(counts.iter().all(|c| *c == counts[0]), "{name}: {counts:?}");
+}
+
+/// Step 5: the raw line of `attempt`, by request id, is the trace the
+/// attempt carries; returns it.
+fn the_attempts_line(server: &Server, attempt: &Value) -> Value {
     let request_id = attempt["requestId"].as_str().unwrap();
     assert!(!request_id.is_empty());
     let lines = json_lines(&server.log_text());
@@ -324,9 +325,38 @@ fn the_guides_steps_work_with_this_binary() {
         .map(|(_, v)| v.as_u64().unwrap())
         .sum();
     assert_eq!(line["authz_store_calls"].as_u64(), Some(per_method));
+    line.clone()
+}
+
+#[test]
+fn the_guides_steps_work_with_this_binary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bench = tmp.path();
+    let db = bench.join("hub25.db");
+    let seed = bench.join("seed-25.json");
+    let log = bench.join("hub25.log");
+    let report_path = bench.join("api-25.json");
+
+    let member_token = seed_25_agents(&db, &seed);
+    let server = serve_traced(&db, &log);
+    let report = apibench_joined(&server.url(), &seed, &log, &report_path, &member_token);
+    let scenarios = report["scenarios"].as_array().unwrap();
+    let names: Vec<&str> = scenarios.iter().map(name_of).collect();
+    assert_eq!(
+        names,
+        [
+            "project-agents-list",
+            "global-agents-list-unscoped",
+            "global-agents-list-scoped"
+        ]
+    );
+    scenarios.iter().for_each(assert_traced_from_the_log);
+
+    // The first project-list attempt.
+    let line = the_attempts_line(&server, &scenarios[0]["attempts"][0]);
 
     // The same join with the guide's jq commands, when jq is installed.
-    the_guides_jq_commands(bench, line, &names);
+    the_guides_jq_commands(bench, &line, &names);
 
     drop(server);
 }

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use hub_bench::hubs::{Tracing, WebHub};
+use hub_bench::hubs::{seeded_hub, Tracing, WebHub};
 use hub_bench::web::{self, BrowserPaths, WebArgs};
 use hub_example::seed::{seed_to_file, SeedOptions};
 
@@ -33,7 +33,9 @@ async fn served(agents: u32) -> Served {
     };
     seed_to_file(&options, &seed).unwrap();
     let log = dir.path().join("hub.log");
-    let hub = WebHub::start(&db, SECRET, Tracing::On, &log).await.unwrap();
+    let hub = WebHub::serve(seeded_hub(&db, SECRET, Tracing::On, &log).unwrap())
+        .await
+        .unwrap();
     Served {
         dir,
         seed,

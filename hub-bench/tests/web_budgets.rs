@@ -23,7 +23,7 @@
 
 use std::time::Duration;
 
-use hub_bench::hubs::{Tracing, WebHub};
+use hub_bench::hubs::{seeded_hub, Tracing, WebHub};
 use hub_bench::web::budget::{
     measure_view, observe_long_tasks, stable_element_count, throttle_cpu, FixtureServer,
     LoadCounts, DOM_ELEMENTS_MARGIN, LONG_TASKS_MARGIN,
@@ -93,7 +93,8 @@ async fn project_page_views_stay_within_their_budgets() {
         &dir.path().join("seed.json"),
     )
     .unwrap();
-    let hub = WebHub::start(&db, SECRET, Tracing::Off, &dir.path().join("hub.log"))
+    let log = dir.path().join("hub.log");
+    let hub = WebHub::serve(seeded_hub(&db, SECRET, Tracing::Off, &log).unwrap())
         .await
         .unwrap();
     hub.set_readiness_marks(true).unwrap();

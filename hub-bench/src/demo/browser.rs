@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Context;
 use hub_example::seed::{seed_to_file, SeedOptions};
 
-use crate::hubs::{Tracing, WebHub};
+use crate::hubs::{seeded_hub, Tracing, WebHub};
 
 use crate::web::bench::summary_table;
 use crate::web::{self, BrowserPaths, BrowserReport, WebArgs};
@@ -40,7 +40,7 @@ pub async fn run_browser_table(
         .await?
         .context("seed the browser table's hub")?;
     let log = out_dir.join(format!("web-{BROWSER_AGENTS}.log"));
-    let hub = WebHub::start(&db, session_secret, Tracing::On, &log).await?;
+    let hub = WebHub::serve(seeded_hub(&db, session_secret, Tracing::On, &log)?).await?;
     hub.set_readiness_marks(true)?;
     let report = web::run(WebArgs {
         hub: hub.url().to_owned(),

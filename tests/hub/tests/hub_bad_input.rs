@@ -101,12 +101,402 @@ fn access_token(hub: &TestHub, seed: u8, expires_at_ms: i64, revoked: bool) -> S
     token
 }
 
+/// What the rows of every group share: the seeded credentials and the
+/// project's agents listing.
+struct Ctx {
+    member: Cred,
+    admin: Cred,
+    project: String,
+    agents: String,
+    owner_token: String,
+}
+
 fn table(hub: &TestHub) -> Vec<Row> {
     let doc = hub.doc();
-    let member = Cred::Bearer(doc.member_token.clone());
-    let admin = Cred::Bearer(doc.admin_token.clone());
-    let project = &doc.project_id;
-    let agents = format!("/api/v1/projects/{project}/agents");
+    let c = Ctx {
+        member: Cred::Bearer(doc.member_token.clone()),
+        admin: Cred::Bearer(doc.admin_token.clone()),
+        project: doc.project_id.clone(),
+        agents: format!("/api/v1/projects/{}/agents", doc.project_id),
+        owner_token: doc.owner_token.clone(),
+    };
+    [
+        id_rows(&c),
+        ids_list_rows(&c),
+        cursor_rows(&c),
+        limit_rows(&c),
+        sort_rows(&c),
+        subject_rows(&c),
+        audit_rows(&c),
+        credential_rows(hub, &c),
+        trigger_rows(&c),
+        oversized_rows(&c),
+        non_utf8_path_rows(&c),
+        route_rows(&c),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Ids in the path and in `projectId`: malformed and unknown.
+fn id_rows(c: &Ctx) -> Vec<Row> {
+    let Ctx {
+        member, project, ..
+    } = c;
+    vec![
+        row(
+            "agent id malformed",
+            "/api/v1/agents/not-a-uuid",
+            member,
+            400,
+        )
+        .echo("not-a-uuid"),
+        row(
+            "agent id upper case",
+            format!("/api/v1/agents/{}", UNKNOWN.to_uppercase()),
+            member,
+            400,
+        ),
+        row(
+            "agent id unknown",
+            format!("/api/v1/agents/{UNKNOWN}"),
+            member,
+            404,
+        ),
+        row(
+            "agent id with markup",
+            "/api/v1/agents/%3Cscript%3E",
+            member,
+            400,
+        )
+        .echo("<script>"),
+        row(
+            "project id malformed",
+            "/api/v1/projects/proj-xyz/agents",
+            member,
+            400,
+        )
+        .echo("proj-xyz"),
+        row(
+            "project id unknown",
+            format!("/api/v1/projects/{UNKNOWN}/agents"),
+            member,
+            404,
+        ),
+        row(
+            "projectId malformed",
+            "/api/v1/agents?projectId=proj-xyz",
+            member,
+            400,
+        )
+        .echo("proj-xyz"),
+        row(
+            "projectId twice",
+            format!("/api/v1/agents?projectId={project}&projectId={project}"),
+            member,
+            400,
+        ),
+    ]
+}
+
+/// Ids in the `ids` list (malformed, empty, too long, or with a cursor) and
+/// in status updates.
+fn ids_list_rows(c: &Ctx) -> Vec<Row> {
+    let Ctx { member, agents, .. } = c;
+    let ids_101: Vec<String> = (0..101)
+        .map(|i| format!("00000000-0000-4000-8000-{i:012x}"))
+        .collect();
+    vec![
+        row(
+            "ids malformed",
+            format!("{agents}?ids=abc,def-ghi"),
+            member,
+            400,
+        )
+        .echo("def-ghi"),
+        row("ids empty", format!("{agents}?ids="), member, 400),
+        row(
+            "ids over 100",
+            format!("{agents}?ids={}", ids_101.join(",")),
+            member,
+            400,
+        ),
+        row(
+            "ids with cursor",
+            format!("{agents}?ids={UNKNOWN}&cursor=abc"),
+            member,
+            400,
+        ),
+        // Status updates of a malformed or unknown id, or with a malformed body.
+        row(
+            "status of malformed id",
+            "/api/v1/agents/not-a-uuid/status",
+            member,
+            400,
+        )
+        .put(r#"{"phase":"stopped"}"#),
+        row(
+            "status of unknown id",
+            format!("/api/v1/agents/{UNKNOWN}/status"),
+            member,
+            404,
+        )
+        .put(r#"{"phase":"stopped"}"#),
+        row(
+            "status body malformed",
+            format!("/api/v1/agents/{UNKNOWN}/status"),
+            member,
+            400,
+        )
+        .put(r#"{"phase":"sleeping-deeply"}"#)
+        .echo("sleeping-deeply"),
+    ]
+}
+
+/// Cursors.
+fn cursor_rows(c: &Ctx) -> Vec<Row> {
+    let Ctx { member, agents, .. } = c;
+    let name_cursor = format!(r#"{{"s":"name","v":"a","i":"{UNKNOWN}"}}"#);
+    vec![
+        row(
+            "cursor garbage",
+            format!("{agents}?cursor=garbage!!"),
+            member,
+            400,
+        )
+        .echo("garbage!!"),
+        row("cursor empty", format!("{agents}?cursor="), member, 400),
+        row(
+            "cursor not json",
+            format!("{agents}?cursor={}", b64("hello cursor")),
+            member,
+            400,
+        ),
+        row(
+            "cursor of another sort",
+            format!("{agents}?sort=-updatedAt&cursor={}", b64(&name_cursor)),
+            member,
+            400,
+        ),
+        row(
+            "cursor wrong value type",
+            format!(
+                "{agents}?cursor={}",
+                b64(&name_cursor.replace("\"a\"", "7"))
+            ),
+            member,
+            400,
+        ),
+        row(
+            "cursor bad id",
+            format!(
+                "{agents}?cursor={}",
+                b64(r#"{"s":"name","v":"a","i":"evil-id"}"#)
+            ),
+            member,
+            400,
+        )
+        .echo("evil-id"),
+        row(
+            "cursor too long",
+            format!("{agents}?cursor={}", "A".repeat(4000)),
+            member,
+            400,
+        ),
+        row(
+            "global cursor garbage",
+            "/api/v1/agents?cursor=%00%01",
+            member,
+            400,
+        ),
+    ]
+}
+
+/// Limits.
+fn limit_rows(c: &Ctx) -> Vec<Row> {
+    let Ctx { member, agents, .. } = c;
+    vec![
+        row("limit 0", format!("{agents}?limit=0"), member, 400),
+        row("limit negative", format!("{agents}?limit=-5"), member, 400),
+        row("limit 501", format!("{agents}?limit=501"), member, 400),
+        row(
+            "limit huge",
+            format!("{agents}?limit=99999999999999999999999"),
+            member,
+            400,
+        )
+        .echo("99999999999999999999999"),
+        row(
+            "limit not a number",
+            format!("{agents}?limit=ten"),
+            member,
+            400,
+        ),
+        row(
+            "limit fractional",
+            format!("{agents}?limit=1.5"),
+            member,
+            400,
+        ),
+        row("limit empty", format!("{agents}?limit="), member, 400),
+        row(
+            "limit twice",
+            format!("{agents}?limit=1&limit=2"),
+            member,
+            400,
+        ),
+        row("global limit 0", "/api/v1/agents?limit=0", member, 400),
+    ]
+}
+
+/// Sort keys.
+fn sort_rows(c: &Ctx) -> Vec<Row> {
+    let Ctx { member, agents, .. } = c;
+    vec![
+        row("sort unknown", format!("{agents}?sort=sizeXL"), member, 400).echo("sizeXL"),
+        row(
+            "sort double minus",
+            format!("{agents}?sort=--name"),
+            member,
+            400,
+        ),
+        row("sort empty", format!("{agents}?sort="), member, 400),
+        row(
+            "sort wrong case",
+            format!("{agents}?sort=CreatedAt"),
+            member,
+            400,
+        ),
+        row(
+            "sort injection",
+            format!("{agents}?sort=name%3BDROP%20TABLE%20agents"),
+            member,
+            400,
+        )
+        .echo("DROP TABLE"),
+        row("view unknown", format!("{agents}?view=tiny"), member, 400),
+    ]
+}
+
+/// Subject lists.
+fn subject_rows(c: &Ctx) -> Vec<Row> {
+    let Ctx {
+        member, project, ..
+    } = c;
+    let subs_17 = vec!["sub=users.me.%3E"; 17].join("&");
+    let long_subject = format!("projects.{project}.{}", "a".repeat(300));
+    vec![
+        row("subjects none", "/events", member, 400),
+        row(
+            "subject unknown root",
+            "/events?sub=orders.abc.%3E",
+            member,
+            400,
+        )
+        .echo("orders"),
+        row(
+            "subject malformed id",
+            "/events?sub=projects.proj-xyz.%3E",
+            member,
+            400,
+        )
+        .echo("proj-xyz"),
+        row(
+            "subject empty token",
+            format!("/events?sub=projects.{project}..x"),
+            member,
+            400,
+        ),
+        row(
+            "subject rest not last",
+            format!("/events?sub=projects.{project}.%3E.x"),
+            member,
+            400,
+        ),
+        row(
+            "subject too long",
+            format!("/events?sub={long_subject}"),
+            member,
+            400,
+        ),
+        row(
+            "subjects over 16",
+            format!("/events?{subs_17}"),
+            member,
+            400,
+        ),
+        row(
+            "subject not utf-8",
+            "/events?sub=projects.%FF%FE.%3E",
+            member,
+            400,
+        ),
+        row(
+            "subject unknown project",
+            format!("/events?sub=projects.{UNKNOWN}.%3E"),
+            member,
+            403,
+        ),
+    ]
+}
+
+/// The audit window: times past what RFC 3339 can write (year 9999), and
+/// parameter names that must not come back.
+fn audit_rows(c: &Ctx) -> Vec<Row> {
+    let admin = &c.admin;
+    let audit = "/api/v1/admin/audit-events";
+    vec![
+        row(
+            "audit from past year 9999",
+            format!("{audit}?from=253402300800000&to=253402300800001"),
+            admin,
+            400,
+        ),
+        row(
+            "audit from near i64::MAX",
+            format!("{audit}?from=9223372036854775806"),
+            admin,
+            400,
+        ),
+        row(
+            "audit to near i64::MAX",
+            format!("{audit}?from=1000&to=9223372036854775807"),
+            admin,
+            400,
+        ),
+        row(
+            "audit hourly histogram past year 9999",
+            format!("{audit}?from=253402300800000&to=253402300800001&time_resolution=hour"),
+            admin,
+            400,
+        ),
+        row(
+            "audit rfc3339 past year 9999",
+            format!("{audit}?from=10000-01-01T00:00:00Z"),
+            admin,
+            400,
+        ),
+        row(
+            "audit unknown parameter with markup",
+            format!("{audit}?%3Cscript%3Ealert(1)%3C%2Fscript%3E=1"),
+            admin,
+            400,
+        )
+        .echo("<script>"),
+        row(
+            "audit unknown parameter",
+            format!("{audit}?windowz=5m"),
+            admin,
+            400,
+        )
+        .echo("windowz"),
+    ]
+}
+
+/// Credentials: each refused on the agents listing.
+fn credential_rows(hub: &TestHub, c: &Ctx) -> Vec<Row> {
+    let doc = hub.doc();
     let signer = TokenSigner::from_session_secret(SECRET);
     let forged = TokenSigner::from_session_secret("not-the-secret").issue(
         &TokenSubject::User(doc.admin_user_id.clone()),
@@ -118,322 +508,8 @@ fn table(hub: &TestHub) -> Vec<Row> {
     let revoked = access_token(hub, 1, i64::MAX, true);
     let lapsed = access_token(hub, 2, 1, false);
     let unknown_pat = access_token_from_bytes([3; 32]);
-    let name_cursor = format!(r#"{{"s":"name","v":"a","i":"{UNKNOWN}"}}"#);
-    let ids_101: Vec<String> = (0..101)
-        .map(|i| format!("00000000-0000-4000-8000-{i:012x}"))
-        .collect();
-    let subs_17 = vec!["sub=users.me.%3E"; 17].join("&");
-    let long_subject = format!("projects.{project}.{}", "a".repeat(300));
-    let audit = "/api/v1/admin/audit-events";
-    let refused = |name, cred: Cred| row(name, agents.clone(), &cred, 401);
-
+    let refused = |name, cred: Cred| row(name, c.agents.clone(), &cred, 401);
     vec![
-        // Ids: malformed and unknown.
-        row(
-            "agent id malformed",
-            "/api/v1/agents/not-a-uuid",
-            &member,
-            400,
-        )
-        .echo("not-a-uuid"),
-        row(
-            "agent id upper case",
-            format!("/api/v1/agents/{}", UNKNOWN.to_uppercase()),
-            &member,
-            400,
-        ),
-        row(
-            "agent id unknown",
-            format!("/api/v1/agents/{UNKNOWN}"),
-            &member,
-            404,
-        ),
-        row(
-            "agent id with markup",
-            "/api/v1/agents/%3Cscript%3E",
-            &member,
-            400,
-        )
-        .echo("<script>"),
-        row(
-            "project id malformed",
-            "/api/v1/projects/proj-xyz/agents",
-            &member,
-            400,
-        )
-        .echo("proj-xyz"),
-        row(
-            "project id unknown",
-            format!("/api/v1/projects/{UNKNOWN}/agents"),
-            &member,
-            404,
-        ),
-        row(
-            "projectId malformed",
-            "/api/v1/agents?projectId=proj-xyz",
-            &member,
-            400,
-        )
-        .echo("proj-xyz"),
-        row(
-            "projectId twice",
-            format!("/api/v1/agents?projectId={project}&projectId={project}"),
-            &member,
-            400,
-        ),
-        row(
-            "ids malformed",
-            format!("{agents}?ids=abc,def-ghi"),
-            &member,
-            400,
-        )
-        .echo("def-ghi"),
-        row("ids empty", format!("{agents}?ids="), &member, 400),
-        row(
-            "ids over 100",
-            format!("{agents}?ids={}", ids_101.join(",")),
-            &member,
-            400,
-        ),
-        row(
-            "ids with cursor",
-            format!("{agents}?ids={UNKNOWN}&cursor=abc"),
-            &member,
-            400,
-        ),
-        row(
-            "status of malformed id",
-            "/api/v1/agents/not-a-uuid/status",
-            &member,
-            400,
-        )
-        .put(r#"{"phase":"stopped"}"#),
-        row(
-            "status of unknown id",
-            format!("/api/v1/agents/{UNKNOWN}/status"),
-            &member,
-            404,
-        )
-        .put(r#"{"phase":"stopped"}"#),
-        row(
-            "status body malformed",
-            format!("/api/v1/agents/{UNKNOWN}/status"),
-            &member,
-            400,
-        )
-        .put(r#"{"phase":"sleeping-deeply"}"#)
-        .echo("sleeping-deeply"),
-        // Cursors.
-        row(
-            "cursor garbage",
-            format!("{agents}?cursor=garbage!!"),
-            &member,
-            400,
-        )
-        .echo("garbage!!"),
-        row("cursor empty", format!("{agents}?cursor="), &member, 400),
-        row(
-            "cursor not json",
-            format!("{agents}?cursor={}", b64("hello cursor")),
-            &member,
-            400,
-        ),
-        row(
-            "cursor of another sort",
-            format!("{agents}?sort=-updatedAt&cursor={}", b64(&name_cursor)),
-            &member,
-            400,
-        ),
-        row(
-            "cursor wrong value type",
-            format!(
-                "{agents}?cursor={}",
-                b64(&name_cursor.replace("\"a\"", "7"))
-            ),
-            &member,
-            400,
-        ),
-        row(
-            "cursor bad id",
-            format!(
-                "{agents}?cursor={}",
-                b64(r#"{"s":"name","v":"a","i":"evil-id"}"#)
-            ),
-            &member,
-            400,
-        )
-        .echo("evil-id"),
-        row(
-            "cursor too long",
-            format!("{agents}?cursor={}", "A".repeat(4000)),
-            &member,
-            400,
-        ),
-        row(
-            "global cursor garbage",
-            "/api/v1/agents?cursor=%00%01",
-            &member,
-            400,
-        ),
-        // Limits.
-        row("limit 0", format!("{agents}?limit=0"), &member, 400),
-        row("limit negative", format!("{agents}?limit=-5"), &member, 400),
-        row("limit 501", format!("{agents}?limit=501"), &member, 400),
-        row(
-            "limit huge",
-            format!("{agents}?limit=99999999999999999999999"),
-            &member,
-            400,
-        )
-        .echo("99999999999999999999999"),
-        row(
-            "limit not a number",
-            format!("{agents}?limit=ten"),
-            &member,
-            400,
-        ),
-        row(
-            "limit fractional",
-            format!("{agents}?limit=1.5"),
-            &member,
-            400,
-        ),
-        row("limit empty", format!("{agents}?limit="), &member, 400),
-        row(
-            "limit twice",
-            format!("{agents}?limit=1&limit=2"),
-            &member,
-            400,
-        ),
-        row("global limit 0", "/api/v1/agents?limit=0", &member, 400),
-        // Sort keys.
-        row(
-            "sort unknown",
-            format!("{agents}?sort=sizeXL"),
-            &member,
-            400,
-        )
-        .echo("sizeXL"),
-        row(
-            "sort double minus",
-            format!("{agents}?sort=--name"),
-            &member,
-            400,
-        ),
-        row("sort empty", format!("{agents}?sort="), &member, 400),
-        row(
-            "sort wrong case",
-            format!("{agents}?sort=CreatedAt"),
-            &member,
-            400,
-        ),
-        row(
-            "sort injection",
-            format!("{agents}?sort=name%3BDROP%20TABLE%20agents"),
-            &member,
-            400,
-        )
-        .echo("DROP TABLE"),
-        row("view unknown", format!("{agents}?view=tiny"), &member, 400),
-        // Subject lists.
-        row("subjects none", "/events", &member, 400),
-        row(
-            "subject unknown root",
-            "/events?sub=orders.abc.%3E",
-            &member,
-            400,
-        )
-        .echo("orders"),
-        row(
-            "subject malformed id",
-            "/events?sub=projects.proj-xyz.%3E",
-            &member,
-            400,
-        )
-        .echo("proj-xyz"),
-        row(
-            "subject empty token",
-            format!("/events?sub=projects.{project}..x"),
-            &member,
-            400,
-        ),
-        row(
-            "subject rest not last",
-            format!("/events?sub=projects.{project}.%3E.x"),
-            &member,
-            400,
-        ),
-        row(
-            "subject too long",
-            format!("/events?sub={long_subject}"),
-            &member,
-            400,
-        ),
-        row(
-            "subjects over 16",
-            format!("/events?{subs_17}"),
-            &member,
-            400,
-        ),
-        row(
-            "subject not utf-8",
-            "/events?sub=projects.%FF%FE.%3E",
-            &member,
-            400,
-        ),
-        row(
-            "subject unknown project",
-            format!("/events?sub=projects.{UNKNOWN}.%3E"),
-            &member,
-            403,
-        ),
-        // The audit window: times past what RFC 3339 can write (year
-        // 9999), and parameter names that must not come back.
-        row(
-            "audit from past year 9999",
-            format!("{audit}?from=253402300800000&to=253402300800001"),
-            &admin,
-            400,
-        ),
-        row(
-            "audit from near i64::MAX",
-            format!("{audit}?from=9223372036854775806"),
-            &admin,
-            400,
-        ),
-        row(
-            "audit to near i64::MAX",
-            format!("{audit}?from=1000&to=9223372036854775807"),
-            &admin,
-            400,
-        ),
-        row(
-            "audit hourly histogram past year 9999",
-            format!("{audit}?from=253402300800000&to=253402300800001&time_resolution=hour"),
-            &admin,
-            400,
-        ),
-        row(
-            "audit rfc3339 past year 9999",
-            format!("{audit}?from=10000-01-01T00:00:00Z"),
-            &admin,
-            400,
-        ),
-        row(
-            "audit unknown parameter with markup",
-            format!("{audit}?%3Cscript%3Ealert(1)%3C%2Fscript%3E=1"),
-            &admin,
-            400,
-        )
-        .echo("<script>"),
-        row(
-            "audit unknown parameter",
-            format!("{audit}?windowz=5m"),
-            &admin,
-            400,
-        )
-        .echo("windowz"),
-        // Credentials: each refused on the agents listing.
         refused("no credential", Cred::None),
         refused("garbage token", Cred::Bearer("garbage-token-123".into())),
         refused("token bad signature", Cred::Bearer(forged)),
@@ -457,18 +533,29 @@ fn table(hub: &TestHub) -> Vec<Row> {
             "token too long",
             Cred::Bearer(format!("scb1.{}", "x".repeat(6000))),
         ),
-        // The trigger header: anything but `1` is served without headers.
-        row("perf trace true", agents.clone(), &admin, 200).header("x-scion-perf-trace", "true"),
-        row("perf trace 2", agents.clone(), &admin, 200).header("x-scion-perf-trace", "2"),
-        row("perf trace 01", agents.clone(), &admin, 200).header("x-scion-perf-trace", "01"),
-        row("perf trace empty", agents.clone(), &admin, 200).header("x-scion-perf-trace", ""),
-        row("perf trace list", agents.clone(), &admin, 200).header("x-scion-perf-trace", "1, 1"),
-        row("perf trace not utf-8", agents.clone(), &admin, 200)
+    ]
+}
+
+/// The trigger header: anything but `1` is served without headers.
+fn trigger_rows(c: &Ctx) -> Vec<Row> {
+    let Ctx { admin, agents, .. } = c;
+    vec![
+        row("perf trace true", agents.clone(), admin, 200).header("x-scion-perf-trace", "true"),
+        row("perf trace 2", agents.clone(), admin, 200).header("x-scion-perf-trace", "2"),
+        row("perf trace 01", agents.clone(), admin, 200).header("x-scion-perf-trace", "01"),
+        row("perf trace empty", agents.clone(), admin, 200).header("x-scion-perf-trace", ""),
+        row("perf trace list", agents.clone(), admin, 200).header("x-scion-perf-trace", "1, 1"),
+        row("perf trace not utf-8", agents.clone(), admin, 200)
             .header("x-scion-perf-trace", b"\xff1".to_vec()),
-        // Oversized input.
-        row("header too large", agents.clone(), &member, 431)
-            .header("x-filler", "f".repeat(20_000)),
-        row("headers too large together", agents.clone(), &member, 431)
+    ]
+}
+
+/// Oversized input.
+fn oversized_rows(c: &Ctx) -> Vec<Row> {
+    let Ctx { member, agents, .. } = c;
+    vec![
+        row("header too large", agents.clone(), member, 431).header("x-filler", "f".repeat(20_000)),
+        row("headers too large together", agents.clone(), member, 431)
             .header("x-filler-a", "a".repeat(9_000))
             .header("x-filler-b", "b".repeat(9_000)),
         row(
@@ -480,64 +567,82 @@ fn table(hub: &TestHub) -> Vec<Row> {
         row(
             "query too long",
             format!("{agents}?view=full&pad={}", "q".repeat(9_000)),
-            &member,
+            member,
             414,
         ),
         row(
             "query far too long",
             format!("/api/v1/agents?pad={}", "q".repeat(60_000)),
-            &member,
+            member,
             414,
         ),
         row(
             "path too long",
             format!("/api/v1/agents/{}", "p".repeat(3_000)),
-            &member,
+            member,
             414,
         ),
-        // Paths that are not UTF-8 once decoded.
+    ]
+}
+
+/// Paths that are not UTF-8 once decoded.
+fn non_utf8_path_rows(c: &Ctx) -> Vec<Row> {
+    let member = &c.member;
+    vec![
         row(
             "agent id not utf-8",
             "/api/v1/agents/%FF%FE%FD",
-            &member,
+            member,
             400,
         ),
         row(
             "project id not utf-8",
             "/api/v1/projects/%C3%28/agents",
-            &member,
+            member,
             400,
         ),
         row(
             "status id not utf-8",
             "/api/v1/agents/%80/status",
-            &member,
+            member,
             400,
         )
         .put(r#"{"phase":"stopped"}"#),
-        row("route not utf-8", "/api/v1/%FF", &member, 404),
-        row("agent id nul", "/api/v1/agents/%00", &member, 400),
-        // Routes and methods.
-        row("unknown route", "/api/v2/agents", &member, 404),
-        row("wrong method", "/api/v1/agents", &member, 405).method(Method::DELETE),
+        row("route not utf-8", "/api/v1/%FF", member, 404),
+        row("agent id nul", "/api/v1/agents/%00", member, 400),
+    ]
+}
+
+/// Routes and methods.
+fn route_rows(c: &Ctx) -> Vec<Row> {
+    let Ctx {
+        member,
+        admin,
+        agents,
+        owner_token,
+        ..
+    } = c;
+    vec![
+        row("unknown route", "/api/v2/agents", member, 404),
+        row("wrong method", "/api/v1/agents", member, 405).method(Method::DELETE),
         row(
             "server config as member",
             "/api/v1/admin/server-config",
-            &member,
+            member,
             403,
         )
         .put(r#"{"a":1}"#),
         row(
             "server config malformed",
             "/api/v1/admin/server-config",
-            &admin,
+            admin,
             400,
         )
         .put("{not yaml: [}"),
         row(
             "server config nested too deep",
             "/api/v1/admin/server-config",
-            &admin,
+            admin,
             400,
         )
         .put(
@@ -548,7 +653,7 @@ fn table(hub: &TestHub) -> Vec<Row> {
         row(
             "server config aliases",
             "/api/v1/admin/server-config",
-            &admin,
+            admin,
             400,
         )
         .put(format!(
@@ -559,32 +664,32 @@ fn table(hub: &TestHub) -> Vec<Row> {
         row(
             "server config not finite",
             "/api/v1/admin/server-config",
-            &admin,
+            admin,
             400,
         )
         .put("ui:\n  zoom: -.inf\n"),
         row(
             "server config creator role",
             "/api/v1/admin/server-config",
-            &admin,
+            admin,
             400,
         )
         .put(r#"{"authz":{"creator_role":{"nested":"object"}}}"#),
         row(
             "server config too large",
             "/api/v1/admin/server-config",
-            &admin,
+            admin,
             413,
         )
         .put(format!("{{\"a\":\"{}\"}}", "x".repeat(70_000))),
         // Two credentials: a proxy reading the other one would disagree.
-        row("two authorization headers", agents.clone(), &member, 400)
-            .header("authorization", format!("Bearer {}", doc.owner_token))
-            .echo(doc.owner_token.clone()),
+        row("two authorization headers", agents.clone(), member, 400)
+            .header("authorization", format!("Bearer {owner_token}"))
+            .echo(owner_token.clone()),
         row(
             "server config layer 0",
             "/api/v1/admin/server-config",
-            &admin,
+            admin,
             422,
         )
         .put(r#"{"server":{"hub":{"perf_trace":true}}}"#),

@@ -33,7 +33,7 @@ use hub_support::pg_url::pg_url;
 use hub_support::postgres::PgDatabase;
 use hub_support::sql::{off_runtime, query};
 use hub_support::web::{
-    assert_session_stored_as_hash, cookie_pair, send, sign_in_with, web_request, with_cookie,
+    assert_session_stored_as_hash, cookie_pair, send, sign_in_request, web_request, with_cookie,
     Answer,
 };
 use hub_support::{counts, hub_options, Seeded, TestHub};
@@ -350,14 +350,7 @@ async fn a_web_session_is_created_used_and_ended_on_postgres() {
     let web = web::router(&hub.hub, WebOptions { test_login: true });
     let doc = hub.doc().clone();
 
-    let signed_in = send(
-        &web,
-        sign_in_with(&doc.member_token)
-            .header("x-scion-client", "web")
-            .body(Body::empty())
-            .unwrap(),
-    )
-    .await;
+    let signed_in = send(&web, sign_in_request(&doc.member_token)).await;
     assert_eq!(signed_in.status, StatusCode::OK, "{:?}", signed_in.json());
     assert_eq!(signed_in.json()["user"]["id"], json!(doc.member_user_id));
     let cookie = cookie_of(&signed_in);

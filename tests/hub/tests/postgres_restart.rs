@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use hub_example::log::CaptureBuffer;
 use hub_example::settings::CacheSettings;
 use hub_example::settings::Settings;
 use hub_support::pg_url::pg_url;
@@ -65,38 +66,20 @@ struct Answer {
     request_id: Option<String>,
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restarted_server_is_503_with_retry_after_then_served_again_with_one_line_per_request() {
-    let Some(server) = pg_url() else { return };
-    let Some(restart) = restart_command() else {
-        return;
-    };
-    let TestHub {
-        seeded, hub, log, ..
-    } = TestHub::over_small_pool(
-        Seeded::on_postgres(8, &server),
-        Settings {
-            perf_trace: true,
-            gcp_logs: false,
-            // Every answer reads the database: none comes from a cache.
-            cache: CacheSettings::disabled(),
-        },
-        8,
-    );
-    let served = served::Served::hub(&hub).await;
-    let url = format!(
-        "{}/api/v1/projects/{}/agents",
-        served.url(),
-        seeded.doc.project_id
-    );
-    let token = seeded.doc.member_token.clone();
+/// The answers the clients have had so far, in the order they came.
+type Answers = Arc<Mutex<Vec<Answer>>>;
 
-    let answers = Arc::new(Mutex::new(Vec::<Answer>::new()));
-    let stop = Arc::new(AtomicBool::new(false));
+/// `CLIENTS` clients requesting `url` one request after another until `stop`.
+fn spawn_clients(
+    url: &str,
+    token: &str,
+    answers: &Answers,
+    stop: &Arc<AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
     let client = reqwest::Client::new();
-    let clients: Vec<_> = (0..CLIENTS)
+    (0..CLIENTS)
         .map(|_| {
-            let (client, url, token) = (client.clone(), url.clone(), token.clone());
+            let (client, url, token) = (client.clone(), url.to_owned(), token.to_owned());
             let (answers, stop) = (answers.clone(), stop.clone());
             tokio::spawn(async move {
                 while !stop.load(Ordering::Relaxed) {
@@ -123,9 +106,11 @@ async fn a_restarted_server_is_503_with_retry_after_then_served_again_with_one_l
                 }
             })
         })
-        .collect();
+        .collect()
+}
 
-    tokio::time::sleep(Duration::from_millis(500)).await;
+/// Runs the restart command; returns when it started and when it ended.
+async fn restart_the_server(restart: String) -> (Instant, Instant) {
     let restart_started = Instant::now();
     let restarted = tokio::task::spawn_blocking(move || {
         std::process::Command::new("sh")
@@ -141,10 +126,14 @@ async fn a_restarted_server_is_503_with_retry_after_then_served_again_with_one_l
         "{RESTART_VAR} failed: {}",
         String::from_utf8_lossy(&restarted.stderr)
     );
+    (restart_started, restart_ended)
+}
 
-    // Wait (a liveness bound only) until the last answers are all 200.
+/// Waits (a liveness bound only) until the last answers are all 200;
+/// whether they were.
+async fn wait_recovered(answers: &Answers, restart_ended: Instant) -> bool {
     let deadline = Instant::now() + Duration::from_secs(30);
-    let recovered = loop {
+    loop {
         let done = {
             let answers = answers.lock().unwrap();
             let after: Vec<&Answer> = answers.iter().filter(|a| a.at > restart_ended).collect();
@@ -157,14 +146,16 @@ async fn a_restarted_server_is_503_with_retry_after_then_served_again_with_one_l
             break done;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    stop.store(true, Ordering::Relaxed);
-    for client in clients {
-        client.await.unwrap();
     }
-    served.stop().await;
-    let answers = answers.lock().unwrap().clone();
+}
 
+/// 200 before the restart, 503 with `Retry-After: 1` during it, 200 again
+/// after; nothing else. Returns the 503 answers.
+fn assert_outage_answers(
+    answers: &[Answer],
+    recovered: bool,
+    restart_started: Instant,
+) -> Vec<&Answer> {
     assert!(
         recovered,
         "the Hub did not serve 200 again after the restart"
@@ -181,7 +172,7 @@ async fn a_restarted_server_is_503_with_retry_after_then_served_again_with_one_l
         "no request met the outage: {} answers, all 200",
         answers.len()
     );
-    for a in &answers {
+    for a in answers {
         assert!(a.status == 200 || a.status == 503, "{a:?}");
     }
     for a in &unavailable {
@@ -191,10 +182,14 @@ async fn a_restarted_server_is_503_with_retry_after_then_served_again_with_one_l
             "a 503 before the restart began: {a:?}"
         );
     }
+    unavailable
+}
 
-    // One line per request answered, matched by request id.
+/// One line per request answered, matched by request id; returns the lines
+/// per request id.
+fn assert_one_line_per_answer(log: &CaptureBuffer, answers: &[Answer]) -> HashMap<String, usize> {
     let mut lines: HashMap<String, usize> = HashMap::new();
-    for line in served::perf_values(&log) {
+    for line in served::perf_values(log) {
         let id = line["request_id"].as_str().unwrap().to_owned();
         *lines.entry(id).or_default() += 1;
     }
@@ -211,13 +206,58 @@ async fn a_restarted_server_is_503_with_retry_after_then_served_again_with_one_l
     }
     // Every answer has its line: a 503 answered while authenticating (the
     // credential's user is read from the database) too.
-    for a in &answers {
+    for a in answers {
         let lined = a
             .request_id
             .as_ref()
             .is_some_and(|id| lines.contains_key(id));
         assert!(lined, "an answer without its line: {a:?}");
     }
+    lines
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_is_503_with_retry_after_then_served_again_with_one_line_per_request() {
+    let Some(server) = pg_url() else { return };
+    let Some(restart) = restart_command() else {
+        return;
+    };
+    let TestHub {
+        seeded, hub, log, ..
+    } = TestHub::over_small_pool(
+        Seeded::on_postgres(8, &server),
+        Settings {
+            perf_trace: true,
+            gcp_logs: false,
+            // Every answer reads the database: none comes from a cache.
+            cache: CacheSettings::disabled(),
+        },
+        8,
+    );
+    let served = served::Served::hub(&hub).await;
+    let url = format!(
+        "{}/api/v1/projects/{}/agents",
+        served.url(),
+        seeded.doc.project_id
+    );
+    let token = seeded.doc.member_token.clone();
+
+    let answers: Answers = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients = spawn_clients(&url, &token, &answers, &stop);
+
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (restart_started, restart_ended) = restart_the_server(restart).await;
+    let recovered = wait_recovered(&answers, restart_ended).await;
+    stop.store(true, Ordering::Relaxed);
+    for client in clients {
+        client.await.unwrap();
+    }
+    served.stop().await;
+    let answers = answers.lock().unwrap().clone();
+
+    let unavailable = assert_outage_answers(&answers, recovered, restart_started);
+    let lines = assert_one_line_per_answer(&log, &answers);
     let _ = writeln!(
         std::io::stderr(),
         "restart took {:?}; {} answers: {} 503, {} lines",

@@ -29,6 +29,7 @@ use hub_bench::web::driver::Chromedriver;
 use hub_bench::web::SessionPost;
 use hub_example::api::profiling::{readiness_marks, set_readiness_marks};
 use hub_example::auth::tokens::access_token_from_bytes;
+use hub_example::seed::SeedDocument;
 use hub_example::settings::Settings;
 use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
 use hub_example::web::{self, WebOptions};
@@ -85,6 +86,15 @@ async fn web_hub(agents: u32) -> WebHub {
         url,
         _stop: stop,
     }
+}
+
+/// The browser, and a Hub of `agents` agents serving the web client with
+/// its seed document; `None` where [`Browser::start`] says so.
+async fn browser_and_hub(test: &str, agents: u32) -> Option<(Browser, WebHub, SeedDocument)> {
+    let browser = Browser::start(test).await?;
+    let hub = web_hub(agents).await;
+    let doc = hub.seeded.doc.clone();
+    Some((browser, hub, doc))
 }
 
 /// Headless Chromium and the chromedriver process that drives it; dropping
@@ -313,6 +323,12 @@ impl Browser {
         .await
     }
 
+    /// `PUT /api/v1/admin/profiling` from the page with `body`.
+    async fn put_profiling(&self, headers: Value, body: &str) -> Value {
+        self.fetch("PUT", "/api/v1/admin/profiling", headers, Some(body))
+            .await
+    }
+
     async fn initial_data(&self) -> Value {
         self.js("return JSON.parse(document.getElementById('scion-initial-data').textContent)")
             .await
@@ -427,15 +443,11 @@ async fn a_dropped_browser_leaves_no_process_behind() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sign_in_profiling_and_error_pages() {
-    let Some(browser) = Browser::start("sign_in_profiling_and_error_pages").await else {
-        return;
-    };
-    let hub = web_hub(12).await;
-    let doc = hub.seeded.doc.clone();
+/// The profiling setting's body that turns readiness marks on.
+const MARKS_ON: &str = r#"{"readiness_marks": true}"#;
 
-    // Signed out, a project page is the sign-in form; a refused token says so.
+/// Signed out, a project page is the sign-in form; a refused token says so.
+async fn a_refused_token_is_said(browser: &Browser, hub: &WebHub, doc: &SeedDocument) {
     browser
         .goto(&format!("{}/projects/{}", hub.url, doc.project_id))
         .await;
@@ -450,8 +462,17 @@ async fn sign_in_profiling_and_error_pages() {
         refused.as_str().unwrap().starts_with("Sign-in refused"),
         "{refused}"
     );
+}
 
-    browser.sign_in(&hub, &doc.member_token).await;
+/// The member signs in: the cookie is HttpOnly, the token is kept nowhere
+/// the page can read; any signed-in caller reads the profiling setting, a
+/// member cannot change it.
+async fn a_member_signs_in_and_may_not_change_profiling(
+    browser: &Browser,
+    hub: &WebHub,
+    doc: &SeedDocument,
+) {
+    browser.sign_in(hub, &doc.member_token).await;
     let who = browser
         .js("return document.getElementById('signed-in-as').textContent")
         .await;
@@ -472,16 +493,13 @@ async fn sign_in_profiling_and_error_pages() {
         json!({"status": 200, "body": {"readiness_marks": false}})
     );
     let member_put = browser
-        .fetch(
-            "PUT",
-            "/api/v1/admin/profiling",
-            json!({"X-Scion-Client": "web"}),
-            Some(r#"{"readiness_marks": true}"#),
-        )
+        .put_profiling(json!({"X-Scion-Client": "web"}), MARKS_ON)
         .await;
     assert_eq!(member_put["status"], 403);
+}
 
-    // A malformed, an unknown and a forbidden project: clear error pages.
+/// A malformed, an unknown and a forbidden project: clear error pages.
+async fn error_pages(browser: &Browser, hub: &WebHub, doc: &SeedDocument) {
     for (path, title) in [
         (
             "/projects/not-a-project".to_owned(),
@@ -510,17 +528,16 @@ async fn sign_in_profiling_and_error_pages() {
         assert_eq!(back, json!(true));
     }
     browser.screenshot("error-page.png").await;
+}
 
-    // Sign-out ends the session: the API refuses the old cookie.
-    browser.sign_out().await;
-    let after = browser
-        .fetch("GET", "/api/v1/profiling", json!({}), None)
-        .await;
-    assert_eq!(after["status"], 401);
-
-    // The admin's browser session may change the setting; the admin's
-    // access token, sent from the same browser, may not; a bad body and a
-    // request without the client header change nothing.
+/// The admin's browser session may change the setting; the admin's access
+/// token, sent from the same browser, may not; a bad body and a request
+/// without the client header change nothing.
+async fn only_the_admins_session_changes_profiling(
+    browser: &Browser,
+    hub: &WebHub,
+    doc: &SeedDocument,
+) {
     let token = access_token_from_bytes([7; 32]);
     insert_user_access_token(
         hub.hub.db(),
@@ -535,13 +552,11 @@ async fn sign_in_profiling_and_error_pages() {
         0,
     )
     .unwrap();
-    browser.sign_in(&hub, &doc.admin_token).await;
+    browser.sign_in(hub, &doc.admin_token).await;
     let with_token = browser
-        .fetch(
-            "PUT",
-            "/api/v1/admin/profiling",
+        .put_profiling(
             json!({"X-Scion-Client": "web", "Authorization": format!("Bearer {token}")}),
-            Some(r#"{"readiness_marks": true}"#),
+            MARKS_ON,
         )
         .await;
     assert_eq!(with_token["status"], 403);
@@ -551,37 +566,41 @@ async fn sign_in_profiling_and_error_pages() {
         .contains("access tokens"));
     let json_put = json!({"X-Scion-Client": "web", "Content-Type": "application/json"});
     let bad = browser
-        .fetch(
-            "PUT",
-            "/api/v1/admin/profiling",
-            json_put.clone(),
-            Some(r#"{"readiness_marks": "yes"}"#),
-        )
+        .put_profiling(json_put.clone(), r#"{"readiness_marks": "yes"}"#)
         .await;
     assert_eq!(bad["status"], 400);
     let forged = browser
-        .fetch(
-            "PUT",
-            "/api/v1/admin/profiling",
-            json!({"Content-Type": "text/plain"}),
-            Some(r#"{"readiness_marks": true}"#),
-        )
+        .put_profiling(json!({"Content-Type": "text/plain"}), MARKS_ON)
         .await;
     assert_eq!(forged["status"], 403);
     assert!(!readiness_marks(hub.hub.db()).unwrap());
-    let on = browser
-        .fetch(
-            "PUT",
-            "/api/v1/admin/profiling",
-            json_put,
-            Some(r#"{"readiness_marks": true}"#),
-        )
-        .await;
+    let on = browser.put_profiling(json_put, MARKS_ON).await;
     assert_eq!(
         on,
         json!({"status": 200, "body": {"readiness_marks": true}})
     );
     assert!(readiness_marks(hub.hub.db()).unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_profiling_and_error_pages() {
+    let Some((browser, hub, doc)) = browser_and_hub("sign_in_profiling_and_error_pages", 12).await
+    else {
+        return;
+    };
+
+    a_refused_token_is_said(&browser, &hub, &doc).await;
+    a_member_signs_in_and_may_not_change_profiling(&browser, &hub, &doc).await;
+    error_pages(&browser, &hub, &doc).await;
+
+    // Sign-out ends the session: the API refuses the old cookie.
+    browser.sign_out().await;
+    let after = browser
+        .fetch("GET", "/api/v1/profiling", json!({}), None)
+        .await;
+    assert_eq!(after["status"], 401);
+
+    only_the_admins_session_changes_profiling(&browser, &hub, &doc).await;
     // Changed without a restart: the next full load's shell says so, and
     // only to a signed-in user.
     browser.goto(&format!("{}/", hub.url)).await;
@@ -593,22 +612,11 @@ async fn sign_in_profiling_and_error_pages() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn readiness_marks_on_and_off() {
-    let Some(browser) = Browser::start("readiness_marks_on_and_off").await else {
-        return;
-    };
-    let hub = web_hub(40).await;
-    let doc = hub.seeded.doc.clone();
-    browser.spy_on_marks().await;
-    browser.sign_in(&hub, &doc.member_token).await;
-    let project = format!("{}/projects/{}", hub.url, doc.project_id);
-    let standalone = format!("{}/graph?project={}", hub.url, doc.project_id);
-
-    // Off: every view and the standalone graph render, and no mark call is made.
+/// Off: every view and the standalone graph render, and no mark call is made.
+async fn no_mark_while_off(browser: &Browser, project: &str, standalone: &str) {
     for (url, ready) in [
         (
-            project.clone(),
+            project.to_owned(),
             "return document.querySelectorAll('.agent-card').length",
         ),
         (
@@ -620,7 +628,7 @@ async fn readiness_marks_on_and_off() {
             "return document.querySelectorAll('g.node-agent').length",
         ),
         (
-            standalone.clone(),
+            standalone.to_owned(),
             "return document.querySelectorAll('g.node-agent').length",
         ),
     ] {
@@ -632,27 +640,11 @@ async fn readiness_marks_on_and_off() {
         assert_eq!(browser.mark_calls().await, Vec::<Value>::new(), "{url}");
         assert!(browser.marks().await.is_empty());
     }
+}
 
-    // On (changed in the database, no restart): the next full load marks.
-    set_readiness_marks(hub.hub.db(), true, 1).unwrap();
-    browser.goto(&project).await;
-    browser
-        .until_mark("the grid's marks", "scion:ready:rows-grid")
-        .await;
-    let grid = browser.marks().await;
-    assert_eq!(
-        checked(&grid, |_| "grid"),
-        ["scion:ready:agents-data", "scion:ready:rows-grid"]
-    );
-    let time = |name: &str| {
-        grid.iter().find(|m| m["name"] == name).unwrap()["startTime"]
-            .as_f64()
-            .unwrap()
-    };
-    assert!(time("scion:ready:agents-data") <= time("scion:ready:rows-grid"));
-
-    // A view switch and a page change keep the load: rows-list and graph
-    // are added, nothing is written twice.
+/// A view switch and a page change keep the load: rows-list and graph are
+/// added, nothing is written twice.
+async fn one_load_across_views_and_pages(browser: &Browser) {
     browser.click("[data-view=list]").await;
     browser
         .until_mark("the list's mark", "scion:ready:rows-list")
@@ -690,36 +682,73 @@ async fn readiness_marks_on_and_off() {
         4,
         "each mark once per load"
     );
+}
 
-    // A client-side navigation ends the load: the marks are cleared and the
-    // standalone graph writes its own.
-    browser.click("a[href^='/graph']").await;
-    browser
-        .until(
-            "the standalone graph's marks",
-            "return window.__markCalls.length === 6",
-        )
-        .await;
+/// Once `script` holds, the timeline holds a new load's two graph marks alone.
+async fn a_new_loads_graph_marks(browser: &Browser, what: &str, script: &str) {
+    browser.until(what, script).await;
     browser.frames().await;
     assert_eq!(
         checked(&browser.marks().await, |_| "graph"),
         ["scion:ready:agents-data", "scion:ready:graph"]
     );
+}
+
+/// A client-side navigation ends the load: the marks are cleared and the
+/// standalone graph writes its own. A project filter change ends the load
+/// too.
+async fn navigation_ends_the_load(browser: &Browser) {
+    browser.click("a[href^='/graph']").await;
+    a_new_loads_graph_marks(
+        browser,
+        "the standalone graph's marks",
+        "return window.__markCalls.length === 6",
+    )
+    .await;
 
     // A project filter change ends the load too.
     browser.select("project-filter", "").await;
-    browser
-        .until(
-            "the new load's marks",
-            "return location.search === '' && window.__markCalls.length === 8",
-        )
-        .await;
-    browser.frames().await;
-    assert_eq!(
-        checked(&browser.marks().await, |_| "graph"),
-        ["scion:ready:agents-data", "scion:ready:graph"]
-    );
+    a_new_loads_graph_marks(
+        browser,
+        "the new load's marks",
+        "return location.search === '' && window.__markCalls.length === 8",
+    )
+    .await;
     assert_eq!(browser.mark_calls().await.len(), 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_marks_on_and_off() {
+    let Some((browser, hub, doc)) = browser_and_hub("readiness_marks_on_and_off", 40).await else {
+        return;
+    };
+    browser.spy_on_marks().await;
+    browser.sign_in(&hub, &doc.member_token).await;
+    let project = format!("{}/projects/{}", hub.url, doc.project_id);
+    let standalone = format!("{}/graph?project={}", hub.url, doc.project_id);
+
+    no_mark_while_off(&browser, &project, &standalone).await;
+
+    // On (changed in the database, no restart): the next full load marks.
+    set_readiness_marks(hub.hub.db(), true, 1).unwrap();
+    browser.goto(&project).await;
+    browser
+        .until_mark("the grid's marks", "scion:ready:rows-grid")
+        .await;
+    let grid = browser.marks().await;
+    assert_eq!(
+        checked(&grid, |_| "grid"),
+        ["scion:ready:agents-data", "scion:ready:rows-grid"]
+    );
+    let time = |name: &str| {
+        grid.iter().find(|m| m["name"] == name).unwrap()["startTime"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(time("scion:ready:agents-data") <= time("scion:ready:rows-grid"));
+
+    one_load_across_views_and_pages(&browser).await;
+    navigation_ends_the_load(&browser).await;
 
     // A full load of the list view: its own two marks, with view list.
     browser.goto(&format!("{project}?view=list")).await;
@@ -759,11 +788,9 @@ async fn readiness_marks_on_and_off() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paging_and_a_live_update() {
-    let Some(browser) = Browser::start("paging_and_a_live_update").await else {
+    let Some((browser, hub, doc)) = browser_and_hub("paging_and_a_live_update", 60).await else {
         return;
     };
-    let hub = web_hub(60).await;
-    let doc = hub.seeded.doc.clone();
     browser.sign_in(&hub, &doc.member_token).await;
     let project = format!("{}/projects/{}", hub.url, doc.project_id);
     browser.goto(&project).await;

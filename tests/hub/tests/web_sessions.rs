@@ -13,20 +13,12 @@ use hub_example::auth::tokens::{TokenSigner, TokenSubject};
 use hub_example::settings::Settings;
 use hub_example::web::{self, WebOptions};
 use hub_support::web::{
-    assert_session_stored_as_hash, cookie_pair, request, send, sign_in_with, web_request,
-    with_cookie, Answer,
+    assert_session_stored_as_hash, cookie_pair, page_sign_in, request, send, sign_in_request,
+    sign_in_with, web_request, with_cookie, Answer,
 };
 use hub_support::{TestHub, SECRET};
 use serde_json::{json, Value};
 use tower::ServiceExt;
-
-/// A sign-in with `token` as the page sends it.
-fn sign_in_request(token: &str) -> Request<Body> {
-    sign_in_with(token)
-        .header("x-scion-client", "web")
-        .body(Body::empty())
-        .unwrap()
-}
 
 /// Signs in with `token` and returns the `name=value` part of the cookie.
 async fn sign_in(router: &Router, token: &str) -> String {
@@ -107,14 +99,7 @@ async fn only_a_users_session_token_starts_a_session() {
         (agent_token.as_str(), StatusCode::FORBIDDEN),
         ("scb1.bad.token", StatusCode::UNAUTHORIZED),
     ] {
-        let answer = send(
-            &web,
-            sign_in_with(token)
-                .header("x-scion-client", "web")
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await;
+        let answer = send(&web, sign_in_request(token)).await;
         assert_eq!(answer.status, status, "{}", answer.body);
         assert!(answer.cookie.is_none());
     }
@@ -137,8 +122,7 @@ async fn only_a_users_session_token_starts_a_session() {
     // Behind a TLS proxy the cookie is Secure.
     let secure = send(
         &web,
-        sign_in_with(&doc.member_token)
-            .header("x-scion-client", "web")
+        page_sign_in(&doc.member_token)
             .header("x-forwarded-proto", "https")
             .body(Body::empty())
             .unwrap(),
@@ -527,8 +511,7 @@ async fn sign_ins_from_one_address_refused_ones_included_are_rate_limited() {
     let web = web_router(&hub);
     let doc = hub.doc().clone();
     let from = |addr: &str, token: &str| {
-        sign_in_with(token)
-            .header("x-scion-client", "web")
+        page_sign_in(token)
             .extension(hub_example::connections::ClientAddr(addr.parse().unwrap()))
             .body(Body::empty())
             .unwrap()
@@ -552,8 +535,7 @@ async fn sign_ins_from_one_address_refused_ones_included_are_rate_limited() {
     assert_eq!(other.status, StatusCode::OK);
     let forwarded = send(
         &web,
-        sign_in_with(&doc.member_token)
-            .header("x-scion-client", "web")
+        page_sign_in(&doc.member_token)
             .header("x-forwarded-for", "10.0.0.3")
             .extension(hub_example::connections::ClientAddr(
                 "10.0.0.1:5003".parse().unwrap(),

@@ -191,50 +191,40 @@ pub struct RereadingStore<S: AuthzStore> {
     db: Db,
 }
 
+/// Trait methods that call the counted store's own, unchanged.
+macro_rules! passed_on {
+    ($(fn $name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
+        $(
+            fn $name(&self, $($arg: $ty),*) -> StoreResult<$out> {
+                self.store.$name($($arg),*)
+            }
+        )*
+    };
+}
+
 impl<S: AuthzStore> AuthzStore for RereadingStore<S> {
-    fn get_effective_groups(&self, user_id: &str) -> StoreResult<Vec<Id>> {
-        self.store.get_effective_groups(user_id)
+    passed_on! {
+        fn get_effective_groups(user_id: &str) -> Vec<Id>;
+        fn get_effective_groups_for_agent(agent_id: &str) -> Vec<Id>;
+        fn get_parent_groups(group_id: &str) -> Vec<Group>;
+        fn get_user_groups(user_id: &str) -> Vec<Group>;
+        fn get_group_membership(group_id: &str, principal: &PrincipalRef) -> Option<GroupMembership>;
+        fn get_group_by_slug(slug: &str) -> Option<Group>;
+        fn list_role_bindings_for_principals(principals: &[PrincipalRef]) -> Vec<RoleBinding>;
+        fn list_role_bindings_for_principal(principal: &PrincipalRef) -> Vec<RoleBinding>;
+        fn get_role_definition(id: &str) -> Option<RoleDefinition>;
+        fn get_role_definitions_by_ids(ids: &[Id]) -> Vec<RoleDefinition>;
+        fn get_role_definition_by_name(name: &str) -> Option<RoleDefinition>;
+        fn get_delegation_edges_for_delegate(delegate: &PrincipalRef) -> Vec<DelegationEdge>;
+        fn get_user(id: &str) -> Option<User>;
+        fn get_user_access_token(token_hash: &[u8; 32]) -> Option<UserAccessToken>;
+        fn get_agent(id: &str) -> Option<Agent>;
+        fn get_project(id: &str) -> Option<Project>;
+        fn get_project_membership(project_id: &str, user_id: &str) -> Option<ProjectMembership>;
+        fn get_hub_setting(key: &str) -> Option<Stored>;
     }
-    fn get_effective_groups_for_agent(&self, agent_id: &str) -> StoreResult<Vec<Id>> {
-        self.store.get_effective_groups_for_agent(agent_id)
-    }
-    fn get_parent_groups(&self, group_id: &str) -> StoreResult<Vec<Group>> {
-        self.store.get_parent_groups(group_id)
-    }
-    fn get_user_groups(&self, user_id: &str) -> StoreResult<Vec<Group>> {
-        self.store.get_user_groups(user_id)
-    }
-    fn get_group_membership(
-        &self,
-        group_id: &str,
-        principal: &PrincipalRef,
-    ) -> StoreResult<Option<GroupMembership>> {
-        self.store.get_group_membership(group_id, principal)
-    }
-    fn get_group_by_slug(&self, slug: &str) -> StoreResult<Option<Group>> {
-        self.store.get_group_by_slug(slug)
-    }
-    fn list_role_bindings_for_principals(
-        &self,
-        principals: &[PrincipalRef],
-    ) -> StoreResult<Vec<RoleBinding>> {
-        self.store.list_role_bindings_for_principals(principals)
-    }
-    fn list_role_bindings_for_principal(
-        &self,
-        principal: &PrincipalRef,
-    ) -> StoreResult<Vec<RoleBinding>> {
-        self.store.list_role_bindings_for_principal(principal)
-    }
-    fn get_role_definition(&self, id: &str) -> StoreResult<Option<RoleDefinition>> {
-        self.store.get_role_definition(id)
-    }
-    fn get_role_definitions_by_ids(&self, ids: &[Id]) -> StoreResult<Vec<RoleDefinition>> {
-        self.store.get_role_definitions_by_ids(ids)
-    }
-    fn get_role_definition_by_name(&self, name: &str) -> StoreResult<Option<RoleDefinition>> {
-        self.store.get_role_definition_by_name(name)
-    }
+
+    /// The N+1 read: every agent of the projects asked about, one by one.
     fn list_access_constraints(&self, project_ids: &[Id]) -> StoreResult<Vec<AccessConstraint>> {
         let constraints = self.store.list_access_constraints(project_ids)?;
         let rows = read_agents(
@@ -249,34 +239,6 @@ impl<S: AuthzStore> AuthzStore for RereadingStore<S> {
             self.store.get_agent(&agent.id)?;
         }
         Ok(constraints)
-    }
-    fn get_delegation_edges_for_delegate(
-        &self,
-        delegate: &PrincipalRef,
-    ) -> StoreResult<Vec<DelegationEdge>> {
-        self.store.get_delegation_edges_for_delegate(delegate)
-    }
-    fn get_user(&self, id: &str) -> StoreResult<Option<User>> {
-        self.store.get_user(id)
-    }
-    fn get_user_access_token(&self, token_hash: &[u8; 32]) -> StoreResult<Option<UserAccessToken>> {
-        self.store.get_user_access_token(token_hash)
-    }
-    fn get_agent(&self, id: &str) -> StoreResult<Option<Agent>> {
-        self.store.get_agent(id)
-    }
-    fn get_project(&self, id: &str) -> StoreResult<Option<Project>> {
-        self.store.get_project(id)
-    }
-    fn get_project_membership(
-        &self,
-        project_id: &str,
-        user_id: &str,
-    ) -> StoreResult<Option<ProjectMembership>> {
-        self.store.get_project_membership(project_id, user_id)
-    }
-    fn get_hub_setting(&self, key: &str) -> StoreResult<Option<Stored>> {
-        self.store.get_hub_setting(key)
     }
 }
 

@@ -68,6 +68,16 @@ pub fn sign_in_with(token: &str) -> Builder {
     request("POST", "/api/v1/auth/session").header(header::AUTHORIZATION, format!("Bearer {token}"))
 }
 
+/// A sign-in with `token` with the client header the page sends.
+pub fn page_sign_in(token: &str) -> Builder {
+    sign_in_with(token).header("x-scion-client", "web")
+}
+
+/// A sign-in with `token` as the page sends it.
+pub fn sign_in_request(token: &str) -> Request<Body> {
+    page_sign_in(token).body(Body::empty()).unwrap()
+}
+
 /// Checks that `db` holds the session of `cookie` (its `name=value`) only
 /// as its hash: one row, keyed by the id's SHA-256, of `user`, and no
 /// column holding the id itself.
