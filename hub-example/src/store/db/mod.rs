@@ -21,3 +21,12 @@ pub(crate) fn postgres_url(location: &Path) -> Option<&str> {
         .to_str()
         .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
 }
+
+/// A path named `name` in a fresh temporary folder, which lasts as long as
+/// the returned guard: the unit tests' database files.
+#[cfg(test)]
+pub(crate) fn temp_path(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    (dir, path)
+}
