@@ -224,99 +224,78 @@ pub struct UserAccessToken {
     pub revoked_at: Option<i64>,
 }
 
-/// The lifecycle phase of an agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentPhase {
-    /// Created, not yet started.
-    Created,
-    /// Its container is being prepared.
-    Provisioning,
-    /// Running.
-    Running,
-    /// Stopped.
-    Stopped,
-    /// Failed.
-    Error,
-}
-
-impl AgentPhase {
-    /// Every phase, in lifecycle order.
-    pub const ALL: [AgentPhase; 5] = [
-        AgentPhase::Created,
-        AgentPhase::Provisioning,
-        AgentPhase::Running,
-        AgentPhase::Stopped,
-        AgentPhase::Error,
-    ];
-
-    /// The stored and rendered name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentPhase::Created => "created",
-            AgentPhase::Provisioning => "provisioning",
-            AgentPhase::Running => "running",
-            AgentPhase::Stopped => "stopped",
-            AgentPhase::Error => "error",
+/// An enum whose values are stored and rendered by name: the enum itself,
+/// `ALL` (every value, in declaration order), `as_str` and `FromStr` (an
+/// unknown name is an [`UnknownValue`] of `$what`).
+macro_rules! named_values {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident ($what:literal) {
+            $($(#[$variant_meta:meta])* $variant:ident => $text:literal,)+
         }
-    }
-}
-
-impl FromStr for AgentPhase {
-    type Err = UnknownValue;
-    fn from_str(s: &str) -> Result<Self, UnknownValue> {
-        AgentPhase::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s)
-            .ok_or(UnknownValue("agent phase"))
-    }
-}
-
-/// What an agent is doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentActivity {
-    /// Nothing to do.
-    Idle,
-    /// Working on a task.
-    Working,
-    /// Waiting for a person to answer.
-    WaitingForInput,
-    /// Finished its task.
-    Completed,
-    /// Cannot go on without help.
-    Blocked,
-}
-
-impl AgentActivity {
-    /// Every activity.
-    pub const ALL: [AgentActivity; 5] = [
-        AgentActivity::Idle,
-        AgentActivity::Working,
-        AgentActivity::WaitingForInput,
-        AgentActivity::Completed,
-        AgentActivity::Blocked,
-    ];
-
-    /// The stored and rendered name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentActivity::Idle => "idle",
-            AgentActivity::Working => "working",
-            AgentActivity::WaitingForInput => "waiting_for_input",
-            AgentActivity::Completed => "completed",
-            AgentActivity::Blocked => "blocked",
+    ) => {
+        $(#[$meta])*
+        pub enum $name {
+            $($(#[$variant_meta])* $variant,)+
         }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: [$name; [$($text),+].len()] = [$($name::$variant),+];
+
+            /// The stored and rendered name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownValue;
+            fn from_str(s: &str) -> Result<Self, UnknownValue> {
+                $name::ALL
+                    .into_iter()
+                    .find(|v| v.as_str() == s)
+                    .ok_or(UnknownValue($what))
+            }
+        }
+    };
+}
+
+named_values! {
+    /// The lifecycle phase of an agent (`ALL` in lifecycle order).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum AgentPhase("agent phase") {
+        /// Created, not yet started.
+        Created => "created",
+        /// Its container is being prepared.
+        Provisioning => "provisioning",
+        /// Running.
+        Running => "running",
+        /// Stopped.
+        Stopped => "stopped",
+        /// Failed.
+        Error => "error",
     }
 }
 
-impl FromStr for AgentActivity {
-    type Err = UnknownValue;
-    fn from_str(s: &str) -> Result<Self, UnknownValue> {
-        AgentActivity::ALL
-            .into_iter()
-            .find(|a| a.as_str() == s)
-            .ok_or(UnknownValue("agent activity"))
+named_values! {
+    /// What an agent is doing.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum AgentActivity("agent activity") {
+        /// Nothing to do.
+        Idle => "idle",
+        /// Working on a task.
+        Working => "working",
+        /// Waiting for a person to answer.
+        WaitingForInput => "waiting_for_input",
+        /// Finished its task.
+        Completed => "completed",
+        /// Cannot go on without help.
+        Blocked => "blocked",
     }
 }
 

@@ -168,11 +168,7 @@ pub(crate) struct Verbs(pub Permissions);
 
 impl Serialize for Verbs {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(None)?;
-        for action in self.0.iter() {
-            seq.serialize_element(action.verb())?;
-        }
-        seq.end()
+        serialize_names(self.0, Action::verb, serializer)
     }
 }
 
@@ -182,12 +178,22 @@ pub(crate) struct ActionNames(pub Permissions);
 
 impl Serialize for ActionNames {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(None)?;
-        for action in self.0.iter() {
-            seq.serialize_element(action.as_str())?;
-        }
-        seq.end()
+        serialize_names(self.0, Action::as_str, serializer)
     }
+}
+
+/// Serializes `set` as the list of `name` of each of its actions, in bit
+/// order, without building the list first.
+fn serialize_names<S: Serializer>(
+    set: Permissions,
+    name: fn(Action) -> &'static str,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let mut seq = serializer.serialize_seq(None)?;
+    for action in set.iter() {
+        seq.serialize_element(name(action))?;
+    }
+    seq.end()
 }
 
 #[cfg(test)]

@@ -532,25 +532,10 @@ mod tests {
     use crate::authz::{AgentPrincipal, ChannelAuditSink, Credential, UserPrincipal};
     use crate::listing::{self, ListRequest, ListShape, ListTarget, View};
     use crate::perf::keys::HubSchema;
-    use crate::seed::{seed, SeedDocument, SeedOptions};
+    use crate::seed::{seeded_for_tests, SeedDocument};
     use crate::store::agents::{read_agents, RowQuery, RowScope};
-    use crate::store::db::{Db, OpenMode, PoolOptions};
     use crate::store::{CountedAuthzStore, SqliteStore};
     use perf_trace_core::Recorder;
-
-    fn seeded(dir: &std::path::Path) -> (Db, SeedDocument) {
-        let path = dir.join("hub.db");
-        let doc = seed(&SeedOptions {
-            db_path: path.clone(),
-            session_secret: "s".into(),
-            agents: 30,
-            project_slug: "batch".into(),
-            rand_seed: 42,
-        })
-        .unwrap();
-        let db = Db::open(&path, OpenMode::MustExist, PoolOptions::default()).unwrap();
-        (db, doc)
-    }
 
     fn callers(doc: &SeedDocument, agent: &Agent) -> Vec<Principal> {
         let user = |id: &str, admin, credential| {
@@ -599,7 +584,7 @@ mod tests {
     #[test]
     fn a_batch_decides_as_one_call_per_agent_would() {
         let dir = tempfile::tempdir().unwrap();
-        let (db, doc) = seeded(dir.path());
+        let (db, doc) = seeded_for_tests(dir.path(), "batch");
         let store = SqliteStore::new(db.clone());
         let every_agent = read_agents(
             &db,
@@ -640,7 +625,7 @@ mod tests {
     #[test]
     fn a_full_list_decides_in_three_batches() {
         let dir = tempfile::tempdir().unwrap();
-        let (db, doc) = seeded(dir.path());
+        let (db, doc) = seeded_for_tests(dir.path(), "batch");
         let store = CountedAuthzStore::new(SqliteStore::new(db.clone()));
         let (sink, _log) = ChannelAuditSink::start(16_384, 0);
         let member = Principal::User(UserPrincipal {

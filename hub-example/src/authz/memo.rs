@@ -384,25 +384,14 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
 mod tests {
     use super::*;
     use crate::perf::keys::HubSchema;
-    use crate::seed::{seed, SeedOptions};
-    use crate::store::db::{OpenMode, PoolOptions};
+    use crate::seed::seeded_for_tests;
     use crate::store::{AuthzStoreMethod, CountedAuthzStore, SqliteStore};
     use perf_trace_core::Recorder;
 
     fn seeded_store(
         dir: &std::path::Path,
     ) -> (CountedAuthzStore<SqliteStore>, crate::seed::SeedDocument) {
-        let path = dir.join("hub.db");
-        let doc = seed(&SeedOptions {
-            db_path: path.clone(),
-            session_secret: "s".into(),
-            agents: 30,
-            project_slug: "memo".into(),
-            rand_seed: 42,
-        })
-        .unwrap();
-        let db =
-            crate::store::db::Db::open(&path, OpenMode::MustExist, PoolOptions::default()).unwrap();
+        let (db, doc) = seeded_for_tests(dir, "memo");
         (CountedAuthzStore::new(SqliteStore::new(db)), doc)
     }
 

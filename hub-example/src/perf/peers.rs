@@ -224,29 +224,19 @@ mod tests {
     use std::sync::Arc;
 
     use axum::routing::get;
-    use parking_lot::Mutex;
     use tower::ServiceExt as _;
 
     use super::*;
+    use crate::log::CaptureBuffer;
 
-    /// Lines written to memory.
+    /// Lines written to memory, handed to the layer under test.
     #[derive(Clone, Default)]
-    struct Lines(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Lines {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
+    struct Lines(CaptureBuffer);
 
     impl<'w> MakeWriter<'w> for Lines {
-        type Writer = Lines;
-        fn make_writer(&'w self) -> Lines {
-            self.clone()
+        type Writer = CaptureBuffer;
+        fn make_writer(&'w self) -> CaptureBuffer {
+            self.0.clone()
         }
     }
 
@@ -267,8 +257,10 @@ mod tests {
         let response = router.oneshot(request).await.unwrap();
         assert_eq!(response.status(), http::StatusCode::OK);
         drop(response);
-        let text = String::from_utf8(lines.0.lock().clone()).unwrap();
-        text.lines()
+        lines
+            .0
+            .lines()
+            .iter()
             .map(|line| serde_json::from_str(line).unwrap())
             .collect()
     }

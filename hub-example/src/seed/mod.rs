@@ -199,5 +199,26 @@ fn document(
     }
 }
 
+/// The unit tests' fixture: a fresh SQLite database in `dir`, seeded with
+/// 30 agents in a main project named `project_slug`, and its document.
+#[cfg(test)]
+pub(crate) fn seeded_for_tests(
+    dir: &Path,
+    project_slug: &str,
+) -> (crate::store::db::Db, SeedDocument) {
+    use crate::store::db::{Db, OpenMode, PoolOptions};
+    let path = dir.join("hub.db");
+    let doc = seed(&SeedOptions {
+        db_path: path.clone(),
+        session_secret: "s".into(),
+        agents: 30,
+        project_slug: project_slug.into(),
+        rand_seed: 42,
+    })
+    .unwrap();
+    let db = Db::open(&path, OpenMode::MustExist, PoolOptions::default()).unwrap();
+    (db, doc)
+}
+
 #[cfg(test)]
 mod tests;

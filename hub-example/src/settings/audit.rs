@@ -128,7 +128,7 @@ impl AuditSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::test_files::{file, load, no_env};
+    use crate::settings::test_files::{env_error, file, load, no_env};
 
     #[test]
     fn defaults_hold_without_settings() {
@@ -163,10 +163,7 @@ mod tests {
             (RECORD_RATE.1, "0"),
             (RECORD_RATE.1, "lots"),
         ] {
-            let env = |n: &str| (n == name).then(|| value.to_owned());
-            let message = load(None, env, AuditSettings::from_source)
-                .unwrap_err()
-                .to_string();
+            let message = env_error(name, value, AuditSettings::from_source);
             assert!(message.contains(name), "{message}");
             assert!(!message.contains(value), "{message}");
         }

@@ -186,7 +186,7 @@ impl ExitSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::test_files::{file, load, no_env};
+    use crate::settings::test_files::{env_error, file, load, no_env};
 
     #[test]
     fn everything_is_off_by_default() {
@@ -254,10 +254,7 @@ mod tests {
             assert!(message.contains(name), "{message}");
             assert!(!message.contains("secret"), "{message}");
         }
-        let env = |name: &str| (name == ENDPOINT_ENV).then(|| "not-a-url".to_owned());
-        let message = load(None, env, ExitSettings::from_source)
-            .unwrap_err()
-            .to_string();
+        let message = env_error(ENDPOINT_ENV, "not-a-url", ExitSettings::from_source);
         assert!(message.contains(ENDPOINT_ENV) && !message.contains("not-a-url"));
     }
 }

@@ -229,7 +229,7 @@ impl ServerLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::test_files::{file, load};
+    use crate::settings::test_files::{env_error, file, load};
 
     #[test]
     fn defaults_hold_without_settings() {
@@ -273,10 +273,7 @@ mod tests {
             "SCION_SERVER_HUB_MAX_CONNECTIONS",
             "SCION_SERVER_HUB_MAX_CONNECTIONS_PER_ADDRESS",
         ] {
-            let env = |n: &str| (n == name).then(|| "0".to_owned());
-            let message = load(None, env, ServerLimits::from_source)
-                .unwrap_err()
-                .to_string();
+            let message = env_error(name, "0", ServerLimits::from_source);
             assert_eq!(message, format!("{name} must be a whole number above zero"));
         }
     }
@@ -289,10 +286,7 @@ mod tests {
             ("SCION_SERVER_HUB_MAX_STREAMS", "-1"),
             ("SCION_SERVER_HUB_MAX_STREAMS", "0"),
         ] {
-            let env = |n: &str| (n == name).then(|| value.to_owned());
-            let message = load(None, env, ServerLimits::from_source)
-                .unwrap_err()
-                .to_string();
+            let message = env_error(name, value, ServerLimits::from_source);
             assert!(message.contains(name), "{message}");
             assert!(!message.contains(value), "{message}");
         }

@@ -266,7 +266,7 @@ impl StartupSettings {
 }
 
 /// What the settings modules' tests share: a settings file with given text,
-/// and an empty process environment.
+/// an empty process environment, and the error of one variable's value.
 #[cfg(test)]
 pub(crate) mod test_files {
     pub(crate) fn file(text: &str) -> tempfile::NamedTempFile {
@@ -287,6 +287,17 @@ pub(crate) mod test_files {
         group: impl Fn(&super::SettingsSource<'env>) -> Result<T, super::SettingsError>,
     ) -> Result<T, super::SettingsError> {
         group(&super::SettingsSource::read(config, env)?)
+    }
+
+    /// The error `group` gives when the environment sets only `name`, to
+    /// `value`, as its message.
+    pub(crate) fn env_error<T: std::fmt::Debug>(
+        name: &str,
+        value: &str,
+        group: impl Fn(&super::SettingsSource<'_>) -> Result<T, super::SettingsError>,
+    ) -> String {
+        let env = |n: &str| (n == name).then(|| value.to_owned());
+        load(None, env, group).unwrap_err().to_string()
     }
 }
 

@@ -11,11 +11,10 @@ use super::*;
 use crate::authz::Action;
 use crate::model::PrincipalRef;
 use crate::store::audit::{open, query_events, AuditQuery};
-use crate::store::db::{Db, OpenMode, PoolOptions};
+use crate::store::db::{temp_path, Db, OpenMode, PoolOptions};
 
 fn migrated() -> (tempfile::TempDir, Db) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("hub.db");
+    let (dir, path) = temp_path("hub.db");
     let db = Db::open(&path, OpenMode::CreateIfMissing, PoolOptions::default()).unwrap();
     db.migrate(0).unwrap();
     (dir, db)

@@ -564,51 +564,44 @@ impl AuditEmitter for ChannelAuditSink {
     }
 }
 
-impl AuditLog {
+/// The log's counters as read by its owner, one getter per counter.
+macro_rules! counter_getters {
+    ($($(#[$doc:meta])* $getter:ident => $counter:ident,)+) => {
+        impl AuditLog {
+            $(
+                $(#[$doc])*
+                pub fn $getter(&self) -> u64 {
+                    self.shared.counters.$counter.load(Relaxed)
+                }
+            )+
+        }
+    };
+}
+
+counter_getters! {
     /// Records handed to the queue (accepted).
-    pub fn sent(&self) -> u64 {
-        self.shared.counters.sent.load(Relaxed)
-    }
-
+    sent => sent,
     /// Records refused because the queue was full (rejected).
-    pub fn dropped(&self) -> u64 {
-        self.shared.counters.dropped.load(Relaxed)
-    }
-
+    dropped => dropped,
     /// Records the writer has taken off the queue.
-    pub fn received(&self) -> u64 {
-        self.shared.counters.received.load(Relaxed)
-    }
-
+    received => received,
     /// Records the backend has written.
-    pub fn flushed(&self) -> u64 {
-        self.shared.counters.flushed.load(Relaxed)
-    }
-
+    flushed => flushed,
     /// Batches the backend failed to write.
-    pub fn failed_flushes(&self) -> u64 {
-        self.shared.counters.failed_flushes.load(Relaxed)
-    }
-
+    failed_flushes => failed_flushes,
     /// Records accepted but not written when the drain gave up.
-    pub fn lost(&self) -> u64 {
-        self.shared.counters.lost.load(Relaxed)
-    }
+    lost => lost,
+    /// Decisions written through summary rows.
+    summaries_flushed => summary_flushed,
+    /// Decisions of streams' re-checks not written (unchanged outcomes).
+    unchanged_rechecks => unchanged,
+}
 
+impl AuditLog {
     /// The latest entries written, oldest first.
     #[cfg(test)]
     pub(crate) fn recent(&self) -> Vec<AuditEntry> {
         self.shared.recent.lock().iter().cloned().collect()
-    }
-
-    /// Decisions written through summary rows.
-    pub fn summaries_flushed(&self) -> u64 {
-        self.shared.counters.summary_flushed.load(Relaxed)
-    }
-
-    /// Decisions of streams' re-checks not written (unchanged outcomes).
-    pub fn unchanged_rechecks(&self) -> u64 {
-        self.shared.counters.unchanged.load(Relaxed)
     }
 
     /// Bounds each principal by `limits` from now on; no effect on a sink

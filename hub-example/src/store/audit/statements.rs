@@ -43,28 +43,20 @@ pub(super) trait Columns {
 macro_rules! columns_through {
     ($row:ty, $get:ident) => {
         impl $crate::store::audit::statements::Columns for $row {
-            fn int(&self, index: usize) -> Result<i64, $crate::store::db::DbError> {
-                Ok(self.$get(index)?)
-            }
-
-            fn optional_int(
-                &self,
-                index: usize,
-            ) -> Result<Option<i64>, $crate::store::db::DbError> {
-                Ok(self.$get(index)?)
-            }
-
-            fn text(&self, index: usize) -> Result<String, $crate::store::db::DbError> {
-                Ok(self.$get(index)?)
-            }
-
-            fn optional_text(
-                &self,
-                index: usize,
-            ) -> Result<Option<String>, $crate::store::db::DbError> {
-                Ok(self.$get(index)?)
-            }
+            columns_through!(@getters $get,
+                int: i64,
+                optional_int: Option<i64>,
+                text: String,
+                optional_text: Option<String>,
+            );
         }
+    };
+    (@getters $get:ident, $($method:ident: $value:ty,)+) => {
+        $(
+            fn $method(&self, index: usize) -> Result<$value, $crate::store::db::DbError> {
+                Ok(self.$get(index)?)
+            }
+        )+
     };
 }
 pub(super) use columns_through;

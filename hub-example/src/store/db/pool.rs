@@ -390,11 +390,11 @@ impl PoolStats for Db {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::db::temp_path;
 
     #[test]
     fn a_missing_file_is_refused_without_creating_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("absent.db");
+        let (_dir, path) = temp_path("absent.db");
         let err = Db::open(&path, OpenMode::MustExist, PoolOptions::default()).unwrap_err();
         assert!(matches!(err, DbError::Missing(_)), "{err}");
         assert!(!path.exists());
@@ -402,8 +402,7 @@ mod tests {
 
     #[test]
     fn a_read_only_file_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("hub.db");
+        let (_dir, path) = temp_path("hub.db");
         drop(Db::open(&path, OpenMode::CreateIfMissing, PoolOptions::default()).unwrap());
         let mut permissions = std::fs::metadata(&path).unwrap().permissions();
         permissions.set_readonly(true);
@@ -415,8 +414,7 @@ mod tests {
 
     #[test]
     fn a_locked_database_fails_after_the_busy_timeout_as_busy() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("hub.db");
+        let (_dir, path) = temp_path("hub.db");
         let options = PoolOptions {
             busy_timeout: Duration::from_millis(20),
             ..PoolOptions::default()
@@ -446,8 +444,7 @@ mod tests {
 
     #[test]
     fn waits_are_counted_only_when_no_connection_is_idle() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("hub.db");
+        let (_dir, path) = temp_path("hub.db");
         let options = PoolOptions {
             max_size: 1,
             min_idle: 1,

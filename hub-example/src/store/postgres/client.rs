@@ -172,18 +172,6 @@ impl<'a> PgTransaction<'a> {
         self.with_statement(sql, async |tx, statement| tx.query(statement, params).await)
     }
 
-    /// The row of `sql`, if there is one (an error when there are several).
-    #[cfg(test)]
-    pub(crate) fn query_opt(
-        &mut self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<Row>, Error> {
-        self.with_statement(sql, async |tx, statement| {
-            tx.query_opt(statement, params).await
-        })
-    }
-
     /// The number of rows `sql` changed.
     pub fn execute(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, Error> {
         self.with_statement(sql, async |tx, statement| {
@@ -240,10 +228,9 @@ mod tests {
         let mut committed = conn.transaction().unwrap();
         committed.execute(insert, &[&2i32]).unwrap();
         let seen = committed
-            .query_opt("SELECT COUNT(*) FROM tx_probe", &[])
-            .unwrap()
+            .query("SELECT COUNT(*) FROM tx_probe", &[])
             .unwrap();
-        assert_eq!(seen.get::<_, i64>(0), 1);
+        assert_eq!(seen[0].get::<_, i64>(0), 1);
         committed.commit().unwrap();
 
         let rows = conn

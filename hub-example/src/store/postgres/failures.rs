@@ -1,21 +1,5 @@
-//! PostgreSQL's failures: which mean "unavailable for now", and how one
-//! is told (on one line, a URL without its password).
-
-/// Whether a PostgreSQL failure means the server is unavailable for now
-/// (down, restarting, the connection terminated, out of connections, a lock
-/// not granted in time) rather than a fault of the statement.
-pub(crate) fn is_unavailable(e: &tokio_postgres::Error) -> bool {
-    if e.is_closed() {
-        return true;
-    }
-    if let Some(code) = e.code() {
-        let code = code.code();
-        return code.starts_with("08")
-            || matches!(code, "57P01" | "57P02" | "57P03" | "53300" | "55P03");
-    }
-    // A failure below the protocol (a refused or reset socket).
-    std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
-}
+//! PostgreSQL's failures: how one is told (on one line, a URL without its
+//! password).
 
 /// `url` with its password, if any, replaced by `***`.
 pub fn redacted(url: &str) -> String {

@@ -1,8 +1,9 @@
 //! PostgreSQL (a server several Hubs can share): the store's binding and
 //! statements ([`PostgresStore`]), the async driver (`tokio-postgres`) in a
-//! `bb8` pool, seen by the synchronous store through blocking facades; the
-//! failures that mean "unavailable for now"; the migrations' port and the
-//! seeder's copy.
+//! `bb8` pool, seen by the synchronous store through blocking facades; how
+//! a failure is told (which ones mean "unavailable for now" is
+//! `db::DbError::is_busy`'s call); the migrations' port and the seeder's
+//! copy.
 //!
 //! The store's methods are synchronous and run inside one `spawn_blocking`
 //! per request, exactly as on SQLite, so both engines make the same calls
@@ -27,7 +28,6 @@ mod statements;
 pub(crate) use client::PgClient;
 pub(crate) use client::PgTransaction;
 pub(crate) use copy::{copy_seeded, holds_tables};
-pub(crate) use failures::is_unavailable;
 pub use failures::redacted;
 #[cfg(test)]
 pub(crate) use failures::test_server;
