@@ -223,7 +223,7 @@ pub(crate) async fn put_status<S: AuthzStore, A: AuditEmitter>(
     let bus = state.bus().clone();
     let updated = perf_trace_core::scope::spawn_blocking(move || {
         let authz = state.authorizer(&principal);
-        let agent = allowed_agent(&authz, &id, Action::AgentUpdate)?;
+        allowed_agent(&authz, &id, Action::AgentUpdate)?;
         // The time is taken, the row written and the event published in
         // one turn, and the event carries the committed row.
         let _order = bus.write_order();
@@ -240,7 +240,7 @@ pub(crate) async fn put_status<S: AuthzStore, A: AuditEmitter>(
         // replicas, before the event tells anyone to read them.
         state.invalidate(Invalidation::agent(&updated));
         bus.publish(HubEvent::agent_status(&updated));
-        Ok(updated)
+        Ok::<_, ApiError>(updated)
     })
     .await??;
     Ok(LazyJson::new(CompactAgentView::from(updated)).into_response())
