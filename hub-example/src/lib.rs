@@ -54,4 +54,4 @@ pub use app::serve;
 /// The application state, at its path from before the `app` folder.
 pub use app::state;
 pub use app::state::AppState;
-pub use app::{build_router, Hub, HubOptions, RunningHub};
+pub use app::{build_router, Hub, HubBuilder, HubOptions, RunningHub};

@@ -25,19 +25,10 @@ use metric_series::{series, Rng};
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use perf_trace_otel::{OtlpConfig, OtlpSink};
 
+/// A traced Hub with `exits`: every request is served afresh (no response
+/// cache), so every one reaches the exits with its figures.
 fn traced_with(exits: HubExits) -> TestHub {
-    let seeded = Seeded::new(10);
-    let log = CaptureBuffer::new();
-    let settings = Settings {
-        perf_trace: true,
-        gcp_logs: false,
-        // Every request is served afresh, so every one reaches the exits with its figures.
-        cache: hub_example::settings::CacheSettings::disabled(),
-    };
-    let hub = Hub::builder(seeded.db(), hub_options(settings, &log))
-        .exits(exits)
-        .build();
-    TestHub::assemble(seeded, hub, log)
+    TestHub::traced_built(10, |builder| builder.exits(exits))
 }
 
 /// A traced Hub whose spans go to `collector`, and its OTLP exit.

@@ -25,7 +25,7 @@ use hub_example::seed::{seed, SeedDocument, SeedOptions};
 use hub_example::settings::Settings;
 use hub_example::store::db::{Db, OpenMode, PoolOptions};
 use hub_example::store::tokens::{insert_user_access_token, NewAccessToken};
-use hub_example::{Hub, HubOptions};
+use hub_example::{Hub, HubBuilder, HubOptions};
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -139,22 +139,35 @@ impl Reply {
     }
 }
 
+/// Tracing on and the response cache off: every request is served afresh,
+/// so each is measured with its own work.
+pub fn traced_settings() -> Settings {
+    Settings {
+        perf_trace: true,
+        gcp_logs: false,
+        cache: hub_example::settings::CacheSettings::disabled(),
+    }
+}
+
 impl TestHub {
     pub fn new(agents: u32, settings: Settings) -> TestHub {
         Self::over(Seeded::new(agents), settings)
     }
 
-    /// A traced Hub without the response cache: the tracing, budget and
-    /// fault tests measure each request's own work.
+    /// A traced Hub without the response cache: the tracing, budget, exit
+    /// and fault tests measure each request's own work.
     pub fn traced(agents: u32) -> TestHub {
-        Self::new(
-            agents,
-            Settings {
-                perf_trace: true,
-                gcp_logs: false,
-                cache: hub_example::settings::CacheSettings::disabled(),
-            },
-        )
+        Self::new(agents, traced_settings())
+    }
+
+    /// A traced Hub, as [`TestHub::traced`], with what `build` adds to its
+    /// builder (limits, exits).
+    pub fn traced_built(agents: u32, build: impl FnOnce(HubBuilder) -> HubBuilder) -> TestHub {
+        let seeded = Seeded::new(agents);
+        let log = CaptureBuffer::new();
+        let builder = Hub::builder(seeded.db(), hub_options(traced_settings(), &log));
+        let hub = build(builder).build();
+        Self::assemble(seeded, hub, log)
     }
 
     /// A traced Hub with the response cache as configured by `cache`.
@@ -211,17 +224,7 @@ impl TestHub {
 
     /// A traced Hub with these timeouts and caps.
     pub fn limited(agents: u32, limits: hub_example::settings::ServerLimits) -> TestHub {
-        let seeded = Seeded::new(agents);
-        let log = CaptureBuffer::new();
-        let settings = Settings {
-            perf_trace: true,
-            gcp_logs: false,
-            cache: hub_example::settings::CacheSettings::disabled(),
-        };
-        let hub = Hub::builder(seeded.db(), hub_options(settings, &log))
-            .limits(limits)
-            .build();
-        Self::assemble(seeded, hub, log)
+        Self::traced_built(agents, |builder| builder.limits(limits))
     }
 
     /// A new access token of `user` in `project` (`id`, named `name`, its
