@@ -6,8 +6,6 @@
 //! request waiting on it is sent the same bytes; its `serialize` phase then
 //! times only writing them, as a hit's does.
 
-use std::future::Future;
-
 use axum::body::Body;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -19,16 +17,11 @@ use crate::cache::{CacheKey, ResponseCache};
 
 /// The response of `key`'s route: `compute`'s value as JSON, from the cache
 /// when the route is cached there.
-pub(crate) async fn respond<V, F, Fut>(
+pub(crate) async fn respond<V: Serialize + Unpin + Send + 'static>(
     cache: &ResponseCache,
     key: CacheKey,
-    compute: F,
-) -> Result<Response, ApiError>
-where
-    V: Serialize + Unpin + Send + 'static,
-    F: FnOnce() -> Fut,
-    Fut: Future<Output = Result<V, ApiError>>,
-{
+    compute: impl AsyncFnOnce() -> Result<V, ApiError>,
+) -> Result<Response, ApiError> {
     if !cache.caches(key.route) {
         return Ok(LazyJson::new(compute().await?).into_response());
     }

@@ -57,10 +57,10 @@ use connections::{descriptor_limit, ConnectionCaps, ConnectionGate, ConnectionSt
 use layers::Scope;
 use parts::{
     audit_backend, checked_hub_settings, drain_audit, exits_in_force, shared_with_replicas,
-    with_admin_routes, RouterParts, StateParts,
+    with_admin_routes, RouterParts,
 };
 pub use routes::build_router;
-use state::Guards;
+use state::{AppState, Guards};
 
 /// Records the audit queue holds before it rejects.
 pub(crate) const AUDIT_CHANNEL: usize = 16_384;
@@ -212,19 +212,16 @@ impl HubBuilder {
             failed_logins: Some(failed_logins.clone()),
         };
         let connections = ConnectionStats::default();
+        let state = AppState::new((), (), db.clone(), bus.clone(), signer.clone())
+            .with_cache(cache.clone())
+            .with_creator_roles(checked_hub_settings(&db, &logger))
+            .with_connections(connections.clone())
+            .with_guards(guards);
         let routes = RouterParts {
-            state: StateParts {
-                connections: connections.clone(),
-                db: db.clone(),
-                bus: bus.clone(),
-                signer: signer.clone(),
-                cache: cache.clone(),
-                creator_roles: checked_hub_settings(&db, &logger),
-                guards,
-                extra: with_admin_routes(extra, &exits),
-                trace,
-            },
+            state,
             sink,
+            extra: with_admin_routes(extra, &exits),
+            trace,
         };
         let (router, store_type, audit_type) = with_authz_store(&db, routes);
         Hub {

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use axum::Router;
 
-use crate::auth::TokenSigner;
 use crate::authz::audit::{AuditBackend, MemoryAuditBackend, WRITER_BUSY_TIMEOUT};
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::cache::ResponseCache;
@@ -24,9 +23,8 @@ use crate::store::postgres::runtime::off_runtime;
 use crate::store::settings;
 use crate::store::{AuthzStore, CountedAuthzStore, WithAuthzStore};
 
-use super::connections::ConnectionStats;
 use super::routes::build_router_with;
-use super::state::{AppState, Guards};
+use super::state::AppState;
 
 /// `bus` relaying to the other replicas sharing `db` (PostgreSQL), so
 /// they see each other's events and each other's writes invalidate their
@@ -82,28 +80,18 @@ pub(super) fn with_admin_routes(extra: Option<Router>, exits: &HubExits) -> Opti
 }
 
 /// What the router is built from: given the store of the database's
-/// dialect ([`crate::store::with_authz_store`]), it builds the router over it, with the
-/// counting store and the traced audit emitter when tracing is on.
+/// dialect ([`crate::store::with_authz_store`]), it builds the router over
+/// it, with the counting store and the traced audit emitter when tracing is
+/// on.
 pub(super) struct RouterParts {
-    pub(super) state: StateParts,
+    /// The handlers' state but for its store and audit emitter.
+    pub(super) state: AppState<(), ()>,
     pub(super) sink: ChannelAuditSink,
-}
-
-/// The application state's parts besides the store and the audit emitter,
-/// and the router's own.
-pub(super) struct StateParts {
-    pub(super) connections: ConnectionStats,
-    pub(super) db: Db,
-    pub(super) bus: EventBus,
-    pub(super) signer: TokenSigner,
-    pub(super) cache: ResponseCache,
-    pub(super) creator_roles: Arc<CreatorRoles>,
-    pub(super) guards: Guards,
     pub(super) extra: Option<Router>,
     pub(super) trace: Option<HubTraceLayer>,
 }
 
-impl StateParts {
+impl RouterParts {
     /// The router over `store` and `audit`, with the type names the Hub
     /// reports.
     fn assemble<S: AuthzStore, A: AuditEmitter>(
@@ -111,13 +99,8 @@ impl StateParts {
         store: S,
         audit: A,
     ) -> (Router, &'static str, &'static str) {
-        let state = AppState::new(store, audit, self.db, self.bus, self.signer)
-            .with_cache(self.cache)
-            .with_creator_roles(self.creator_roles)
-            .with_connections(self.connections)
-            .with_guards(self.guards);
         (
-            build_router_with(state, self.trace, self.extra),
+            build_router_with(self.state.with_authz(store, audit), self.trace, self.extra),
             std::any::type_name::<S>(),
             std::any::type_name::<A>(),
         )
@@ -128,17 +111,17 @@ impl WithAuthzStore for RouterParts {
     type Output = (Router, &'static str, &'static str);
 
     fn visit<S: AuthzStore + Clone>(self, store: S) -> Self::Output {
-        let RouterParts { state, sink } = self;
-        if state.trace.is_some() {
-            return state.assemble(CountedAuthzStore::new(store), TracedAuditEmitter::new(sink));
+        let sink = self.sink.clone();
+        if self.trace.is_some() {
+            return self.assemble(CountedAuthzStore::new(store), TracedAuditEmitter::new(sink));
         }
         // The spans peer opens a span per store call in the counted store,
         // as the traced Hub counts one there.
         #[cfg(feature = "peer-tracing")]
         if crate::perf::peers::spans_at_store_calls() {
-            return state.assemble(CountedAuthzStore::new(store), sink);
+            return self.assemble(CountedAuthzStore::new(store), sink);
         }
-        state.assemble(store, sink)
+        self.assemble(store, sink)
     }
 }
 

@@ -72,9 +72,7 @@ impl<S, A> AppState<S, A> {
     pub(crate) fn guards(&self) -> &Guards {
         &self.guards
     }
-}
 
-impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
     /// State over these parts, with the response cache off (every request
     /// computes its response); `AppState::with_cache` sets one.
     pub fn new(store: S, audit: A, db: Db, bus: EventBus, signer: TokenSigner) -> Self {
@@ -113,6 +111,38 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
         self
     }
 
+    /// The same state over `store` and `audit` instead: the Hub builds its
+    /// state's other parts first, then picks the store of its database's
+    /// engine (and, traced, the counting decorators).
+    pub(crate) fn with_authz<S2, A2>(self, store: S2, audit: A2) -> AppState<S2, A2> {
+        let Shared {
+            db, bus, signer, ..
+        } = &*self.shared;
+        AppState {
+            shared: Arc::new(Shared {
+                store,
+                audit,
+                db: db.clone(),
+                bus: bus.clone(),
+                signer: signer.clone(),
+            }),
+            cache: self.cache,
+            guards: self.guards,
+            creator_roles: self.creator_roles,
+            connections: self.connections,
+            pool_baseline: self.pool_baseline,
+        }
+    }
+
+    /// The same state reading the connections' figures from `stats` (the
+    /// Hub's, which its accept loop keeps).
+    pub(crate) fn with_connections(mut self, stats: ConnectionStats) -> Self {
+        self.connections = stats;
+        self
+    }
+}
+
+impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
     /// The authorization service for one request by `principal`, reading
     /// the creator role through the state's [`CreatorRoles`].
     pub(crate) fn authorizer<'a>(&'a self, principal: &'a Principal) -> Authorizer<'a, S, A> {
@@ -129,13 +159,6 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
         audit: &'a E,
     ) -> Authorizer<'a, S, E> {
         Authorizer::new(self.store(), audit, principal).with_creator_roles(&self.creator_roles)
-    }
-
-    /// The same state reading the connections' figures from `stats` (the
-    /// Hub's, which its accept loop keeps).
-    pub(crate) fn with_connections(mut self, stats: ConnectionStats) -> Self {
-        self.connections = stats;
-        self
     }
 
     /// The connections' figures.

@@ -30,7 +30,6 @@ mod generations;
 mod key;
 mod stats;
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -196,16 +195,11 @@ impl ResponseCache {
     ///
     /// A route the settings do not cache, or any route while the cache is
     /// suspended, runs `compute` and records nothing.
-    pub(crate) async fn get_or_compute<E, F, Fut>(
+    pub(crate) async fn get_or_compute<E: Clone + Send + Sync + 'static>(
         &self,
         key: CacheKey,
-        compute: F,
-    ) -> Result<Bytes, E>
-    where
-        E: Clone + Send + Sync + 'static,
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Bytes, E>>,
-    {
+        compute: impl AsyncFnOnce() -> Result<Bytes, E>,
+    ) -> Result<Bytes, E> {
         let route = key.route;
         let settings = &self.inner.settings;
         if !settings.caches(route) || self.inner.suspended.load(Ordering::Acquire) {

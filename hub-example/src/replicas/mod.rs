@@ -143,7 +143,7 @@ mod tests {
     async fn read(cache: &ResponseCache, body: &'static str) -> (Bytes, bool) {
         let mut computed = false;
         let got = cache
-            .get_or_compute(key(cache), || async {
+            .get_or_compute(key(cache), async || {
                 computed = true;
                 Ok::<_, ()>(Bytes::from_static(body.as_bytes()))
             })
