@@ -12,7 +12,7 @@ use perf_trace_sql::{SqlRepeated, SqlStatement};
 use tokio_postgres::NoTls;
 
 mod common;
-use common::App;
+use common::{insert_three_skus, App};
 
 #[path = "../../tests/hub/tests/hub_support/pg_url.rs"]
 mod pg_url;
@@ -34,13 +34,7 @@ async fn sqlx_pg_pool_counts_each_kind_and_repeats() {
     let recorder = Recorder::new::<App>();
     recorder
         .instrument(async {
-            for sku in 0..3 {
-                sqlx::query("INSERT INTO stock VALUES ($1, 1)")
-                    .bind(sku)
-                    .execute(&pool)
-                    .await
-                    .unwrap();
-            }
+            insert_three_skus(&pool, "INSERT INTO stock VALUES ($1, 1)").await;
             let total: i64 = sqlx::query_scalar("SELECT SUM(qty) FROM stock")
                 .fetch_one(&pool)
                 .await

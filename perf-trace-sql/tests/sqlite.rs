@@ -10,7 +10,7 @@ use perf_trace_sql::testing::{assert_num_statements, count_statements};
 use perf_trace_sql::{SqlRepeated, SqlStatement};
 
 mod common;
-use common::{execute, App};
+use common::{execute, insert_three_skus, App};
 
 async fn pool() -> CountedPool<sqlx::Sqlite> {
     CountedPool::new(common::stock_db().await)
@@ -22,13 +22,7 @@ async fn each_kind_is_counted_and_timed_and_repeats_are_counted() {
     let recorder = Recorder::new::<App>();
     recorder
         .instrument(async {
-            for sku in 0..3 {
-                sqlx::query("INSERT INTO stock VALUES (?, 1)")
-                    .bind(sku)
-                    .execute(&pool)
-                    .await
-                    .unwrap();
-            }
+            insert_three_skus(&pool, "INSERT INTO stock VALUES (?, 1)").await;
             execute(&pool, "UPDATE stock SET qty = 2").await;
             let rows: Vec<(i64,)> = sqlx::query_as("SELECT qty FROM stock")
                 .fetch_all(&pool)

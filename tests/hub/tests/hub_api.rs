@@ -21,6 +21,16 @@ fn names(list: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// The strings of a JSON array.
+fn strings(array: &serde_json::Value) -> Vec<&str> {
+    array
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect()
+}
+
 /// The main project's agents as its member lists them (a 200).
 async fn member_listing(hub: &TestHub) -> serde_json::Value {
     let list = hub
@@ -48,12 +58,7 @@ async fn members_see_their_project_and_not_the_other() {
         json!(["agent.create", "events.subscribe"])
     );
     for agent in agents {
-        let caps: Vec<&str> = agent["capabilities"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c.as_str().unwrap())
-            .collect();
+        let caps = strings(&agent["capabilities"]);
         assert!(caps.contains(&"read"));
         // Delegated by the owner: start and stop on every agent, unless a
         // constraint says otherwise.
