@@ -34,6 +34,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use perf_trace_core::traced_phase;
+use serde::Serialize;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::{Stream, StreamExt};
@@ -70,8 +71,9 @@ fn lagged_notice(missed: u64) -> Event {
         .data(format!("{{\"missed\":{missed}}}"))
 }
 
-/// Why the Hub ended a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why the Hub ended a stream, named on the wire in snake_case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 enum StreamEnd {
     /// The Hub is shutting down.
     Shutdown,
@@ -84,14 +86,9 @@ enum StreamEnd {
 impl StreamEnd {
     /// The final event: `event: end`, `data: {"reason": ...}`.
     fn event(self) -> Event {
-        let reason = match self {
-            StreamEnd::Shutdown => "shutdown",
-            StreamEnd::CredentialExpired => "credential_expired",
-            StreamEnd::AccessRevoked => "access_revoked",
-        };
         Event::default()
             .event("end")
-            .data(format!("{{\"reason\":\"{reason}\"}}"))
+            .data(serde_json::json!({ "reason": self }).to_string())
     }
 }
 
