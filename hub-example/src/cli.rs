@@ -303,7 +303,7 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
     }
     // As Go's runtime does: the soft descriptor limit up to the hard one,
     // before anything is opened; the connection cap is derived from it.
-    let raised = crate::app::connections::raise_descriptor_limit();
+    let raised = crate::connections::raise_descriptor_limit();
     let rt = runtime()?;
     // Opened in the runtime's context: a PostgreSQL pool drives its
     // connections on the Hub's runtime.

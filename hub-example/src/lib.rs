@@ -31,6 +31,7 @@ pub mod authz;
 pub mod cache;
 pub mod cli;
 pub mod clock;
+pub mod connections;
 pub mod events;
 pub mod listing;
 pub mod log;
@@ -46,12 +47,11 @@ pub mod store;
 pub mod views;
 pub mod web;
 
+/// The application state, at its path from before it moved beside its
+/// handlers.
+pub use api::state;
+pub use api::state::AppState;
 pub use app::accept::Listener;
-/// The connection caps, at their path from before the `app` folder.
-pub use app::connections;
 /// Opening a database for serving, at its path from before the `app` folder.
 pub use app::serve;
-/// The application state, at its path from before the `app` folder.
-pub use app::state;
-pub use app::state::AppState;
 pub use app::{build_router, Hub, HubBuilder, HubOptions, RunningHub};

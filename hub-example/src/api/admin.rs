@@ -12,8 +12,8 @@ use std::collections::HashSet;
 
 use serde_json::{json, Value};
 
+use super::state::AppState;
 use super::ApiError;
-use crate::app::state::AppState;
 use crate::authz::{AuditEmitter, Principal};
 use crate::replicas::Invalidation;
 use crate::settings::hub::{self, InvalidSetting, MAX_VALUE_BYTES};

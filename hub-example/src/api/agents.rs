@@ -11,8 +11,8 @@ use serde::Deserialize;
 
 use super::cached::respond;
 use super::params::{parse_id, parse_id_list, parse_view, Params};
+use super::state::AppState;
 use super::{ApiError, LazyJson};
-use crate::app::state::AppState;
 use crate::authz::{Action, AuditEmitter, Authorizer, Principal};
 use crate::cache::{normalize_query, CacheKey, CallerKey};
 use crate::events::HubEvent;

@@ -41,8 +41,8 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use super::params::Params;
+use super::state::AppState;
 use super::ApiError;
-use crate::app::state::AppState;
 use crate::authz::{AuditEmitter, Authorizer, Principal};
 use crate::clock::{rfc3339_ms, MAX_RFC3339_MS};
 use crate::store::audit::{query_events, AuditCursor, AuditEventRow, AuditQuery};

@@ -27,8 +27,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use perf_trace_core::record::{with_baseline, PoolFigures};
 
+use super::state::AppState;
 use super::{public, ApiError};
-use crate::app::state::AppState;
 use crate::auth::bearer::{bearer_token, resolve_credential};
 use crate::auth::session::{cookie_session, resolve_session, BrowserSession};
 use crate::auth::{CredentialExpiry, FailedLogins};

@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 
 use super::params::parse_id;
+use super::state::AppState;
 use super::ApiError;
-use crate::app::state::AppState;
 use crate::authz::{Action, AuditEmitter, Principal};
 use crate::model::Id;
 pub(crate) use crate::store::agents::project_delegations;

@@ -40,8 +40,8 @@ use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::{Stream, StreamExt};
 
 use super::params::Params;
+use super::state::{AppState, Guards};
 use super::{ApiError, StreamLimiter, StreamPermit};
-use crate::app::state::{AppState, Guards};
 use crate::auth::bearer::{bearer_token, resolve_credential};
 use crate::auth::session::{resolve_session, session_cookie, BrowserSession};
 use crate::auth::{AuthError, CredentialExpiry};

@@ -16,6 +16,7 @@ pub mod params;
 pub mod profiling;
 pub mod public;
 mod request_size;
+pub mod state;
 
 pub(crate) use error::ApiError;
 pub(crate) use error::{method_not_allowed, not_found};

@@ -21,8 +21,8 @@ use axum::{Extension, Json};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use super::state::AppState;
 use super::ApiError;
-use crate::app::state::AppState;
 use crate::authz::{AuditEmitter, Credential, Principal};
 use crate::replicas::Invalidation;
 use crate::settings::hub::{Stored, READINESS_MARKS};

@@ -6,8 +6,8 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::cached::respond;
+use super::state::AppState;
 use super::ApiError;
-use crate::app::state::AppState;
 use crate::authz::AuditEmitter;
 use crate::cache::{CacheKey, CallerKey};
 use crate::perf::keys::CacheRoute;
@@ -26,7 +26,7 @@ pub(crate) const HUB_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// `GET /healthz`: `{"status":"ok"}`, with the audit pipeline's figures
 /// under `audit` when the emitter keeps them (its summaries among them),
 /// and the connections' figures under `connections` while the Hub serves
-/// (see [`crate::app::connections`]). The status is `degraded` (still 200) from
+/// (see [`crate::connections`]). The status is `degraded` (still 200) from
 /// a rejected audit record or a failed batch until the queue has drained
 /// and none has happened for
 /// `RECOVERY_WINDOW`, and while the

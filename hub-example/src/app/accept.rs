@@ -18,7 +18,7 @@
 //! descriptors the others need. Over every listener, [`ConnectionGate`]
 //! caps the connections below the descriptor limit, keeps headroom for
 //! `/healthz` and callers with a credential, caps each client address, and
-//! shortens the idle timeout as the cap nears (see [`crate::app::connections`]).
+//! shortens the idle timeout as the cap nears (see [`crate::connections`]).
 //! Each request carries its connection's peer as [`ClientAddr`].
 //!
 //! On shutdown every listener is closed at once, the [`ShutdownSignal`] is
@@ -54,10 +54,8 @@ use tower::ServiceExt;
 
 use crate::api::public::HEALTHZ;
 use crate::api::{ApiError, StreamLimiter};
-use crate::app::connections::{
-    ClientAddr, ConnectionGate, GateSlot, Probation, PROBATION_HEAD_TIMEOUT,
-};
 use crate::auth::session::SESSION_COOKIE;
+use crate::connections::{ClientAddr, ConnectionGate, GateSlot, Probation, PROBATION_HEAD_TIMEOUT};
 use crate::log::Logger;
 use crate::settings::ServerLimits;
 use crate::shutdown::ShutdownSignal;

@@ -20,7 +20,7 @@ fn gate(capacity: usize) -> Arc<ConnectionGate> {
         max_connections: Some(capacity),
         ..ServerLimits::default()
     };
-    let caps = crate::app::connections::ConnectionCaps::derive(&limits, None);
+    let caps = crate::connections::ConnectionCaps::derive(&limits, None);
     ConnectionGate::new(caps, Default::default())
 }
 

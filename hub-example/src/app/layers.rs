@@ -14,7 +14,7 @@
 //!
 //! The Hub's values (its limits, stream caps, quota of uncached lists and
 //! log of refused credentials) are no layer: handlers read them from the
-//! state ([`super::state::Guards`]). Each stack is one `Router::layer`
+//! state ([`crate::api::state::Guards`]). Each stack is one `Router::layer`
 //! call, since axum wraps every route once per call and each wrap costs
 //! every request a boxed clone of the route and a boxed future.
 

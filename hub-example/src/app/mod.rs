@@ -1,4 +1,4 @@
-//! The Hub: the router over the application state ([`crate::app::state`]), and
+//! The Hub: the router over the application state ([`crate::api::state`]), and
 //! serving.
 //!
 //! Tracing on or off is decided once, when the Hub is built. Off, the state
@@ -21,12 +21,10 @@
 //! then the audit queue drained once, then `shutdown finished`.
 
 pub(crate) mod accept;
-pub mod connections;
 mod layers;
 mod parts;
 mod routes;
 pub mod serve;
-pub mod state;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -37,11 +35,13 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::api::state::{AppState, Guards};
 use crate::api::{ListQuota, StreamLimiter};
 use crate::auth::{FailedLogins, TokenSigner};
 use crate::authz::audit::{AuditBackend, PrincipalLimits};
 use crate::authz::{AuditLog, ChannelAuditSink};
 use crate::cache::ResponseCache;
+use crate::connections::{descriptor_limit, ConnectionCaps, ConnectionGate, ConnectionStats};
 use crate::events::EventBus;
 use crate::log::{Logger, SharedWriter};
 use crate::perf::exits::HubExits;
@@ -53,14 +53,12 @@ use crate::store::db::Db;
 use crate::store::with_authz_store;
 use crate::web::signin::SignInLimits;
 use accept::{Listener, ServerCounters};
-use connections::{descriptor_limit, ConnectionCaps, ConnectionGate, ConnectionStats};
 use layers::Scope;
 use parts::{
     audit_backend, checked_hub_settings, drain_audit, exits_in_force, shared_with_replicas,
     with_admin_routes, RouterParts,
 };
 pub use routes::build_router;
-use state::{AppState, Guards};
 
 /// Records the audit queue holds before it rejects.
 pub(crate) const AUDIT_CHANNEL: usize = 16_384;
@@ -136,7 +134,7 @@ impl HubBuilder {
         self
     }
 
-    /// `extra` routes beside the Hub's own (see [`build_router_with`]):
+    /// `extra` routes beside the Hub's own (see `build_router_with`):
     /// for tests that need a route the real Hub does not have. The command
     /// line never adds any.
     pub fn extra_routes(mut self, extra: Router) -> Self {
@@ -146,7 +144,7 @@ impl HubBuilder {
 
     /// Audit records written through `backend` from a queue of `capacity`
     /// records, instead of into the database's `audit_events` table from a
-    /// queue of [`AUDIT_CHANNEL`]: for tests of the audit pipeline (a
+    /// queue of `AUDIT_CHANNEL`: for tests of the audit pipeline (a
     /// writer that stalls or fails).
     pub fn audit_backend(mut self, backend: Box<dyn AuditBackend>, capacity: usize) -> Self {
         self.audit = Some((backend, capacity));

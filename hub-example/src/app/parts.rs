@@ -24,7 +24,7 @@ use crate::store::settings;
 use crate::store::{AuthzStore, CountedAuthzStore, WithAuthzStore};
 
 use super::routes::build_router_with;
-use super::state::AppState;
+use crate::api::state::AppState;
 
 /// `bus` relaying to the other replicas sharing `db` (PostgreSQL), so
 /// they see each other's events and each other's writes invalidate their

@@ -17,7 +17,7 @@ use crate::perf::HubTraceLayer;
 use crate::store::AuthzStore;
 
 use super::layers::{self, Scope};
-use super::state::AppState;
+use crate::api::state::AppState;
 
 /// Builds the router over `state`. With `trace`, the tracing layer wraps
 /// every route inside authentication (the one place it is installed).

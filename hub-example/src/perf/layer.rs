@@ -74,7 +74,7 @@ fn trace_emitter(logger: &Logger, exits: &HubExits) -> Emitter {
 
 /// The pool's figures as a traced request arrives, read by authentication
 /// before it reads the database (a traced Hub's state notes them:
-/// [`crate::app::state::AppState::noting_pool_baseline`]) and handed to the
+/// [`crate::api::state::AppState::noting_pool_baseline`]) and handed to the
 /// tracing layer ([`perf_trace_core::record::with_baseline`]), so the layer
 /// counts those waits in the request's line too (a 503 answered while
 /// authenticating for an exhausted pool then shows the wait that ran out).

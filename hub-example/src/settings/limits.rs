@@ -45,7 +45,7 @@ pub struct ServerLimits {
     /// How often expired and revoked sessions are deleted.
     pub session_prune_interval: Duration,
     /// Most connections open at once over every listener; unset, derived
-    /// from the process's descriptor limit (see [`crate::app::connections`]).
+    /// from the process's descriptor limit (see [`crate::connections`]).
     pub max_connections: Option<usize>,
     /// Most connections of one client address before its further ones
     /// must carry a credential (or ask for `/healthz`); unset, half of

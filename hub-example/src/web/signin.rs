@@ -32,13 +32,13 @@ use serde_json::json;
 
 use super::WebState;
 use crate::api::ApiError;
-use crate::app::connections::ClientAddr;
 use crate::auth::bearer::{bearer_token, resolve_credential};
 use crate::auth::session::{
     check_same_origin, clear_cookie, create_session_within, over_tls, revoke_session,
     session_cookie, set_cookie,
 };
 use crate::authz::{Credential, Principal};
+use crate::connections::ClientAddr;
 use crate::model::User;
 use crate::rate::TokenBuckets;
 use crate::settings::ServerLimits;

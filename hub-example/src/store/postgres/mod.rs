@@ -7,7 +7,7 @@
 //!
 //! The store's methods are synchronous and run inside one `spawn_blocking`
 //! per request, exactly as on SQLite, so both engines make the same calls
-//! in the same places. A [`PgClient`]'s calls block on the runtime that
+//! in the same places. A `PgClient`'s calls block on the runtime that
 //! drives its connection (see `runtime` for which one and where blocking
 //! is allowed); each connection keeps its prepared statements, as
 //! rusqlite's statement cache does for SQLite.

@@ -1,15 +1,15 @@
-//! The application state every handler reads, below both the handlers
-//! (`api`) and the router that mounts them (`app`): it links to neither, so
-//! no arrow points back up.
+//! The application state every API handler reads, beside its handlers:
+//! the router that mounts them (`crate::app`) builds it, and nothing here
+//! reads from there, so no arrow points back up.
 
 use std::sync::Arc;
 
-use crate::api::{ListQuota, StreamLimiter};
-use crate::app::connections::ConnectionStats;
+use super::{ListQuota, StreamLimiter};
 use crate::auth::tokens::TokenSigner;
 use crate::auth::FailedLogins;
 use crate::authz::{AuditEmitter, Authorizer, Principal};
 use crate::cache::ResponseCache;
+use crate::connections::ConnectionStats;
 use crate::events::EventBus;
 use crate::replicas::{Invalidation, ReplicaMessage};
 use crate::settings::hub::CreatorRoles;

@@ -23,6 +23,10 @@
 //!   that have sent nothing yet) are closed sooner (`ConnectionGate::scaled`).
 //! - `/healthz` shows the figures under `connections`
 //!   ([`ConnectionStats::figures`]) while the Hub serves.
+//!
+//! It lives below both the app, whose accept loop (`crate::app::accept`)
+//! applies it, and the handlers, which read its figures and the client's
+//! address.
 
 use std::collections::HashMap;
 use std::io;
