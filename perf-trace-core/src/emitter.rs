@@ -62,6 +62,17 @@ thread_local! {
     static SNAPSHOT: RefCell<Snapshot> = RefCell::new(Snapshot::default());
 }
 
+/// Where a request's line goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Delivery {
+    /// Into this thread's buffer when lines are buffered
+    /// ([`Emitter::in_background`]), straight to the writer otherwise: a
+    /// request the layer finishes.
+    Buffered,
+    /// Straight to the writer: a request finished by a direct call.
+    Direct,
+}
+
 impl Emitter {
     /// An emitter of `format` lines into `sink`.
     pub fn new(format: LineFormat, sink: LineSink) -> Self {
@@ -137,7 +148,12 @@ impl Emitter {
         if self.exits.is_none() {
             // Nothing but the line reads the request: it is rendered from
             // the recorder's tables, with no snapshot taken.
-            self.write(&recorder.line_at(end), epoch_nanos, true, |_| ());
+            self.write(
+                &recorder.line_at(end),
+                epoch_nanos,
+                Delivery::Buffered,
+                |_| (),
+            );
             recorder::recycle(recorder);
             return;
         }
@@ -158,10 +174,15 @@ impl Emitter {
         SNAPSHOT.with(|snapshot| match snapshot.try_borrow_mut() {
             Ok(mut snapshot) => {
                 recorder.snapshot_into(end, &mut snapshot);
-                self.emit_at(&snapshot, facts, epoch_nanos, true);
+                self.emit_at(&snapshot, facts, epoch_nanos, Delivery::Buffered);
             }
             // Re-entered from an exit that itself finishes a request.
-            Err(_) => self.emit_at(&recorder.snapshot_at(end), facts, epoch_nanos, true),
+            Err(_) => self.emit_at(
+                &recorder.snapshot_at(end),
+                facts,
+                epoch_nanos,
+                Delivery::Buffered,
+            ),
         });
         recorder::recycle(recorder);
     }
@@ -220,7 +241,12 @@ impl Emitter {
     /// it to the exits, with no facts: see [`emit_request`](Self::emit_request)).
     pub fn emit(&self, snapshot: &Snapshot) {
         match &self.exits {
-            None => self.write(snapshot, timestamp::epoch_nanos_now(), false, |_| ()),
+            None => self.write(
+                snapshot,
+                timestamp::epoch_nanos_now(),
+                Delivery::Direct,
+                |_| (),
+            ),
             Some(_) => self.emit_request(snapshot, &RequestFacts::default()),
         }
     }
@@ -228,15 +254,26 @@ impl Emitter {
     /// Finishes one request: decides whether sampling keeps it, writes its
     /// line if so, and hands it to the exits.
     pub fn emit_request(&self, snapshot: &Snapshot, facts: &RequestFacts) {
-        self.emit_at(snapshot, facts, timestamp::epoch_nanos_now(), false);
+        self.emit_at(
+            snapshot,
+            facts,
+            timestamp::epoch_nanos_now(),
+            Delivery::Direct,
+        );
     }
 
     /// [`emit_request`](Self::emit_request) for a request that ended
-    /// `epoch_nanos` nanoseconds after the epoch; its line `buffered` when
-    /// lines are.
-    fn emit_at(&self, snapshot: &Snapshot, facts: &RequestFacts, epoch_nanos: u64, buffered: bool) {
+    /// `epoch_nanos` nanoseconds after the epoch, its line delivered as
+    /// `delivery` says.
+    fn emit_at(
+        &self,
+        snapshot: &Snapshot,
+        facts: &RequestFacts,
+        epoch_nanos: u64,
+        delivery: Delivery,
+    ) {
         let Some(exits) = &self.exits else {
-            self.write(snapshot, epoch_nanos, buffered, |_| ());
+            self.write(snapshot, epoch_nanos, delivery, |_| ());
             return;
         };
         let end_time = UNIX_EPOCH + Duration::from_nanos(epoch_nanos);
@@ -259,7 +296,7 @@ impl Emitter {
             }
         };
         if sampled {
-            self.write(snapshot, epoch_nanos, buffered, |line| {
+            self.write(snapshot, epoch_nanos, delivery, |line| {
                 hand_over(Some(line))
             });
         } else {
@@ -268,16 +305,19 @@ impl Emitter {
     }
 
     /// Renders the line of `source` (a snapshot, or a recorder read in
-    /// place) stamped `epoch_nanos` (since the epoch), writes it (into this thread's buffer when
-    /// `buffered` and lines are buffered), then gives it to `then`.
+    /// place) stamped `epoch_nanos` (since the epoch), writes it as
+    /// `delivery` says, then gives it to `then`.
     fn write(
         &self,
         source: &impl LineSource,
         epoch_nanos: u64,
-        buffered: bool,
+        delivery: Delivery,
         then: impl FnOnce(&str),
     ) {
-        let background = self.background.as_deref().filter(|_| buffered);
+        let background = match delivery {
+            Delivery::Buffered => self.background.as_deref(),
+            Delivery::Direct => None,
+        };
         if let (Some(background), None) = (background, &self.exits) {
             // Nothing but the sink reads the line: rendered where it is
             // buffered, with no copy.

@@ -16,15 +16,20 @@ use std::task::{Context, Poll};
 use crate::clock;
 use crate::keys::{CounterKey, EndpointKey, KeySet, KeySetInfo, PairedCounterKey, TimerKey};
 pub use crate::recorder::Outcome;
-use crate::recorder::{add_decision, add_decisions, current_ptr, with_current, Inner};
+use crate::recorder::{add_decision, add_decisions, current_ptr, with_current, CountMerge, Inner};
 
 pub(crate) mod pool;
 
 pub use pool::{with_baseline, PoolBaseline, PoolFigures, PoolStats, WithBaseline};
 
+/// How a count of `key` joins its counter: kept when larger for a max key
+/// (its bit set in `max_mask`), added otherwise.
 #[inline(always)]
-fn is_max<K: KeySet>(max_mask: u64, key: K) -> bool {
-    max_mask & (1u64 << key.index()) != 0
+fn merge_of<K: KeySet>(max_mask: u64, key: K) -> CountMerge {
+    match max_mask & (1u64 << key.index()) != 0 {
+        true => CountMerge::Max,
+        false => CountMerge::Add,
+    }
 }
 
 /// Counts one event of counter `key` into the current request.
@@ -75,7 +80,7 @@ pub fn count<K: CounterKey>(key: K) {
 #[inline]
 pub fn count_n<K: CounterKey>(key: K, n: u64) {
     with_current(|r| match r.counter_offset(K::INFO) {
-        Some(offset) => r.add_count(offset + key.index(), n, is_max(K::INFO.max_mask, key)),
+        Some(offset) => r.add_count(offset + key.index(), n, merge_of(K::INFO.max_mask, key)),
         None => r.add_unlisted(K::INFO, key.index(), n, 0),
     });
 }
@@ -93,7 +98,7 @@ pub fn count_n_by<K: PairedCounterKey>(by: K::By, key: K, n: u64) {
     with_current(|r| {
         let slot = by.index() * K::NAMES.len() + key.index();
         match r.counter_offset(K::INFO) {
-            Some(offset) => r.add_count(offset + slot, n, is_max(K::INFO.max_mask, key)),
+            Some(offset) => r.add_count(offset + slot, n, merge_of(K::INFO.max_mask, key)),
             None => r.add_unlisted(K::INFO, slot, n, 0),
         }
     });

@@ -40,6 +40,15 @@ pub(crate) use pending::{add_decision, add_decisions, add_timed};
 pub(crate) use reuse::{recycle, RequestStart};
 pub(crate) use scope::{current_ptr, in_scope_of, with_current};
 
+/// How a count joins what its counter holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CountMerge {
+    /// Added to it.
+    Add,
+    /// Kept when larger: a max key (`#[key(max)]`).
+    Max,
+}
+
 /// Count and summed raw ticks of one key.
 #[derive(Default)]
 struct Stat {
@@ -249,15 +258,14 @@ impl Inner {
         )
     }
 
-    /// Adds `n` to counter `slot`, or keeps the larger of the two for a max key.
+    /// Joins `n` to counter `slot` as `merge` says.
     #[inline(always)]
-    pub(crate) fn add_count(&self, slot: usize, n: u64, max: bool) {
+    pub(crate) fn add_count(&self, slot: usize, n: u64, merge: CountMerge) {
         if let Some(counter) = self.counters.get(slot) {
-            if max {
-                counter.fetch_max(n, Relaxed);
-            } else {
-                counter.fetch_add(n, Relaxed);
-            }
+            match merge {
+                CountMerge::Max => counter.fetch_max(n, Relaxed),
+                CountMerge::Add => counter.fetch_add(n, Relaxed),
+            };
             let (word, bit) = (&self.counters_touched[slot / 64], 1 << (slot % 64));
             if word.load(Relaxed) & bit == 0 {
                 word.fetch_or(bit, Relaxed);

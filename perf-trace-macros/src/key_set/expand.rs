@@ -7,10 +7,10 @@ use syn::Ident;
 use super::ast::{Container, Variant};
 use super::attr::Role;
 
-/// The impls for `cont`. When `valid` is false, the impls are still emitted
-/// as far as they can be, so that uses of the set do not add errors of their
-/// own; the key tables are then left empty if a variant has fields.
-pub(crate) fn impls(cont: &Container, valid: bool) -> TokenStream {
+/// The impls for `cont`, emitted even for a set with errors as far as they
+/// can be, so that uses of the set do not add errors of their own; the key
+/// tables are then left empty if a variant has fields.
+pub(crate) fn impls(cont: &Container) -> TokenStream {
     let ident = cont.ident;
     let set_name = ident.to_string();
     let fieldless = !cont.has_fields();
@@ -34,26 +34,7 @@ pub(crate) fn impls(cont: &Container, valid: bool) -> TokenStream {
         }
     });
 
-    let role = role_impl(cont, keys, fieldless);
-
-    let count = cont.variants.len();
-    let pair_check = match (&cont.attrs.by, cont.role()) {
-        (Some(by), Some(Role::Counters)) if valid => quote! {
-            const _: () = ::perf_trace_core::__private01::assert_pair_count(
-                <#by as ::perf_trace_core::__private01::KeySet>::NAMES.len(),
-                #count,
-            );
-        },
-        _ => TokenStream::new(),
-    };
-    let count_check = if valid {
-        quote! {
-            const _: () = ::perf_trace_core::__private01::assert_key_count(#count);
-            #pair_check
-        }
-    } else {
-        TokenStream::new()
-    };
+    let role = role_impl(cont, keys);
 
     let role_variant = Ident::new(
         cont.role().map_or("Phases", Role::variant),
@@ -119,13 +100,33 @@ pub(crate) fn impls(cont: &Container, valid: bool) -> TokenStream {
             }
         }
         #role
-        #count_check
+    }
+}
+
+/// The compile-time checks of a valid set's size (and, for a counter set
+/// paired `by` another, of the pair's), after its impls; a set with errors
+/// gets none, since its errors already say what is wrong.
+pub(crate) fn size_checks(cont: &Container) -> TokenStream {
+    let count = cont.variants.len();
+    let pair_check = match (&cont.attrs.by, cont.role()) {
+        (Some(by), Some(Role::Counters)) => quote! {
+            const _: () = ::perf_trace_core::__private01::assert_pair_count(
+                <#by as ::perf_trace_core::__private01::KeySet>::NAMES.len(),
+                #count,
+            );
+        },
+        _ => TokenStream::new(),
+    };
+    quote! {
+        const _: () = ::perf_trace_core::__private01::assert_key_count(#count);
+        #pair_check
     }
 }
 
 /// The marker impl of the set's role (`PhaseKey`, `EndpointKey`, ...), over
 /// `keys`, the variants when all are fieldless; nothing without a role.
-fn role_impl(cont: &Container, keys: &[Variant], fieldless: bool) -> TokenStream {
+fn role_impl(cont: &Container, keys: &[Variant]) -> TokenStream {
+    let fieldless = !cont.has_fields();
     let ident = cont.ident;
     // The role impl is spanned at the enum's name, where a "the trait is
     // implemented for" hint then points.

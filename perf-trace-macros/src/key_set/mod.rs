@@ -18,10 +18,15 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
         return errors.to_compile_error();
     };
     valid::check(&container, &mut errors);
-    let impls = expand::impls(&container, errors.is_empty());
+    let impls = expand::impls(&container);
+    let checks = match errors.is_empty() {
+        true => expand::size_checks(&container),
+        false => TokenStream::new(),
+    };
     let errors = errors.to_compile_error();
     quote! {
         #impls
+        #checks
         #errors
     }
 }
