@@ -103,54 +103,6 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory as _;
-
-    #[test]
-    fn subcommands_parse() {
-        Cli::command().debug_assert();
-        let cli = Cli::try_parse_from([
-            "hub-bench",
-            "apibench",
-            "--hub",
-            "http://127.0.0.1:19810",
-            "--seed",
-            "seed-25.json",
-            "--runs",
-            "5",
-            "--warmup",
-            "1",
-            "--want-perf-trace",
-            "--hub-perf-log",
-            "hub25.log",
-            "--out",
-            "api-25.json",
-            "--notes",
-            "one hub, otherwise idle host",
-        ])
-        .unwrap();
-        assert!(
-            matches!(cli.command, Some(Command::Apibench(ref a)) if a.want_perf_trace && a.runs == 5)
-        );
-        let cli = Cli::try_parse_from([
-            "hub-bench",
-            "load",
-            "--hub",
-            "http://127.0.0.1:19810",
-            "--seed",
-            "seed.json",
-            "--users",
-            "300",
-            "--duration",
-            "30s",
-            "--out",
-            "load.json",
-        ])
-        .unwrap();
-        assert!(matches!(cli.command, Some(Command::Load(ref a)) if a.users == 300));
-        let help = Cli::try_parse_from(["hub-bench", "apibench", "--help"]).unwrap_err();
-        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
-        assert!(help.to_string().contains("--hub-perf-log <LOG>"));
-    }
 
     #[test]
     fn no_subcommand_runs_the_demo_and_demo_takes_its_flags() {
