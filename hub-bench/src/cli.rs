@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use hub_example::cli::parse_or_exit;
 
 use crate::apibench::{self, ApibenchArgs};
 use crate::demo::{self, DemoArgs};
@@ -57,29 +58,26 @@ impl Command {
     }
 }
 
+/// Clap's rendered usage error on one line: its first line without the
+/// `error: ` prefix, joined by the next line when it ends in a colon.
+fn usage_line(rendered: &str) -> String {
+    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut first = lines.next().unwrap_or("invalid arguments").to_owned();
+    // "the following required arguments were not provided:" names
+    // them on the next line; keep it on the one line.
+    if first.ends_with(':') {
+        if let Some(named) = lines.next() {
+            first = format!("{first} {named}");
+        }
+    }
+    first.strip_prefix("error: ").unwrap_or(&first).to_owned()
+}
+
 /// Parses `args` and runs the command; returns the process exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match parse_or_exit::<Cli>("hub-bench", args, usage_line) {
         Ok(cli) => cli,
-        Err(e) if !e.use_stderr() => {
-            let _ = e.print();
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            let rendered = e.render().to_string();
-            let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
-            let mut first = lines.next().unwrap_or("invalid arguments").to_owned();
-            // "the following required arguments were not provided:" names
-            // them on the next line; keep it on the one line.
-            if first.ends_with(':') {
-                if let Some(named) = lines.next() {
-                    first = format!("{first} {named}");
-                }
-            }
-            let first = first.strip_prefix("error: ").unwrap_or(&first);
-            eprintln!("hub-bench: error: {first} (see --help)");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let command = cli.command.unwrap_or(Command::Demo(cli.demo));
     let result = tokio::runtime::Builder::new_multi_thread()
@@ -105,54 +103,6 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory as _;
-
-    #[test]
-    fn subcommands_parse() {
-        Cli::command().debug_assert();
-        let cli = Cli::try_parse_from([
-            "hub-bench",
-            "apibench",
-            "--hub",
-            "http://127.0.0.1:19810",
-            "--seed",
-            "seed-25.json",
-            "--runs",
-            "5",
-            "--warmup",
-            "1",
-            "--want-perf-trace",
-            "--hub-perf-log",
-            "hub25.log",
-            "--out",
-            "api-25.json",
-            "--notes",
-            "one hub, otherwise idle host",
-        ])
-        .unwrap();
-        assert!(
-            matches!(cli.command, Some(Command::Apibench(ref a)) if a.want_perf_trace && a.runs == 5)
-        );
-        let cli = Cli::try_parse_from([
-            "hub-bench",
-            "load",
-            "--hub",
-            "http://127.0.0.1:19810",
-            "--seed",
-            "seed.json",
-            "--users",
-            "300",
-            "--duration",
-            "30s",
-            "--out",
-            "load.json",
-        ])
-        .unwrap();
-        assert!(matches!(cli.command, Some(Command::Load(ref a)) if a.users == 300));
-        let help = Cli::try_parse_from(["hub-bench", "apibench", "--help"]).unwrap_err();
-        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
-        assert!(help.to_string().contains("--hub-perf-log <LOG>"));
-    }
 
     #[test]
     fn no_subcommand_runs_the_demo_and_demo_takes_its_flags() {

@@ -1,9 +1,46 @@
-//! The `hub-bench` binary's command line: help for every subcommand, and
-//! bad flags and missing files as one-line errors that write nothing.
+//! The `hub-bench` binary's command line: its subcommands parsed (the
+//! guide's `apibench` step among them), help for every subcommand, and bad
+//! flags and missing files as one-line errors that write nothing.
 
 mod support;
 
-use support::{against_nothing, assert_one_line_error, path_in, run};
+use clap::{CommandFactory as _, Parser as _};
+use hub_bench::cli::{Cli, Command};
+use support::{against_nothing, assert_one_line_error, guide_apibench, path_in, run};
+
+#[test]
+fn subcommands_parse() {
+    Cli::command().debug_assert();
+    let guide = guide_apibench(
+        "http://127.0.0.1:19810",
+        "seed-25.json",
+        "hub25.log",
+        "api-25.json",
+    );
+    let cli = Cli::try_parse_from(std::iter::once("hub-bench").chain(guide)).unwrap();
+    assert!(
+        matches!(cli.command, Some(Command::Apibench(ref a)) if a.want_perf_trace && a.runs == 5)
+    );
+    let cli = Cli::try_parse_from([
+        "hub-bench",
+        "load",
+        "--hub",
+        "http://127.0.0.1:19810",
+        "--seed",
+        "seed.json",
+        "--users",
+        "300",
+        "--duration",
+        "30s",
+        "--out",
+        "load.json",
+    ])
+    .unwrap();
+    assert!(matches!(cli.command, Some(Command::Load(ref a)) if a.users == 300));
+    let help = Cli::try_parse_from(["hub-bench", "apibench", "--help"]).unwrap_err();
+    assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+    assert!(help.to_string().contains("--hub-perf-log <LOG>"));
+}
 
 #[test]
 fn every_subcommand_has_help() {

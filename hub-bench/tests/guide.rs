@@ -16,7 +16,7 @@ use hub_bench::hubs::{start_hub, Tracing};
 use hub_example::app::{RunningHub, PERF_TRACE_WARNING};
 use hub_example::seed::{seed_to_file, SeedOptions};
 use serde_json::Value;
-use support::run;
+use support::{guide_apibench, run};
 
 const SECRET: &str = "bench-secret-1";
 
@@ -209,24 +209,12 @@ fn apibench_joined(
     report_path: &Path,
     member_token: &str,
 ) -> Value {
-    let (code, stdout, stderr) = run(&[
-        "apibench",
-        "--hub",
+    let (code, stdout, stderr) = run(&guide_apibench(
         hub_url,
-        "--seed",
         path(seed),
-        "--runs",
-        "5",
-        "--warmup",
-        "1",
-        "--want-perf-trace",
-        "--hub-perf-log",
         path(log),
-        "--out",
         path(report_path),
-        "--notes",
-        "one hub, otherwise idle host",
-    ]);
+    ));
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(
         stdout.contains("joined 15 of 15 attempts"),

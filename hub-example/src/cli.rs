@@ -233,32 +233,51 @@ impl CliError {
     }
 }
 
-/// Parses `args` and runs the command; returns the process exit code.
-pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    let cli = match Cli::try_parse_from(args) {
-        Ok(cli) => cli,
+/// Parses `args` as `C`, or answers the exit code to leave with: success
+/// after `--help` or `--version` (printed as clap prints them), 2 after a
+/// usage error, shown on standard error as `{bin}: error: {message} (see
+/// --help)` where `one_line` makes the `message` of clap's rendered error.
+pub fn parse_or_exit<C: Parser>(
+    bin: &str,
+    args: impl IntoIterator<Item = OsString>,
+    one_line: fn(&str) -> String,
+) -> Result<C, ExitCode> {
+    match C::try_parse_from(args) {
+        Ok(cli) => Ok(cli),
         Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return ExitCode::SUCCESS;
+            Err(ExitCode::SUCCESS)
         }
         Err(e) => {
-            let rendered = e.render().to_string();
-            let mut lines = rendered.lines();
-            let first = lines.next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            // Keep the indented lines that complete the first (such as the
-            // missing arguments), still on one line.
-            let detail: Vec<&str> = lines
-                .take_while(|l| l.starts_with(' '))
-                .map(str::trim)
-                .collect();
-            let message = std::iter::once(first)
-                .chain(detail)
-                .collect::<Vec<_>>()
-                .join(" ");
-            eprintln!("hub-example: error: {message} (see --help)");
-            return ExitCode::from(2);
+            let message = one_line(&e.render().to_string());
+            eprintln!("{bin}: error: {message} (see --help)");
+            Err(ExitCode::from(2))
         }
+    }
+}
+
+/// Clap's rendered usage error on one line: its first line without the
+/// `error: ` prefix, then the indented lines that complete it (such as the
+/// missing arguments).
+fn usage_line(rendered: &str) -> String {
+    let mut lines = rendered.lines();
+    let first = lines.next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let detail: Vec<&str> = lines
+        .take_while(|l| l.starts_with(' '))
+        .map(str::trim)
+        .collect();
+    std::iter::once(first)
+        .chain(detail)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Parses `args` and runs the command; returns the process exit code.
+pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let cli = match parse_or_exit::<Cli>("hub-example", args, usage_line) {
+        Ok(cli) => cli,
+        Err(code) => return code,
     };
     let result = match cli.command {
         Command::Serve(args) => serve(args),

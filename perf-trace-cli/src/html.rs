@@ -9,7 +9,7 @@ use crate::aggregate::{Aggregate, ClassAgg};
 use crate::diff::{count_change, ratio_text, Diff};
 use crate::output::{ms, rho_text};
 use crate::scan::Counts;
-use crate::summary::{summarize_class, ClassSummary};
+use crate::summary::{summarize_class, ClassSummary, CounterRow, StoreRow, TimerRow};
 use crate::suspects::{self, Rule, Suspect};
 use crate::svg::{escape, latency_histogram, phase_bar, phase_colour, spread, OUTSIDE};
 
@@ -94,36 +94,39 @@ fn phases(out: &mut String, class: &ClassSummary) {
     }
 }
 
+fn store_row(s: &StoreRow, scale: u64) -> Vec<String> {
+    let c = &s.calls;
+    vec![
+        escape(&s.method),
+        spread(c.min, c.p50, c.p95, c.max, scale),
+        c.p50.to_string(),
+        c.p95.to_string(),
+        c.max.to_string(),
+        ms(s.time.p50_us),
+    ]
+}
+
 fn store(out: &mut String, class: &ClassSummary) {
     if class.store.is_empty() {
         return;
     }
     out.push_str("<h3>Store calls per request (line: min to max; box: median to p95)</h3>");
     let scale = class.store.iter().map(|s| s.calls.max).max().unwrap_or(1);
-    let mut rows: Vec<Vec<String>> = class
-        .store
-        .iter()
-        .map(|s| {
-            let c = &s.calls;
-            vec![
-                escape(&s.method),
-                spread(c.min, c.p50, c.p95, c.max, scale),
-                c.p50.to_string(),
-                c.p95.to_string(),
-                c.max.to_string(),
-                ms(s.time.p50_us),
-            ]
-        })
-        .collect();
     let t = &class.store_calls;
-    rows.push(vec![
+    let total = vec![
         "<b>total</b>".to_owned(),
         String::new(),
         t.p50.to_string(),
         t.p95.to_string(),
         t.max.to_string(),
         class.store_time.map_or_else(String::new, |s| ms(s.p50_us)),
-    ]);
+    ];
+    let rows: Vec<Vec<String>> = class
+        .store
+        .iter()
+        .map(|s| store_row(s, scale))
+        .chain([total])
+        .collect();
     table(
         out,
         &["method", "spread", "p50", "p95", "max", "p50 ms"],
@@ -131,35 +134,35 @@ fn store(out: &mut String, class: &ClassSummary) {
     );
 }
 
+fn counter_row(c: &CounterRow) -> Vec<String> {
+    let s = &c.per_request;
+    vec![
+        escape(&c.name),
+        format!("{:.2}", s.mean),
+        s.p50.to_string(),
+        s.p95.to_string(),
+        s.max.to_string(),
+    ]
+}
+
+fn timer_row(t: &TimerRow) -> Vec<String> {
+    let s = &t.per_request;
+    vec![
+        format!("{} (ms)", escape(&t.name)),
+        ms(s.mean_us as u64),
+        ms(s.p50_us),
+        ms(s.p95_us),
+        ms(s.max_us),
+    ]
+}
+
 fn counters(out: &mut String, class: &ClassSummary) {
     if class.counters.is_empty() && class.timers.is_empty() {
         return;
     }
     out.push_str("<h3>Counters and timers per request</h3>");
-    let mut rows: Vec<Vec<String>> = class
-        .counters
-        .iter()
-        .map(|c| {
-            let s = &c.per_request;
-            vec![
-                escape(&c.name),
-                format!("{:.2}", s.mean),
-                s.p50.to_string(),
-                s.p95.to_string(),
-                s.max.to_string(),
-            ]
-        })
-        .collect();
-    rows.extend(class.timers.iter().map(|t| {
-        let s = &t.per_request;
-        vec![
-            format!("{} (ms)", escape(&t.name)),
-            ms(s.mean_us as u64),
-            ms(s.p50_us),
-            ms(s.p95_us),
-            ms(s.max_us),
-        ]
-    }));
+    let counters = class.counters.iter().map(counter_row);
+    let rows: Vec<Vec<String>> = counters.chain(class.timers.iter().map(timer_row)).collect();
     table(out, &["figure", "mean", "p50", "p95", "max"], &rows);
 }
 

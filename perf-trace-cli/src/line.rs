@@ -288,86 +288,76 @@ struct Fields<'a>(Vec<(Cow<'a, str>, Value<'a>)>);
 
 struct Key<'a>(Cow<'a, str>);
 
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a field name")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-        }
-        d.deserialize_str(KeyVisitor)
-    }
-}
-
-impl<'de> Deserialize<'de> for Value<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct ValueVisitor;
-        impl<'de> Visitor<'de> for ValueVisitor {
-            type Value = Value<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value<'de>, E> {
-                Ok(Value::Uint(v))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Value<'de>, E> {
-                Ok(Value::Other("a negative number"))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Value<'de>, E> {
-                Ok(Value::Other("not a whole number"))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Value<'de>, E> {
-                Ok(Value::Other("a bool"))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Value<'de>, E> {
-                Ok(Value::Other("null"))
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Value<'de>, E> {
-                Ok(Value::Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Value<'de>, E> {
-                Ok(Value::Text(Cow::Owned(v.to_owned())))
-            }
-            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value<'de>, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Value::Other("an array"))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value<'de>, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Value::Other("an object"))
-            }
-        }
-        d.deserialize_any(ValueVisitor)
-    }
-}
-
-impl<'de> Deserialize<'de> for Fields<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct FieldsVisitor;
-        impl<'de> Visitor<'de> for FieldsVisitor {
-            type Value = Fields<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
-                let mut fields = Vec::with_capacity(64);
-                while let Some((Key(name), value)) = map.next_entry::<Key<'de>, Value<'de>>()? {
-                    fields.push((name, value));
+/// `Deserialize` for `$ty<'de>` by a visitor of the given `visit_*`
+/// methods, asked for with `$ask` and expecting `$what`.
+macro_rules! deserialize_by_visitor {
+    ($ty:ident, $ask:ident, $what:literal, { $($visit:item)* }) => {
+        impl<'de> Deserialize<'de> for $ty<'de> {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct TheVisitor;
+                impl<'de> Visitor<'de> for TheVisitor {
+                    type Value = $ty<'de>;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str($what)
+                    }
+                    $($visit)*
                 }
-                Ok(Fields(fields))
+                d.$ask(TheVisitor)
             }
         }
-        d.deserialize_map(FieldsVisitor)
-    }
+    };
 }
+
+deserialize_by_visitor!(Key, deserialize_str, "a field name", {
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Borrowed(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(v.to_owned())))
+    }
+});
+
+deserialize_by_visitor!(Value, deserialize_any, "a JSON value", {
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value<'de>, E> {
+        Ok(Value::Uint(v))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Value<'de>, E> {
+        Ok(Value::Other("a negative number"))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Value<'de>, E> {
+        Ok(Value::Other("not a whole number"))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Value<'de>, E> {
+        Ok(Value::Other("a bool"))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value<'de>, E> {
+        Ok(Value::Other("null"))
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Value<'de>, E> {
+        Ok(Value::Text(Cow::Borrowed(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value<'de>, E> {
+        Ok(Value::Text(Cow::Owned(v.to_owned())))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value<'de>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Value::Other("an array"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value<'de>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Value::Other("an object"))
+    }
+});
+
+deserialize_by_visitor!(Fields, deserialize_map, "a JSON object", {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+        let mut fields = Vec::with_capacity(64);
+        while let Some((Key(name), value)) = map.next_entry::<Key<'de>, Value<'de>>()? {
+            fields.push((name, value));
+        }
+        Ok(Fields(fields))
+    }
+});
 
 #[cfg(test)]
 mod tests {

@@ -142,17 +142,24 @@ const poll = (check, timeoutMs, done) => {
 };
 "#;
 
-fn script(body: &str) -> String {
-    format!("{POLL}\n{body}")
+/// Runs `body` after [`POLL`] with `args`, then the timeout in ms, as its
+/// arguments; answers what it passed to `done`. `what` names a failure.
+async fn run_polling(
+    client: &Client,
+    body: &str,
+    mut args: Vec<Value>,
+    timeout: Duration,
+    what: &'static str,
+) -> anyhow::Result<Value> {
+    args.push(json!(timeout.as_millis() as u64));
+    client
+        .execute_async(&format!("{POLL}\n{body}"), args)
+        .await
+        .context(what)
 }
 
-/// Waits until the view's first page (or whole graph) is on screen.
-pub async fn wait_populated(
-    client: &Client,
-    view: View,
-    timeout: Duration,
-) -> anyhow::Result<Option<Populated>> {
-    let body = r#"
+/// Answers when the view's first page (or whole graph) is on screen.
+const WAIT_POPULATED_JS: &str = r#"
 const [view, selector, timeoutMs, done] = arguments;
 poll(() => {
   if (document.querySelector('.empty')) {
@@ -173,31 +180,9 @@ poll(() => {
   return { atMs: performance.now(), items, pageSize: size, lastPage: next.disabled, empty: false };
 }, timeoutMs, done);
 "#;
-    let found = client
-        .execute_async(
-            &script(body),
-            vec![
-                json!(view.name()),
-                json!(view.item_selector()),
-                json!(timeout.as_millis() as u64),
-            ],
-        )
-        .await
-        .context("wait for the view to populate")?;
-    if found.is_null() {
-        return Ok(None);
-    }
-    Ok(Some(serde_json::from_value(found)?))
-}
 
-/// Clicks Next and waits until the next page is shown; the milliseconds from
-/// the click to the first frame showing it, or `None` on the last page.
-pub async fn next_page(
-    client: &Client,
-    view: View,
-    timeout: Duration,
-) -> anyhow::Result<Option<f64>> {
-    let body = r#"
+/// Clicks Next and answers when the next page is shown.
+const NEXT_PAGE_JS: &str = r#"
 const [selector, timeoutMs, done] = arguments;
 const pager = document.querySelector('nav.pager');
 const next = document.querySelector('#next-page');
@@ -213,16 +198,46 @@ poll(() => {
   return { ms: performance.now() - start };
 }, timeoutMs, (found) => done(found ?? { timedOut: true }));
 "#;
-    let found = client
-        .execute_async(
-            &script(body),
-            vec![
-                json!(view.item_selector()),
-                json!(timeout.as_millis() as u64),
-            ],
-        )
-        .await
-        .context("change page")?;
+
+/// Answers when every one of the names is marked.
+const WAIT_FOR_MARKS_JS: &str = r#"
+const [names, timeoutMs, done] = arguments;
+poll(() => {
+  const have = new Set(performance.getEntriesByType('mark').map((m) => m.name));
+  return names.every((n) => have.has(n)) ? true : null;
+}, timeoutMs, () => done(true));
+"#;
+
+/// Waits until the view's first page (or whole graph) is on screen.
+pub async fn wait_populated(
+    client: &Client,
+    view: View,
+    timeout: Duration,
+) -> anyhow::Result<Option<Populated>> {
+    let args = vec![json!(view.name()), json!(view.item_selector())];
+    let found = run_polling(
+        client,
+        WAIT_POPULATED_JS,
+        args,
+        timeout,
+        "wait for the view to populate",
+    )
+    .await?;
+    if found.is_null() {
+        return Ok(None);
+    }
+    Ok(Some(serde_json::from_value(found)?))
+}
+
+/// Clicks Next and waits until the next page is shown; the milliseconds from
+/// the click to the first frame showing it, or `None` on the last page.
+pub async fn next_page(
+    client: &Client,
+    view: View,
+    timeout: Duration,
+) -> anyhow::Result<Option<f64>> {
+    let args = vec![json!(view.item_selector())];
+    let found = run_polling(client, NEXT_PAGE_JS, args, timeout, "change page").await?;
     if found["last"] == true {
         return Ok(None);
     }
@@ -261,20 +276,15 @@ pub async fn wait_for_marks(
     names: &[&str],
     timeout: Duration,
 ) -> anyhow::Result<Vec<(String, f64, Value)>> {
-    let body = r#"
-const [names, timeoutMs, done] = arguments;
-poll(() => {
-  const have = new Set(performance.getEntriesByType('mark').map((m) => m.name));
-  return names.every((n) => have.has(n)) ? true : null;
-}, timeoutMs, () => done(true));
-"#;
-    client
-        .execute_async(
-            &script(body),
-            vec![json!(names), json!(timeout.as_millis() as u64)],
-        )
-        .await
-        .context("wait for the readiness marks")?;
+    let args = vec![json!(names)];
+    run_polling(
+        client,
+        WAIT_FOR_MARKS_JS,
+        args,
+        timeout,
+        "wait for the readiness marks",
+    )
+    .await?;
     readiness_marks(client).await
 }
 

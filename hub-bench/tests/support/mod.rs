@@ -31,6 +31,30 @@ pub fn against_nothing<'a>(command: &'a str, seed: &'a str, out: &'a str) -> Vec
     ]
 }
 
+/// The arguments of the guide's `apibench` step, traced and joined to the
+/// Hub's log: against `hub`, with the `seed`, `log` and `out` paths.
+#[allow(dead_code)] // Not every test binary that shares this module uses it.
+pub fn guide_apibench<'a>(hub: &'a str, seed: &'a str, log: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec![
+        "apibench",
+        "--hub",
+        hub,
+        "--seed",
+        seed,
+        "--runs",
+        "5",
+        "--warmup",
+        "1",
+        "--want-perf-trace",
+        "--hub-perf-log",
+        log,
+        "--out",
+        out,
+        "--notes",
+        "one hub, otherwise idle host",
+    ]
+}
+
 /// The path of `name` in `dir`, as text.
 #[allow(dead_code)] // Not every test binary that shares this module uses it.
 pub fn path_in(dir: &tempfile::TempDir, name: &str) -> String {
