@@ -24,6 +24,7 @@ use hub_example::api::profiling::set_readiness_marks;
 use hub_example::app::{Hub, HubOptions, RunningHub};
 use hub_example::log::SharedWriter;
 use hub_example::perf::exits::HubExits;
+use hub_example::serve::SchemaUpdate;
 use hub_example::settings::Settings;
 use hub_example::store::db::Db;
 use hub_example::web::{router, WebOptions};
@@ -105,7 +106,7 @@ pub fn seeded_hub_with_exits(
     cache: hub_example::settings::CacheSettings,
     exits: HubExits,
 ) -> anyhow::Result<Hub> {
-    let db = Db::open_for_serving(db_path, true)?;
+    let db = Db::open_for_serving(db_path, SchemaUpdate::Migrate)?;
     let log = File::create(log_path).with_context(|| format!("create {}", log_path.display()))?;
     // Unbuffered, as the Hub's standard output (`hub_example::log::stdout_writer`):
     // the perf_trace lines come in batches.

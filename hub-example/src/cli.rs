@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::accept::Listener;
+use crate::app::serve::SchemaUpdate;
 use crate::app::{Hub, HubOptions};
 use crate::log::stdout_writer;
 use crate::perf::exits::{metrics_addr, metrics_router, HubExits, METRICS_MAX_CONNECTIONS};
@@ -197,6 +198,16 @@ pub struct ServeArgs {
     pub(crate) metrics_port: Option<u16>,
 }
 
+impl ServeArgs {
+    /// What opening the database does with an outdated schema.
+    fn schema_update(&self) -> SchemaUpdate {
+        match self.no_auto_migrate {
+            true => SchemaUpdate::Refuse,
+            false => SchemaUpdate::Migrate,
+        }
+    }
+}
+
 /// `hub-example seed`.
 #[derive(Debug, Args)]
 pub struct SeedArgs {
@@ -328,7 +339,7 @@ fn serve(args: ServeArgs) -> Result<(), CliError> {
     // connections on the Hub's runtime.
     let db = {
         let _runtime = rt.enter();
-        Db::open_for_serving(&args.db, !args.no_auto_migrate).map_err(CliError::from)?
+        Db::open_for_serving(&args.db, args.schema_update()).map_err(CliError::from)?
     };
     let addr = resolve(&args.host, args.port)?;
     let web_addr = match args.enable_web {

@@ -6,14 +6,23 @@ use std::path::Path;
 
 use crate::store::db::{postgres_url, Db, DbError, OpenMode, PoolOptions, LATEST_VERSION};
 
+/// What opening a database for serving does with a schema older than the
+/// binary's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaUpdate {
+    /// Applies the pending migrations (the default).
+    Migrate,
+    /// Applies none: an outdated schema is [`DbError::SchemaOutdated`], and
+    /// nothing is written (the command line's `--no-auto-migrate`).
+    Refuse,
+}
+
 impl Db {
-    /// Opens the database for serving and brings its schema up to date (or
-    /// checks it is, with `auto_migrate` off: the command line's
-    /// `--no-auto-migrate`). The file must exist; an outdated schema without
-    /// `auto_migrate` is [`DbError::SchemaOutdated`], and nothing is written.
-    /// A `postgres://` URL in place of the path opens that PostgreSQL database
-    /// (which must answer) the same way.
-    pub fn open_for_serving(path: &Path, auto_migrate: bool) -> Result<Db, DbError> {
+    /// Opens the database for serving, its schema brought up to date or
+    /// checked as `update` says. The file must exist. A `postgres://` URL
+    /// in place of the path opens that PostgreSQL database (which must
+    /// answer) the same way.
+    pub fn open_for_serving(path: &Path, update: SchemaUpdate) -> Result<Db, DbError> {
         let db = match postgres_url(path) {
             Some(url) => Db::open_postgres(url, PoolOptions::default())?,
             None => Db::open(path, OpenMode::MustExist, PoolOptions::default())?,
@@ -21,7 +30,7 @@ impl Db {
         // The migrations of the database's engine (PostgreSQL's run off any
         // async worker: programs serving Hubs in-process may call this from
         // one).
-        if auto_migrate {
+        if update == SchemaUpdate::Migrate {
             db.migrate(crate::clock::now_ms())?;
         } else if !db.pending_migrations()?.is_empty() {
             return Err(DbError::SchemaOutdated {
@@ -35,6 +44,6 @@ impl Db {
 
 /// [`Db::open_for_serving`], at the path the command line and other
 /// programs have named it by.
-pub fn open_for_serving(path: &Path, auto_migrate: bool) -> Result<Db, DbError> {
-    Db::open_for_serving(path, auto_migrate)
+pub fn open_for_serving(path: &Path, update: SchemaUpdate) -> Result<Db, DbError> {
+    Db::open_for_serving(path, update)
 }
