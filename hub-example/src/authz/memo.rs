@@ -87,6 +87,17 @@ impl<V: Clone> Cache<String, V> {
     }
 }
 
+impl<T> Cache<String, Option<Rc<T>>> {
+    /// As `get_or_read`, keyed by a borrowed name, copied only on a miss.
+    fn get_or_read_named(
+        &self,
+        name: &str,
+        read: impl FnOnce() -> StoreResult<Option<T>>,
+    ) -> StoreResult<Option<Rc<T>>> {
+        self.get_or_load_named(name, || Ok(read()?.map(Rc::new)))
+    }
+}
+
 impl<K: Eq + Hash + Clone, T> Cache<K, Option<Rc<T>>> {
     /// The value under `key`, read by `read` (and shared) the first time.
     fn get_or_read(
@@ -251,9 +262,8 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
 
     /// One role definition by name.
     pub(crate) fn role_by_name(&self, name: &str) -> StoreResult<Option<Rc<RoleDefinition>>> {
-        self.roles_by_name.get_or_load_named(name, || {
-            Ok(self.store.get_role_definition_by_name(name)?.map(Rc::new))
-        })
+        self.roles_by_name
+            .get_or_read_named(name, || self.store.get_role_definition_by_name(name))
     }
 
     /// One user.
@@ -337,7 +347,7 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
     /// A hub setting's stored JSON text (or size, when oversized).
     pub(crate) fn hub_setting(&self, key: &str) -> StoreResult<Option<Rc<Stored>>> {
         self.settings
-            .get_or_load_named(key, || Ok(self.store.get_hub_setting(key)?.map(Rc::new)))
+            .get_or_read_named(key, || self.store.get_hub_setting(key))
     }
 
     /// One agent.
@@ -348,9 +358,8 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
 
     /// A group by slug.
     pub(crate) fn group_by_slug(&self, slug: &str) -> StoreResult<Option<Rc<Group>>> {
-        self.groups_by_slug.get_or_load_named(slug, || {
-            Ok(self.store.get_group_by_slug(slug)?.map(Rc::new))
-        })
+        self.groups_by_slug
+            .get_or_read_named(slug, || self.store.get_group_by_slug(slug))
     }
 
     /// A group's direct parents.
