@@ -87,6 +87,17 @@ impl<V: Clone> Cache<String, V> {
     }
 }
 
+impl<T> Cache<String, Option<Rc<T>>> {
+    /// As `get_or_read`, keyed by a borrowed name, copied only on a miss.
+    fn get_or_read_named(
+        &self,
+        name: &str,
+        read: impl FnOnce() -> StoreResult<Option<T>>,
+    ) -> StoreResult<Option<Rc<T>>> {
+        self.get_or_load_named(name, || Ok(read()?.map(Rc::new)))
+    }
+}
+
 impl<K: Eq + Hash + Clone, T> Cache<K, Option<Rc<T>>> {
     /// The value under `key`, read by `read` (and shared) the first time.
     fn get_or_read(
@@ -99,10 +110,38 @@ impl<K: Eq + Hash + Clone, T> Cache<K, Option<Rc<T>>> {
 }
 
 impl<K: Eq + Hash + Ord + Clone, T> Cache<K, Rc<[T]>> {
-    /// Caches the lists of the keys of `keys` not cached yet, read in one
-    /// batch by `load` and each item filed under `key_of` it; a key with no
-    /// items gets an empty list.
-    fn load_lists(
+    /// The list under `key`, read by `read` (and shared) the first time.
+    fn get_or_read_list(
+        &self,
+        key: K,
+        read: impl FnOnce() -> StoreResult<Vec<T>>,
+    ) -> StoreResult<Rc<[T]>> {
+        self.get_or_load(key, || Ok(read()?.into()))
+    }
+
+    /// The items of every key of `keys`, in order. The lists of the keys
+    /// not cached yet are read first, in one batch by `load`, each item
+    /// filed under `key_of` it; a key with no items gets an empty list.
+    fn lists_of(
+        &self,
+        keys: &[K],
+        load: impl FnOnce(&[K]) -> StoreResult<Vec<T>>,
+        key_of: impl Fn(&T) -> &K,
+    ) -> StoreResult<Vec<T>>
+    where
+        T: Clone,
+    {
+        self.load_missing_lists(keys, load, key_of)?;
+        let mut all = Vec::new();
+        for key in keys {
+            all.extend(self.get(key).into_iter().flat_map(|list| list.to_vec()));
+        }
+        Ok(all)
+    }
+
+    /// Reads and files the lists of the keys not cached yet (see
+    /// `lists_of`).
+    fn load_missing_lists(
         &self,
         keys: &[K],
         load: impl FnOnce(&[K]) -> StoreResult<Vec<T>>,
@@ -146,6 +185,24 @@ pub struct AuthzMemo<'s, S: ?Sized> {
     group_memberships: Cache<(Id, PrincipalRef), Option<Rc<GroupMembership>>>,
 }
 
+/// Accessors that read one value through the store the first time it is
+/// asked for and share it after: each names its cache, the cache's method
+/// and the store's.
+macro_rules! read_once {
+    ($(
+        $(#[$doc:meta])*
+        $vis:vis fn $name:ident($($key:ident: $key_ty:ty),+) -> $out:ty =
+            $cache:ident.$get:ident($cache_key:expr, $read:ident);
+    )*) => {
+        $(
+            $(#[$doc])*
+            $vis fn $name(&self, $($key: $key_ty),+) -> StoreResult<$out> {
+                self.$cache.$get($cache_key, || self.store.$read($($key),+))
+            }
+        )*
+    };
+}
+
 impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
     /// An empty memo in front of `store`.
     pub fn new(store: &'s S) -> Self {
@@ -174,6 +231,47 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
         self.store
     }
 
+    read_once! {
+        /// One role definition by id.
+        pub fn role(id: &Id) -> Option<Rc<RoleDefinition>> =
+            roles.get_or_read(id.clone(), get_role_definition);
+        /// One role definition by name.
+        pub(crate) fn role_by_name(name: &str) -> Option<Rc<RoleDefinition>> =
+            roles_by_name.get_or_read_named(name, get_role_definition_by_name);
+        /// One user.
+        pub fn user(id: &Id) -> Option<Rc<User>> = users.get_or_read(id.clone(), get_user);
+        /// One project.
+        pub fn project(id: &Id) -> Option<Rc<Project>> =
+            projects.get_or_read(id.clone(), get_project);
+        /// A hub setting's stored JSON text (or size, when oversized).
+        pub(crate) fn hub_setting(key: &str) -> Option<Rc<Stored>> =
+            settings.get_or_read_named(key, get_hub_setting);
+        /// One agent.
+        pub fn agent(id: &Id) -> Option<Rc<Agent>> = agents.get_or_read(id.clone(), get_agent);
+        /// A group by slug.
+        pub(crate) fn group_by_slug(slug: &str) -> Option<Rc<Group>> =
+            groups_by_slug.get_or_read_named(slug, get_group_by_slug);
+        /// The delegations `delegate` may act under.
+        pub fn delegations(delegate: &PrincipalRef) -> Rc<[DelegationEdge]> =
+            delegations.get_or_read_list(delegate.clone(), get_delegation_edges_for_delegate);
+        /// The role bindings of one principal.
+        pub(crate) fn bindings_of_one(principal: &PrincipalRef) -> Rc<[RoleBinding]> =
+            bindings.get_or_read_list(principal.clone(), list_role_bindings_for_principal);
+        /// A user's membership of a project.
+        pub fn membership(project_id: &Id, user_id: &Id) -> Option<Rc<ProjectMembership>> =
+            memberships.get_or_read((project_id.clone(), user_id.clone()), get_project_membership);
+        /// A group's direct parents.
+        pub(crate) fn parent_groups(group_id: &Id) -> Rc<[Group]> =
+            parent_groups.get_or_read_list(group_id.clone(), get_parent_groups);
+        /// The groups a user is a direct member of.
+        pub(crate) fn user_groups(user_id: &Id) -> Rc<[Group]> =
+            user_groups.get_or_read_list(user_id.clone(), get_user_groups);
+        /// A principal's direct membership of a group.
+        pub(crate) fn group_membership(group_id: &Id, principal: &PrincipalRef)
+            -> Option<Rc<GroupMembership>> = group_memberships
+                .get_or_read((group_id.clone(), principal.clone()), get_group_membership);
+    }
+
     /// Every group of a user or agent, parents included.
     pub(crate) fn effective_groups(&self, principal: &PrincipalRef) -> StoreResult<Rc<[Id]>> {
         self.groups.get_or_load(principal.clone(), || {
@@ -186,42 +284,14 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
         })
     }
 
-    /// The delegations `delegate` may act under.
-    pub fn delegations(&self, delegate: &PrincipalRef) -> StoreResult<Rc<[DelegationEdge]>> {
-        self.delegations.get_or_load(delegate.clone(), || {
-            Ok(self
-                .store
-                .get_delegation_edges_for_delegate(delegate)?
-                .into())
-        })
-    }
-
     /// The role bindings of every principal in `principals`, read in one
     /// batch for those not seen yet.
     pub(crate) fn bindings_of(&self, principals: &[PrincipalRef]) -> StoreResult<Vec<RoleBinding>> {
-        self.bindings.load_lists(
+        self.bindings.lists_of(
             principals,
             |missing| self.store.list_role_bindings_for_principals(missing),
             |b| &b.principal,
-        )?;
-        let mut all = Vec::new();
-        for p in principals {
-            all.extend(self.bindings.get(p).into_iter().flat_map(|b| b.to_vec()));
-        }
-        Ok(all)
-    }
-
-    /// The role bindings of one principal.
-    pub(crate) fn bindings_of_one(
-        &self,
-        principal: &PrincipalRef,
-    ) -> StoreResult<Rc<[RoleBinding]>> {
-        self.bindings.get_or_load(principal.clone(), || {
-            Ok(self
-                .store
-                .list_role_bindings_for_principal(principal)?
-                .into())
-        })
+        )
     }
 
     /// Role definitions by id, read in one batch for those not seen yet.
@@ -243,25 +313,6 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
             .collect())
     }
 
-    /// One role definition by id.
-    pub fn role(&self, id: &Id) -> StoreResult<Option<Rc<RoleDefinition>>> {
-        self.roles
-            .get_or_read(id.clone(), || self.store.get_role_definition(id))
-    }
-
-    /// One role definition by name.
-    pub(crate) fn role_by_name(&self, name: &str) -> StoreResult<Option<Rc<RoleDefinition>>> {
-        self.roles_by_name.get_or_load_named(name, || {
-            Ok(self.store.get_role_definition_by_name(name)?.map(Rc::new))
-        })
-    }
-
-    /// One user.
-    pub fn user(&self, id: &Id) -> StoreResult<Option<Rc<User>>> {
-        self.users
-            .get_or_read(id.clone(), || self.store.get_user(id))
-    }
-
     /// Users by id: one read per distinct id not seen yet.
     pub fn users<'a>(
         &self,
@@ -279,45 +330,21 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
         Ok(out)
     }
 
-    /// One project.
-    pub fn project(&self, id: &Id) -> StoreResult<Option<Rc<Project>>> {
-        self.projects
-            .get_or_read(id.clone(), || self.store.get_project(id))
-    }
-
-    /// A user's membership of a project.
-    pub fn membership(
-        &self,
-        project_id: &Id,
-        user_id: &Id,
-    ) -> StoreResult<Option<Rc<ProjectMembership>>> {
-        self.memberships
-            .get_or_read((project_id.clone(), user_id.clone()), || {
-                self.store.get_project_membership(project_id, user_id)
-            })
-    }
-
     /// The access constraints of each project, read in one batch for those
     /// not seen yet.
     pub fn constraints(&self, project_ids: &[Id]) -> StoreResult<Vec<AccessConstraint>> {
-        self.constraints.load_lists(
-            project_ids,
+        // A project named twice is reported once.
+        let mut distinct: Vec<Id> = Vec::with_capacity(project_ids.len());
+        for id in project_ids {
+            if !distinct.contains(id) {
+                distinct.push(id.clone());
+            }
+        }
+        self.constraints.lists_of(
+            &distinct,
             |missing| self.store.list_access_constraints(missing),
             |c| &c.project_id,
-        )?;
-        let mut all = Vec::new();
-        for (i, id) in project_ids.iter().enumerate() {
-            if project_ids[..i].contains(id) {
-                continue;
-            }
-            all.extend(
-                self.constraints
-                    .get(&**id)
-                    .into_iter()
-                    .flat_map(|c| c.to_vec()),
-            );
-        }
-        Ok(all)
+        )
     }
 
     /// The access constraints of one project.
@@ -332,51 +359,6 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
             .constraints
             .get(&**project_id)
             .unwrap_or_else(|| Rc::from([])))
-    }
-
-    /// A hub setting's stored JSON text (or size, when oversized).
-    pub(crate) fn hub_setting(&self, key: &str) -> StoreResult<Option<Rc<Stored>>> {
-        self.settings
-            .get_or_load_named(key, || Ok(self.store.get_hub_setting(key)?.map(Rc::new)))
-    }
-
-    /// One agent.
-    pub fn agent(&self, id: &Id) -> StoreResult<Option<Rc<Agent>>> {
-        self.agents
-            .get_or_read(id.clone(), || self.store.get_agent(id))
-    }
-
-    /// A group by slug.
-    pub(crate) fn group_by_slug(&self, slug: &str) -> StoreResult<Option<Rc<Group>>> {
-        self.groups_by_slug.get_or_load_named(slug, || {
-            Ok(self.store.get_group_by_slug(slug)?.map(Rc::new))
-        })
-    }
-
-    /// A group's direct parents.
-    pub(crate) fn parent_groups(&self, group_id: &Id) -> StoreResult<Rc<[Group]>> {
-        self.parent_groups.get_or_load(group_id.clone(), || {
-            Ok(self.store.get_parent_groups(group_id)?.into())
-        })
-    }
-
-    /// The groups a user is a direct member of.
-    pub(crate) fn user_groups(&self, user_id: &Id) -> StoreResult<Rc<[Group]>> {
-        self.user_groups.get_or_load(user_id.clone(), || {
-            Ok(self.store.get_user_groups(user_id)?.into())
-        })
-    }
-
-    /// A principal's direct membership of a group.
-    pub(crate) fn group_membership(
-        &self,
-        group_id: &Id,
-        principal: &PrincipalRef,
-    ) -> StoreResult<Option<Rc<GroupMembership>>> {
-        self.group_memberships
-            .get_or_read((group_id.clone(), principal.clone()), || {
-                self.store.get_group_membership(group_id, principal)
-            })
     }
 }
 

@@ -45,23 +45,22 @@ impl Default for AuditSettings {
     }
 }
 
+/// The settings key and environment variable of a bound, from its name
+/// under `server.hub.audit` written in lower and in upper case.
+macro_rules! audit_bound {
+    ($name:literal, $upper:literal) => {
+        (
+            concat!("server.hub.audit.", $name),
+            concat!("SCION_SERVER_HUB_AUDIT_", $upper),
+        )
+    };
+}
+
 /// The settings key and environment variable of each bound.
-const RETENTION: (&str, &str) = (
-    "server.hub.audit.retention",
-    "SCION_SERVER_HUB_AUDIT_RETENTION",
-);
-const LIST_RATE: (&str, &str) = (
-    "server.hub.audit.list_rate",
-    "SCION_SERVER_HUB_AUDIT_LIST_RATE",
-);
-const LIST_BURST: (&str, &str) = (
-    "server.hub.audit.list_burst",
-    "SCION_SERVER_HUB_AUDIT_LIST_BURST",
-);
-const RECORD_RATE: (&str, &str) = (
-    "server.hub.audit.record_rate",
-    "SCION_SERVER_HUB_AUDIT_RECORD_RATE",
-);
+const RETENTION: (&str, &str) = audit_bound!("retention", "RETENTION");
+const LIST_RATE: (&str, &str) = audit_bound!("list_rate", "LIST_RATE");
+const LIST_BURST: (&str, &str) = audit_bound!("list_burst", "LIST_BURST");
+const RECORD_RATE: (&str, &str) = audit_bound!("record_rate", "RECORD_RATE");
 
 fn text_of(value: &Value) -> String {
     value.scalar_text().unwrap_or_default()

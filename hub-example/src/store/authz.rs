@@ -24,23 +24,56 @@ fn effective_groups<E: Executor>(
     )
 }
 
+/// A principal as the parameters (kind, id) its statements take.
+fn principal_params(principal: &PrincipalRef) -> [Param<'_>; 2] {
+    [
+        Param::Text(principal.kind.as_str()),
+        Param::Text(&principal.id),
+    ]
+}
+
+/// Methods that each run one statement with one parameter and read every
+/// row (`query`) or the one row, if any (`query_opt`), with a mapping.
+macro_rules! one_param_reads {
+    ($(
+        $method:ident($key:ident: $key_ty:ty as $param:ident) -> $out:ty =
+            $run:ident($statement:ident, $map:ident);
+    )*) => {
+        $(
+            fn $method(&self, $key: $key_ty) -> StoreResult<$out> {
+                let sql = self.statements().$statement;
+                self.$run(sql, &[Param::$param($key)], |r| mapping::$map(r))
+            }
+        )*
+    };
+}
+
 impl<E: Executor> AuthzStore for E {
+    one_param_reads! {
+        get_parent_groups(group_id: &str as Text) -> Vec<Group> = query(parent_groups, group);
+        get_user_groups(user_id: &str as Text) -> Vec<Group> = query(user_groups, group);
+        get_group_by_slug(slug: &str as Text) -> Option<Group> = query_opt(group_by_slug, group);
+        list_role_bindings_for_principals(principals: &[PrincipalRef] as Principals)
+            -> Vec<RoleBinding> = query(role_bindings_for_principals, binding);
+        get_role_definition(role_id: &str as Text) -> Option<RoleDefinition> =
+            query_opt(role_definition, role);
+        get_role_definitions_by_ids(ids: &[Id] as Ids) -> Vec<RoleDefinition> =
+            query(role_definitions_by_ids, role);
+        get_role_definition_by_name(name: &str as Text) -> Option<RoleDefinition> =
+            query_opt(role_definition_by_name, role);
+        list_access_constraints(project_ids: &[Id] as Ids) -> Vec<AccessConstraint> =
+            query(access_constraints, access_constraint);
+        get_user(user_id: &str as Text) -> Option<User> = query_opt(user, user);
+        get_agent(agent_id: &str as Text) -> Option<Agent> = query_opt(agent, agent);
+        get_project(project_id: &str as Text) -> Option<Project> = query_opt(project, project);
+    }
+
     fn get_effective_groups(&self, user_id: &str) -> StoreResult<Vec<Id>> {
         effective_groups(self, PrincipalKind::User, user_id)
     }
 
     fn get_effective_groups_for_agent(&self, agent_id: &str) -> StoreResult<Vec<Id>> {
         effective_groups(self, PrincipalKind::Agent, agent_id)
-    }
-
-    fn get_parent_groups(&self, group_id: &str) -> StoreResult<Vec<Group>> {
-        let sql = self.statements().parent_groups;
-        self.query(sql, &[Param::Text(group_id)], |r| mapping::group(r))
-    }
-
-    fn get_user_groups(&self, user_id: &str) -> StoreResult<Vec<Group>> {
-        let sql = self.statements().user_groups;
-        self.query(sql, &[Param::Text(user_id)], |r| mapping::group(r))
     }
 
     fn get_group_membership(
@@ -62,66 +95,21 @@ impl<E: Executor> AuthzStore for E {
         })
     }
 
-    fn get_group_by_slug(&self, slug: &str) -> StoreResult<Option<Group>> {
-        let sql = self.statements().group_by_slug;
-        self.query_opt(sql, &[Param::Text(slug)], |r| mapping::group(r))
-    }
-
-    fn list_role_bindings_for_principals(
-        &self,
-        principals: &[PrincipalRef],
-    ) -> StoreResult<Vec<RoleBinding>> {
-        let sql = self.statements().role_bindings_for_principals;
-        self.query(sql, &[Param::Principals(principals)], |r| {
-            mapping::binding(r)
-        })
-    }
-
     fn list_role_bindings_for_principal(
         &self,
         principal: &PrincipalRef,
     ) -> StoreResult<Vec<RoleBinding>> {
-        let params = [
-            Param::Text(principal.kind.as_str()),
-            Param::Text(&principal.id),
-        ];
         let sql = self.statements().role_bindings_for_principal;
-        self.query(sql, &params, |r| mapping::binding(r))
-    }
-
-    fn get_role_definition(&self, role_id: &str) -> StoreResult<Option<RoleDefinition>> {
-        let sql = self.statements().role_definition;
-        self.query_opt(sql, &[Param::Text(role_id)], |r| mapping::role(r))
-    }
-
-    fn get_role_definitions_by_ids(&self, ids: &[Id]) -> StoreResult<Vec<RoleDefinition>> {
-        let sql = self.statements().role_definitions_by_ids;
-        self.query(sql, &[Param::Ids(ids)], |r| mapping::role(r))
-    }
-
-    fn get_role_definition_by_name(&self, name: &str) -> StoreResult<Option<RoleDefinition>> {
-        let sql = self.statements().role_definition_by_name;
-        self.query_opt(sql, &[Param::Text(name)], |r| mapping::role(r))
-    }
-
-    fn list_access_constraints(&self, project_ids: &[Id]) -> StoreResult<Vec<AccessConstraint>> {
-        let sql = self.statements().access_constraints;
-        self.query(sql, &[Param::Ids(project_ids)], |r| {
-            mapping::access_constraint(r)
-        })
+        self.query(sql, &principal_params(principal), |r| mapping::binding(r))
     }
 
     fn get_delegation_edges_for_delegate(
         &self,
         delegate: &PrincipalRef,
     ) -> StoreResult<Vec<DelegationEdge>> {
-        let params = [
-            Param::Text(delegate.kind.as_str()),
-            Param::Text(&delegate.id),
-        ];
         self.query(
             self.statements().delegation_edges_for_delegate,
-            &params,
+            &principal_params(delegate),
             |r| {
                 Ok(DelegationEdge {
                     id: id(r, 0)?,
@@ -132,11 +120,6 @@ impl<E: Executor> AuthzStore for E {
                 })
             },
         )
-    }
-
-    fn get_user(&self, user_id: &str) -> StoreResult<Option<User>> {
-        let sql = self.statements().user;
-        self.query_opt(sql, &[Param::Text(user_id)], |r| mapping::user(r))
     }
 
     fn get_user_access_token(&self, token_hash: &[u8; 32]) -> StoreResult<Option<UserAccessToken>> {
@@ -153,16 +136,6 @@ impl<E: Executor> AuthzStore for E {
                 revoked_at: r.opt_int(5)?,
             })
         })
-    }
-
-    fn get_agent(&self, agent_id: &str) -> StoreResult<Option<Agent>> {
-        let sql = self.statements().agent;
-        self.query_opt(sql, &[Param::Text(agent_id)], |r| mapping::agent(r))
-    }
-
-    fn get_project(&self, project_id: &str) -> StoreResult<Option<Project>> {
-        let sql = self.statements().project;
-        self.query_opt(sql, &[Param::Text(project_id)], |r| mapping::project(r))
     }
 
     fn get_project_membership(

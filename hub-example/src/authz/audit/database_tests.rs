@@ -11,11 +11,10 @@ use super::*;
 use crate::authz::Action;
 use crate::model::PrincipalRef;
 use crate::store::audit::{open, query_events, AuditQuery};
-use crate::store::db::{temp_path, Db, OpenMode, PoolOptions};
+use crate::store::db::{temp_db, Db};
 
 fn migrated() -> (tempfile::TempDir, Db) {
-    let (dir, path) = temp_path("hub.db");
-    let db = Db::open(&path, OpenMode::CreateIfMissing, PoolOptions::default()).unwrap();
+    let (dir, db) = temp_db();
     db.migrate(0).unwrap();
     (dir, db)
 }

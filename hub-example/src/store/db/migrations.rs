@@ -45,12 +45,11 @@ impl Db {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::db::{temp_path, OpenMode, PoolOptions};
+    use crate::store::db::temp_db;
 
     #[test]
     fn an_sqlite_database_takes_sqlites_migrations_once_and_refuses_a_newer_schema() {
-        let (_dir, path) = temp_path("hub.db");
-        let db = Db::open(&path, OpenMode::CreateIfMissing, PoolOptions::default()).unwrap();
+        let (_dir, db) = temp_db();
         assert_eq!(db.engine(), Engine::Sqlite);
         assert_eq!(db.schema_version().unwrap(), 0);
         let every: Vec<u32> = (1..=LATEST_VERSION).collect();

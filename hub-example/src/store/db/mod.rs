@@ -29,3 +29,12 @@ pub(crate) fn temp_path(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let path = dir.path().join(name);
     (dir, path)
 }
+
+/// A new SQLite database in a fresh temporary folder, which lasts as long
+/// as the returned guard.
+#[cfg(test)]
+pub(crate) fn temp_db() -> (tempfile::TempDir, Db) {
+    let (dir, path) = temp_path("hub.db");
+    let db = Db::open(&path, OpenMode::CreateIfMissing, PoolOptions::default()).unwrap();
+    (dir, db)
+}
