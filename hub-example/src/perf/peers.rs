@@ -221,8 +221,6 @@ impl PeerSwitch {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use axum::routing::get;
     use tower::ServiceExt as _;
 
