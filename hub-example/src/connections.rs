@@ -48,7 +48,7 @@ pub struct ClientAddr(pub SocketAddr);
 
 impl ClientAddr {
     /// The peer's IP address.
-    pub fn ip(&self) -> IpAddr {
+    pub(crate) fn ip(&self) -> IpAddr {
         self.0.ip()
     }
 }

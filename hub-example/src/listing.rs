@@ -245,7 +245,7 @@ pub fn list_db_read(
 /// Keeps the agents the caller may read (one decision per agent, the page
 /// in one batch).
 #[traced_phase(Phase::ListReadAuthz)]
-pub fn list_read_authz<S, A>(
+pub(crate) fn list_read_authz<S, A>(
     authz: &Authorizer<'_, S, A>,
     agents: Vec<Agent>,
 ) -> Result<Vec<Agent>, ListError>
@@ -305,7 +305,7 @@ where
 /// Whether each agent can be messaged by the caller now: allowed to message
 /// it (the page in one batch), and the agent is running.
 #[traced_phase(Phase::Messageability)]
-pub fn messageability<S, A>(
+pub(crate) fn messageability<S, A>(
     authz: &Authorizer<'_, S, A>,
     agents: &[Agent],
 ) -> Result<Vec<bool>, ListError>

@@ -27,7 +27,7 @@ pub type SharedWriter = Arc<Mutex<Box<dyn Write + Send>>>;
 /// request makes no system call of its own for its line), and the Hub's own
 /// lines are flushed one by one as they are written. A buffer here only
 /// copied each batch that did not fill it before writing it out.
-pub fn stdout_writer() -> SharedWriter {
+pub(crate) fn stdout_writer() -> SharedWriter {
     Arc::new(Mutex::new(Box::new(std::io::stdout())))
 }
 

@@ -128,7 +128,7 @@ impl PrincipalRef {
         }
     }
     /// A group principal.
-    pub fn group(id: impl Into<Id>) -> Self {
+    pub(crate) fn group(id: impl Into<Id>) -> Self {
         PrincipalRef {
             kind: PrincipalKind::Group,
             id: id.into(),

@@ -50,7 +50,7 @@ impl<K: Hash + Eq> TokenBuckets<K> {
     }
 
     /// Buckets of `per_minute` tokens a minute, all of them at once.
-    pub fn per_minute(per_minute: usize) -> Self {
+    pub(crate) fn per_minute(per_minute: usize) -> Self {
         let n = per_minute as f64;
         Self::new(n / 60.0, n)
     }

@@ -28,7 +28,7 @@ impl ShutdownSignal {
     }
 
     /// Completes when shutdown starts.
-    pub async fn started(&self) {
+    pub(crate) async fn started(&self) {
         self.0.cancelled().await
     }
 }

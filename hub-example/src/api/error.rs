@@ -36,7 +36,7 @@ impl ApiError {
     }
 
     /// 403: the caller may not do this.
-    pub fn forbidden() -> Self {
+    pub(crate) fn forbidden() -> Self {
         Self::new(StatusCode::FORBIDDEN, "forbidden")
     }
 
@@ -47,7 +47,7 @@ impl ApiError {
 
     /// 422: a server-config change that touches settings that can only be
     /// set at startup.
-    pub fn layer0_rejected(keys: Vec<String>) -> Self {
+    pub(crate) fn layer0_rejected(keys: Vec<String>) -> Self {
         ApiError {
             status: StatusCode::UNPROCESSABLE_ENTITY,
             body: json!({ "error": "layer0_rejected", "keys": keys }),
@@ -55,7 +55,7 @@ impl ApiError {
     }
 
     /// 500: something failed inside the Hub.
-    pub fn internal() -> Self {
+    pub(crate) fn internal() -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
     }
 

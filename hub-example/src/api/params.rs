@@ -27,7 +27,7 @@ impl Params {
     }
 
     /// The one value of `name`; 400 when it is given more than once.
-    pub fn single(&self, name: &str) -> Result<Option<&str>, ApiError> {
+    pub(crate) fn single(&self, name: &str) -> Result<Option<&str>, ApiError> {
         let mut values = self
             .0
             .iter()
@@ -53,7 +53,7 @@ impl Params {
     /// Refuses (400) a parameter that is not one of `known`. The message
     /// lists the known names and never the unknown one: a name in a query
     /// string is the caller's input, and an error must not reflect it.
-    pub fn only(&self, known: &[&str]) -> Result<(), ApiError> {
+    pub(crate) fn only(&self, known: &[&str]) -> Result<(), ApiError> {
         if self.0.iter().all(|(k, _)| known.contains(&k.as_str())) {
             return Ok(());
         }

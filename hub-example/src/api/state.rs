@@ -199,7 +199,7 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
     }
 
     /// The audit emitter.
-    pub fn audit(&self) -> &A {
+    pub(crate) fn audit(&self) -> &A {
         &self.shared.audit
     }
 
@@ -214,7 +214,7 @@ impl<S: AuthzStore, A: AuditEmitter> AppState<S, A> {
     }
 
     /// The bearer-token signer.
-    pub fn signer(&self) -> &TokenSigner {
+    pub(crate) fn signer(&self) -> &TokenSigner {
         &self.shared.signer
     }
 }

@@ -385,7 +385,7 @@ impl Hub {
     }
 
     /// The bearer-token signer (the web client's sign-in checks tokens with it).
-    pub fn signer(&self) -> &TokenSigner {
+    pub(crate) fn signer(&self) -> &TokenSigner {
         &self.signer
     }
 
@@ -527,11 +527,6 @@ pub struct RunningHub {
 }
 
 impl RunningHub {
-    /// The address it listens on.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
     /// Its base URL (`http://127.0.0.1:PORT`).
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)

@@ -160,7 +160,7 @@ pub(crate) fn over_tls(headers: &HeaderMap, uri: &axum::http::Uri) -> bool {
 }
 
 /// The `Set-Cookie` value that starts a session.
-pub fn set_cookie(id: &str, secure: bool) -> HeaderValue {
+pub(crate) fn set_cookie(id: &str, secure: bool) -> HeaderValue {
     let secure = if secure { "; Secure" } else { "" };
     let value = format!(
         "{SESSION_COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}",

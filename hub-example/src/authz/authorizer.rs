@@ -98,7 +98,7 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
     }
 
     /// The caller.
-    pub fn principal(&self) -> &Principal {
+    pub(crate) fn principal(&self) -> &Principal {
         self.principal
     }
 

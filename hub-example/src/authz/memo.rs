@@ -258,7 +258,7 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
         pub(crate) fn bindings_of_one(principal: &PrincipalRef) -> Rc<[RoleBinding]> =
             bindings.get_or_read_list(principal.clone(), list_role_bindings_for_principal);
         /// A user's membership of a project.
-        pub fn membership(project_id: &Id, user_id: &Id) -> Option<Rc<ProjectMembership>> =
+        pub(crate) fn membership(project_id: &Id, user_id: &Id) -> Option<Rc<ProjectMembership>> =
             memberships.get_or_read((project_id.clone(), user_id.clone()), get_project_membership);
         /// A group's direct parents.
         pub(crate) fn parent_groups(group_id: &Id) -> Rc<[Group]> =
@@ -296,7 +296,7 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
 
     /// Role definitions by id, read in one batch for those not seen yet.
     /// Unknown ids are left out.
-    pub fn roles(&self, ids: &[Id]) -> StoreResult<Vec<Rc<RoleDefinition>>> {
+    pub(crate) fn roles(&self, ids: &[Id]) -> StoreResult<Vec<Rc<RoleDefinition>>> {
         let missing = self.roles.missing(ids);
         if !missing.is_empty() {
             let found = self.store.get_role_definitions_by_ids(&missing)?;
@@ -314,7 +314,7 @@ impl<'s, S: AuthzStore + ?Sized> AuthzMemo<'s, S> {
     }
 
     /// Users by id: one read per distinct id not seen yet.
-    pub fn users<'a>(
+    pub(crate) fn users<'a>(
         &self,
         ids: impl IntoIterator<Item = &'a Id>,
     ) -> StoreResult<HashMap<Id, Rc<User>>> {

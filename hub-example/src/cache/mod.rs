@@ -144,13 +144,8 @@ impl ResponseCache {
         }
     }
 
-    /// The settings in force.
-    pub fn settings(&self) -> &CacheSettings {
-        &self.inner.settings
-    }
-
     /// Whether `route`'s responses are cached.
-    pub fn caches(&self, route: CacheRoute) -> bool {
+    pub(crate) fn caches(&self, route: CacheRoute) -> bool {
         self.inner.settings.caches(route)
     }
 
@@ -169,7 +164,7 @@ impl ResponseCache {
 
     /// Serves and stores again after `ResponseCache::suspend`. Entries
     /// stored before are found again unless their stamps moved meanwhile.
-    pub fn resume(&self) {
+    pub(crate) fn resume(&self) {
         self.inner.suspended.store(false, Ordering::Release);
     }
 

@@ -61,7 +61,7 @@ impl HubEvent {
     /// connection was away): it reaches every stream of this replica,
     /// whatever its subjects, as `event: resync`, so a page refetches
     /// what it shows. Only ever published on a replica's own bus.
-    pub fn resync() -> HubEvent {
+    pub(crate) fn resync() -> HubEvent {
         HubEvent {
             kind: RESYNC_KIND,
             subjects: Vec::new(),

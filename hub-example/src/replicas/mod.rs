@@ -62,7 +62,7 @@ impl ReplicaInbox {
 
     /// This replica's origin: the messages it sends carry it, and the inbox
     /// skips those that do.
-    pub fn origin(&self) -> Origin {
+    pub(crate) fn origin(&self) -> Origin {
         self.origin
     }
 
@@ -89,7 +89,7 @@ impl ReplicaInbox {
     /// to resync ([`HubEvent::resync`]). Dropping the returned guard, when
     /// that connection is lost or closed, suspends the cache.
     #[must_use = "the cache is suspended again when the guard is dropped"]
-    pub fn listening(&self) -> Listening {
+    pub(crate) fn listening(&self) -> Listening {
         self.cache.generations().everything_changed();
         self.cache.resume();
         // Sent once listening again, so what a stream refetches already

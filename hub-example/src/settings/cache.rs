@@ -92,7 +92,7 @@ impl CacheSettings {
     }
 
     /// A route's TTL (zero: the route is not cached).
-    pub fn ttl(&self, route: CacheRoute) -> Duration {
+    pub(crate) fn ttl(&self, route: CacheRoute) -> Duration {
         self.ttls[route.index()]
     }
 
@@ -103,7 +103,7 @@ impl CacheSettings {
     }
 
     /// Whether `route`'s responses are cached: the cache on and a TTL above zero.
-    pub fn caches(&self, route: CacheRoute) -> bool {
+    pub(crate) fn caches(&self, route: CacheRoute) -> bool {
         self.enabled && !self.ttl(route).is_zero()
     }
 

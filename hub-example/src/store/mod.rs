@@ -29,7 +29,7 @@
 //! **One folder per engine.** `sqlite/` and `postgres/` hold all that
 //! differs by engine: the store's binding and the statements each writes
 //! its own way, the schema's migrations (SQLite's list and its PostgreSQL
-//! port, applied by [`db::Db::migrate`] for the database's engine), and for
+//! port, applied by `db::Db::migrate` for the database's engine), and for
 //! PostgreSQL the driver, its pool manager and the seeder's copy. [`db`]
 //! holds what does not: the pooled [`db::Db`], its engine and its errors.
 //! `statements` holds the shared statements once, `mapping` reads each row

@@ -47,7 +47,7 @@ impl Outbox {
     }
 
     /// The driver's runtime, where listening runs.
-    pub fn runtime(&self) -> Handle {
+    pub(crate) fn runtime(&self) -> Handle {
         self.manager.runtime().clone()
     }
 

@@ -195,7 +195,7 @@ struct TestLogin {
 }
 
 /// `POST /api/v1/auth/test-login` (only with `--enable-test-login`).
-pub async fn test_login(
+pub(crate) async fn test_login(
     State(state): State<WebState>,
     method: Method,
     uri: Uri,

@@ -48,7 +48,7 @@ impl Tally {
     /// The `outcome` column: the gravest outcome counted (an error, then a
     /// denial, then allowed), so a search for denials finds every entry
     /// holding one.
-    pub fn outcome(&self) -> AuditOutcome {
+    pub(crate) fn outcome(&self) -> AuditOutcome {
         if self.errors > 0 {
             AuditOutcome::Error
         } else if self.denied > 0 {

@@ -47,7 +47,7 @@ pub fn open(db: &Db, busy_timeout: Duration) -> rusqlite::Result<AuditWriter> {
 
 impl AuditWriter {
     /// The database it writes into: `sqlite` or `postgres`.
-    pub fn database(&self) -> &'static str {
+    pub(crate) fn database(&self) -> &'static str {
         match self.writer {
             Writer::Sqlite(_) => "sqlite",
             Writer::Postgres(_) => "postgres",

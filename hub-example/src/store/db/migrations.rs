@@ -16,7 +16,7 @@ impl Db {
     /// its own transaction, with `now_ms` as their `applied_at`; the versions
     /// applied, oldest first. On PostgreSQL, replicas starting together take
     /// an advisory lock, so each migration is applied once.
-    pub fn migrate(&self, now_ms: i64) -> Result<Vec<u32>, DbError> {
+    pub(crate) fn migrate(&self, now_ms: i64) -> Result<Vec<u32>, DbError> {
         match self.engine() {
             Engine::Sqlite => sqlite::migrate(&mut *self.conn()?, now_ms),
             // Blocks on the driver's runtime: never on an async worker.

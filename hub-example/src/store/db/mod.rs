@@ -1,7 +1,7 @@
 //! The database, SQLite (embedded, the default) or PostgreSQL (a server
 //! several Hubs can share), its [`Engine`]: a pool of connections that
 //! counts its waits, and the schema migrations of its engine
-//! ([`Db::migrate`]).
+//! (`Db::migrate`).
 
 mod error;
 mod migrations;
