@@ -179,17 +179,16 @@ impl HubBuilder {
         let bus = shared_with_replicas(&db, EventBus::default(), &cache, &logger);
         let (backend, capacity) =
             audit.unwrap_or_else(|| (audit_backend(&db, &logger), AUDIT_CHANNEL));
-        let (sink, audit_log) = ChannelAuditSink::start_limited(
-            backend,
-            capacity,
-            AUDIT_RECENT,
-            PrincipalLimits::default(),
-        );
+        let principal_limits =
+            audit_settings
+                .as_ref()
+                .map_or_else(PrincipalLimits::default, |settings| PrincipalLimits {
+                    record_rate: settings.record_rate,
+                });
+        let (sink, audit_log) =
+            ChannelAuditSink::start_limited(backend, capacity, AUDIT_RECENT, principal_limits);
         if let Some(settings) = &audit_settings {
             audit_log.set_retention(settings.retention);
-            audit_log.set_limits(PrincipalLimits {
-                record_rate: settings.record_rate,
-            });
         }
         let perf_trace = options.settings.perf_trace;
         let exits = exits_in_force(exits, perf_trace, &logger);

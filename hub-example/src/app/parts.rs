@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use axum::Router;
 
+use crate::api::state::AppState;
 use crate::authz::audit::{AuditBackend, MemoryAuditBackend, WRITER_BUSY_TIMEOUT};
 use crate::authz::{AuditEmitter, AuditLog, ChannelAuditSink, TracedAuditEmitter};
 use crate::cache::ResponseCache;
@@ -24,7 +25,6 @@ use crate::store::settings;
 use crate::store::{AuthzStore, CountedAuthzStore, WithAuthzStore};
 
 use super::routes::build_router_with;
-use crate::api::state::AppState;
 
 /// `bus` relaying to the other replicas sharing `db` (PostgreSQL), so
 /// they see each other's events and each other's writes invalidate their

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use axum::routing::{get, put};
 use axum::Router;
 
+use crate::api::state::AppState;
 use crate::api::{
     admin, agents, audit_events, delegations, events, method_not_allowed, not_found, profiling,
     public,
@@ -17,7 +18,6 @@ use crate::perf::HubTraceLayer;
 use crate::store::AuthzStore;
 
 use super::layers::{self, Scope};
-use crate::api::state::AppState;
 
 /// Builds the router over `state`. With `trace`, the tracing layer wraps
 /// every route inside authentication (the one place it is installed).

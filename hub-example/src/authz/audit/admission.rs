@@ -119,22 +119,15 @@ pub(super) struct Admission {
 impl Admission {
     /// Admission to a queue of `capacity` entries under `limits`.
     pub(super) fn new(capacity: usize, limits: PrincipalLimits) -> Admission {
-        let mut admission = Admission {
-            rate: 0.0,
-            burst: 0.0,
+        let rate = f64::from(limits.record_rate.max(1));
+        Admission {
+            rate,
+            burst: rate * f64::from(BURST_SECONDS),
             capacity,
             queued: 0,
             buckets: HashMap::new(),
             summaries: HashMap::new(),
-        };
-        admission.set_limits(limits);
-        admission
-    }
-
-    /// Applies `limits` from now on (buckets already full stay full).
-    pub(super) fn set_limits(&mut self, limits: PrincipalLimits) {
-        self.rate = f64::from(limits.record_rate.max(1));
-        self.burst = self.rate * f64::from(BURST_SECONDS);
+        }
     }
 
     /// Whether `entry` goes on the queue or into a summary, at `now`. An

@@ -604,14 +604,6 @@ impl AuditLog {
         self.shared.recent.lock().iter().cloned().collect()
     }
 
-    /// Bounds each principal by `limits` from now on; no effect on a sink
-    /// started without limits ([`ChannelAuditSink::start_with`]).
-    pub(crate) fn set_limits(&self, limits: PrincipalLimits) {
-        if let Some(admission) = &self.shared.admission {
-            admission.lock().set_limits(limits);
-        }
-    }
-
     /// Keeps rows for `retention` (the writer deletes older ones).
     pub fn set_retention(&self, retention: Duration) {
         *self.shared.retention.lock() = retention;
