@@ -7,10 +7,13 @@ pub(crate) const MAX_RFC3339_MS: i64 = 253_402_300_799_999;
 
 /// Now, in Unix milliseconds.
 pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    unix_ms(SystemTime::now())
+}
+
+/// `at` in Unix milliseconds (0 before the epoch).
+pub(crate) fn unix_ms(at: SystemTime) -> i64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Now, in Unix seconds.

@@ -1,6 +1,7 @@
 //! Token buckets by key: `rate` tokens a second, `burst` at most, one taken
 //! per request. The uncached lists' quota per principal and the sign-in
-//! rates per user and per client address are kept in them.
+//! rates per user and per client address are kept in them; the audit
+//! trail's per-principal rate uses the same [`Bucket`].
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -13,11 +14,49 @@ use parking_lot::Mutex;
 /// a key not seen has).
 const FORGET_FULL_ABOVE: usize = 4_096;
 
-/// One key's bucket.
+/// One token bucket: its tokens when last refilled, and when that was.
 #[derive(Debug, Clone, Copy)]
-struct Bucket {
+pub(crate) struct Bucket {
     tokens: f64,
     at: Instant,
+}
+
+impl Bucket {
+    /// A bucket of `burst` tokens at `now`: what a key not seen has.
+    pub(crate) fn full(burst: f64, now: Instant) -> Bucket {
+        Bucket {
+            tokens: burst,
+            at: now,
+        }
+    }
+
+    /// Its tokens at `now`, earned at `rate` up to `burst`, without
+    /// refilling it.
+    fn tokens_at(&self, rate: f64, burst: f64, now: Instant) -> f64 {
+        let earned = now.saturating_duration_since(self.at).as_secs_f64() * rate;
+        (self.tokens + earned).min(burst)
+    }
+
+    /// Whether it is full at `now`: as good as a new one, so it may be
+    /// forgotten.
+    pub(crate) fn is_full_at(&self, rate: f64, burst: f64, now: Instant) -> bool {
+        self.tokens_at(rate, burst, now) >= burst
+    }
+
+    /// Adds the tokens earned since it was last refilled.
+    pub(crate) fn refill(&mut self, rate: f64, burst: f64, now: Instant) {
+        self.tokens = self.tokens_at(rate, burst, now);
+        self.at = now;
+    }
+
+    /// Takes one token, when it holds one.
+    pub(crate) fn try_take(&mut self) -> bool {
+        let holds = self.tokens >= 1.0;
+        if holds {
+            self.tokens -= 1.0;
+        }
+        holds
+    }
 }
 
 /// A token bucket per key (cheap to clone: the buckets are shared).
@@ -62,24 +101,18 @@ impl<K: Hash + Eq> TokenBuckets<K> {
         K: Clone,
     {
         let mut buckets = self.buckets.lock();
+        let (rate, burst) = (self.rate, self.burst);
         if buckets.len() > FORGET_FULL_ABOVE {
-            let (rate, burst) = (self.rate, self.burst);
-            buckets.retain(|_, b| {
-                b.tokens + rate * now.saturating_duration_since(b.at).as_secs_f64() < burst
-            });
+            buckets.retain(|_, b| !b.is_full_at(rate, burst, now));
         }
-        let bucket = buckets.entry(key.clone()).or_insert(Bucket {
-            tokens: self.burst,
-            at: now,
-        });
-        let elapsed = now.saturating_duration_since(bucket.at).as_secs_f64();
-        bucket.tokens = (bucket.tokens + elapsed * self.rate).min(self.burst);
-        bucket.at = now;
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
+        let bucket = buckets
+            .entry(key.clone())
+            .or_insert(Bucket::full(burst, now));
+        bucket.refill(rate, burst, now);
+        if bucket.try_take() {
             return Ok(());
         }
-        Err(((1.0 - bucket.tokens) / self.rate).ceil().max(1.0) as u64)
+        Err(((1.0 - bucket.tokens) / rate).ceil().max(1.0) as u64)
     }
 
     /// Takes one token from `key`'s bucket now.

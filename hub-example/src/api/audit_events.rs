@@ -31,7 +31,7 @@
 //! Every bad parameter is a JSON 400 that names it; an unknown one is not
 //! echoed (the message lists the known ones).
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
@@ -43,7 +43,7 @@ use serde_json::{json, Value};
 use super::params::Params;
 use super::state::AppState;
 use super::ApiError;
-use crate::authz::{AuditEmitter, Authorizer, Principal};
+use crate::authz::{AuditEmitter, Principal};
 use crate::clock::{rfc3339_ms, MAX_RFC3339_MS};
 use crate::store::audit::{query_events, AuditCursor, AuditEventRow, AuditQuery};
 use crate::store::AuthzStore;
@@ -234,14 +234,11 @@ pub(crate) async fn audit_events<S: AuthzStore, A: AuditEmitter>(
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let body = perf_trace_core::scope::spawn_blocking(move || {
-        let authz = Authorizer::new(state.store(), state.audit(), &principal);
+        let authz = state.authorizer(&principal);
         if !authz.allow_hub_admin()? {
             return Err(ApiError::forbidden());
         }
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
-        let query = parse_query(query.as_deref(), now_ms)?;
+        let query = parse_query(query.as_deref(), crate::clock::now_ms())?;
         let page = query_events(state.db(), &query)?;
         let mut body = json!({
             "from": rfc3339(query.from_ms),

@@ -18,14 +18,16 @@
 //! counted, as a full queue's were).
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use super::entry::{outcome_name, AuditEntry};
 use super::record::AuditOutcome;
 use crate::authz::Action;
+use crate::clock::unix_ms;
 use crate::model::PrincipalRef;
+use crate::rate::Bucket;
 
 /// Rows per second one principal writes when `server.hub.audit.record_rate`
 /// is not set: far above what a person or an agent does in normal use.
@@ -68,9 +70,8 @@ pub(super) enum Admit {
 
 /// One principal's token bucket and its entries on the queue.
 #[derive(Debug)]
-struct Bucket {
-    tokens: f64,
-    refilled: Instant,
+struct Share {
+    bucket: Bucket,
     queued: usize,
 }
 
@@ -112,7 +113,7 @@ pub(super) struct Admission {
     burst: f64,
     capacity: usize,
     queued: usize,
-    buckets: HashMap<PrincipalRef, Bucket>,
+    buckets: HashMap<PrincipalRef, Share>,
     summaries: HashMap<SummaryKey, AuditEntry>,
 }
 
@@ -136,16 +137,15 @@ impl Admission {
     pub(super) fn admit(&mut self, entry: &AuditEntry, now: Instant) -> Admit {
         let free = self.capacity.saturating_sub(self.queued);
         let (rate, burst) = (self.rate, self.burst);
-        let Some(bucket) = self.bucket(&entry.principal, now) else {
+        let Some(share) = self.share(&entry.principal, now) else {
             return Admit::Fold;
         };
-        refill(bucket, now, rate, burst);
+        share.bucket.refill(rate, burst, now);
         // Half the free room at most: whoever comes next still finds some.
-        if bucket.tokens < 1.0 || 2 * bucket.queued >= free {
+        if 2 * share.queued >= free || !share.bucket.try_take() {
             return Admit::Fold;
         }
-        bucket.tokens -= 1.0;
-        bucket.queued += 1;
+        share.queued += 1;
         self.queued += 1;
         Admit::Queue
     }
@@ -153,41 +153,37 @@ impl Admission {
     /// Takes back an admission whose entry the queue refused after all.
     pub(super) fn unqueue(&mut self, principal: &PrincipalRef) {
         self.queued = self.queued.saturating_sub(1);
-        if let Some(bucket) = self.buckets.get_mut(principal) {
-            bucket.queued = bucket.queued.saturating_sub(1);
+        if let Some(share) = self.buckets.get_mut(principal) {
+            share.queued = share.queued.saturating_sub(1);
         }
     }
 
     /// The writer took `entries` off the queue: their room is free again.
     pub(super) fn taken(&mut self, entries: &[AuditEntry]) {
-        for entry in entries.iter().filter(|e| !e.is_summary()) {
+        // Summaries never go on the queue: every entry taken was admitted.
+        for entry in entries {
             self.unqueue(&entry.principal);
         }
     }
 
-    /// The bucket of `principal`, made full when new; `None` when
+    /// The share of `principal`, its bucket full when new; `None` when
     /// [`MAX_PRINCIPALS`] are tracked and none is idle.
-    fn bucket(&mut self, principal: &PrincipalRef, now: Instant) -> Option<&mut Bucket> {
+    fn share(&mut self, principal: &PrincipalRef, now: Instant) -> Option<&mut Share> {
         if !self.buckets.contains_key(principal) {
             if self.buckets.len() >= MAX_PRINCIPALS {
                 let (rate, burst) = (self.rate, self.burst);
-                // An idle bucket is as good as a new one: forget it.
-                self.buckets.retain(|_, b| {
-                    refill(b, now, rate, burst);
-                    b.queued > 0 || b.tokens < burst
-                });
+                // An idle share is as good as a new one: forget it.
+                self.buckets
+                    .retain(|_, s| s.queued > 0 || !s.bucket.is_full_at(rate, burst, now));
                 if self.buckets.len() >= MAX_PRINCIPALS {
                     return None;
                 }
             }
-            self.buckets.insert(
-                principal.clone(),
-                Bucket {
-                    tokens: self.burst,
-                    refilled: now,
-                    queued: 0,
-                },
-            );
+            let share = Share {
+                bucket: Bucket::full(self.burst, now),
+                queued: 0,
+            };
+            self.buckets.insert(principal.clone(), share);
         }
         self.buckets.get_mut(principal)
     }
@@ -233,15 +229,24 @@ impl Admission {
         !self.summaries.is_empty()
     }
 
+    /// The decisions the summaries not yet written hold.
+    pub(super) fn pending_decisions(&self) -> u64 {
+        self.summaries.values().map(AuditEntry::decisions).sum()
+    }
+
     /// The decisions the summaries not yet written hold, and the largest
-    /// few of them.
+    /// few of them (the earlier first among equals). Selected, not sorted
+    /// whole: this runs under the lock every decision's entry takes.
     pub(super) fn pending(&self) -> (u64, Vec<PendingSummary>) {
-        let decisions = self.summaries.values().map(AuditEntry::decisions).sum();
+        let order = |s: &&AuditEntry| (std::cmp::Reverse(s.decisions()), s.at);
         let mut largest: Vec<&AuditEntry> = self.summaries.values().collect();
-        largest.sort_by_key(|s| std::cmp::Reverse(s.decisions()));
+        if largest.len() > SHOWN_SUMMARIES {
+            largest.select_nth_unstable_by_key(SHOWN_SUMMARIES, order);
+            largest.truncate(SHOWN_SUMMARIES);
+        }
+        largest.sort_unstable_by_key(order);
         let shown = largest
             .into_iter()
-            .take(SHOWN_SUMMARIES)
             .map(|s| PendingSummary {
                 principal_kind: s.principal.kind.as_str(),
                 principal_id: s.principal.id.to_string(),
@@ -252,7 +257,7 @@ impl Admission {
                 last_ms: unix_ms(s.last_at.unwrap_or(s.at)),
             })
             .collect();
-        (decisions, shown)
+        (self.pending_decisions(), shown)
     }
 
     /// Principals whose buckets are tracked.
@@ -262,20 +267,10 @@ impl Admission {
     }
 }
 
-/// Adds the tokens earned since the bucket was last refilled.
-fn refill(bucket: &mut Bucket, now: Instant, rate: f64, burst: f64) {
-    let earned = now.saturating_duration_since(bucket.refilled).as_secs_f64() * rate;
-    bucket.tokens = (bucket.tokens + earned).min(burst);
-    bucket.refilled = now;
-}
-
-fn unix_ms(at: SystemTime) -> i64 {
-    at.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::SystemTime;
+
     use super::*;
     use crate::authz::audit::{AuditRecord, Resource};
 

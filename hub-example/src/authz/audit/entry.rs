@@ -6,10 +6,11 @@
 //! the questions it asks, not with the agents it lists, and an auditor can
 //! still read who was denied what and when.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use super::record::{AuditOutcome, AuditRecord, Resource};
 use crate::authz::Action;
+use crate::clock::unix_ms;
 use crate::model::{Id, PrincipalRef};
 use crate::store::audit::AuditRow;
 
@@ -113,6 +114,7 @@ impl AuditEntry {
 
     /// Whether the entry is a summary of decisions past its principal's
     /// rate.
+    #[cfg(test)]
     pub(crate) fn is_summary(&self) -> bool {
         self.last_at.is_some()
     }
@@ -124,13 +126,6 @@ impl AuditEntry {
         let ids: Vec<&str> = self.denied_ids.iter().map(|id| &**id).collect();
         serde_json::to_string(&ids).ok()
     }
-}
-
-/// `at` in Unix milliseconds (0 before the epoch).
-fn unix_ms(at: SystemTime) -> i64 {
-    at.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// The `outcome` column's name for `outcome`.

@@ -690,7 +690,7 @@ impl AuditLog {
         let summaries_lost = shared
             .admission
             .as_ref()
-            .map_or(0, |a| a.lock().pending().0);
+            .map_or(0, |a| a.lock().pending_decisions());
         AuditDrain {
             accepted,
             flushed,

@@ -6,9 +6,10 @@
 //! long transaction; otherwise the writer looks again after
 //! `PRUNE_EVERY` (the first pass too, after the writer starts).
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::backend::AuditBackend;
+use crate::clock::unix_ms;
 
 /// How long rows are kept when `server.hub.audit.retention` is not set.
 pub(crate) const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
@@ -58,14 +59,13 @@ impl Pruning {
 
 /// The Unix milliseconds before which rows expire at `now`.
 pub(crate) fn cutoff_ms(now: SystemTime, retention: Duration) -> i64 {
-    let now_ms = now
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    now_ms.saturating_sub(retention.as_millis().min(i64::MAX as u128) as i64)
+    unix_ms(now).saturating_sub(retention.as_millis().min(i64::MAX as u128) as i64)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::UNIX_EPOCH;
+
     use super::*;
     use crate::authz::audit::backend::AuditWriteError;
     use crate::authz::audit::entry::AuditEntry;
