@@ -59,10 +59,16 @@ impl ApiError {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
     }
 
-    /// Tells the client to come back in `seconds`: the body's
-    /// `retryAfterSeconds` and the response's `Retry-After`.
-    pub(crate) fn set_retry_after(&mut self, seconds: u64) {
+    /// 429: `message`, and when to come back ([`ApiError::retry_after`]).
+    pub(crate) fn too_many(message: &str, retry_after_secs: u64) -> Self {
+        Self::new(StatusCode::TOO_MANY_REQUESTS, message).retry_after(retry_after_secs)
+    }
+
+    /// The same error telling the client to come back in `seconds`: the
+    /// body's `retryAfterSeconds` and the response's `Retry-After`.
+    pub(crate) fn retry_after(mut self, seconds: u64) -> Self {
         self.body["retryAfterSeconds"] = json!(seconds);
+        self
     }
 
     /// The status.

@@ -6,8 +6,6 @@
 
 use std::time::Instant;
 
-use axum::http::StatusCode;
-
 use super::ApiError;
 use crate::model::PrincipalRef;
 use crate::rate::TokenBuckets;
@@ -49,12 +47,10 @@ impl ApiError {
     /// 429: the caller's uncached lists are over its quota; `Retry-After`
     /// says in how many seconds one is allowed again.
     pub(crate) fn too_many_requests(retry_after_secs: u64) -> Self {
-        let mut error = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
+        ApiError::too_many(
             "too many uncached list requests; retry later",
-        );
-        error.set_retry_after(retry_after_secs);
-        error
+            retry_after_secs,
+        )
     }
 }
 
@@ -62,6 +58,8 @@ impl ApiError {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    use axum::http::StatusCode;
 
     fn quota(rate: u32, burst: u32) -> ListQuota {
         ListQuota::new(&AuditSettings {

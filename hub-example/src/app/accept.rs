@@ -513,9 +513,9 @@ fn refusal(probation: Probation) -> axum::response::Response {
             "too many connections from this address; retry later",
         ),
     };
-    let mut error = ApiError::new(status, message);
-    error.set_retry_after(1);
-    let mut response = error.into_response();
+    let mut response = ApiError::new(status, message)
+        .retry_after(1)
+        .into_response();
     close_after(&mut response);
     response
 }

@@ -41,9 +41,3 @@ impl Db {
         Ok(db)
     }
 }
-
-/// [`Db::open_for_serving`], at the path the command line and other
-/// programs have named it by.
-pub fn open_for_serving(path: &Path, update: SchemaUpdate) -> Result<Db, DbError> {
-    Db::open_for_serving(path, update)
-}

@@ -92,11 +92,6 @@ pub(crate) fn create_session_within(
     Ok(id)
 }
 
-/// Deletes every session expired or revoked by `now_ms`; how many.
-pub fn prune_sessions(db: &Db, now_ms: i64) -> Result<u64, DbError> {
-    sessions::prune_sessions(db, now_ms)
-}
-
 /// Prunes expired and revoked sessions every `every`, the first time one
 /// interval after it starts, until dropped. A failure is logged and tried
 /// again at the next interval.
@@ -106,8 +101,10 @@ pub async fn prune_periodically(db: Db, every: Duration, logger: Logger) {
     loop {
         interval.tick().await;
         let db = db.clone();
-        let pruned =
-            tokio::task::spawn_blocking(move || prune_sessions(&db, crate::clock::now_ms())).await;
+        let pruned = tokio::task::spawn_blocking(move || {
+            sessions::prune_sessions(&db, crate::clock::now_ms())
+        })
+        .await;
         match pruned {
             Ok(Ok(0)) => {}
             Ok(Ok(n)) => logger.info("sessions pruned", &[("deleted", n.into())]),

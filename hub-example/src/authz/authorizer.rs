@@ -27,8 +27,6 @@ use crate::perf::keys::AuthzBatch;
 use crate::settings::hub::CreatorRoles;
 use crate::store::{AuthzStore, StoreResult};
 
-pub(crate) use crate::settings::hub::CREATOR_ROLE as CREATOR_ROLE_SETTING;
-
 /// Where a caller may list agents across projects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ListScope {
@@ -256,7 +254,7 @@ impl<'a, S: AuthzStore + ?Sized, A: AuditEmitter + ?Sized> Authorizer<'a, S, A> 
         if let Some(p) = self.creator.get() {
             return Ok(*p);
         }
-        let stored = self.memo.hub_setting(CREATOR_ROLE_SETTING)?;
+        let stored = self.memo.hub_setting(crate::settings::hub::CREATOR_ROLE)?;
         let name = match self.roles {
             Some(roles) => roles.role(stored.as_deref()),
             // Unshared: checked for this request alone, reported nowhere.

@@ -95,12 +95,7 @@ impl SignInLimits {
 
 /// The 429 of a sign-in past its rate.
 fn too_many_sign_ins(retry_after_secs: u64) -> ApiError {
-    let mut error = ApiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        "too many sign-ins; retry later",
-    );
-    error.set_retry_after(retry_after_secs);
-    error
+    ApiError::too_many("too many sign-ins; retry later", retry_after_secs)
 }
 
 /// Answers a new session for `user`, once its rate allows one: the cookie

@@ -22,7 +22,7 @@ use budget_requests::{first_request, get_as, shapes, Caller, AGENTS, SMALL_AGENT
 use hub_example::log::CaptureBuffer;
 use hub_example::perf::keys::HubSchema;
 use hub_example::seed::{seed, SeedError, SeedOptions};
-use hub_example::serve::{open_for_serving, SchemaUpdate};
+use hub_example::serve::SchemaUpdate;
 use hub_example::settings::Settings;
 use hub_example::store::db::{Db, DbError, PoolOptions, LATEST_VERSION};
 use hub_example::Hub;
@@ -160,14 +160,14 @@ fn migrations_apply_once_and_an_outdated_schema_is_refused_without_them() {
     let Some(server) = pg_url() else { return };
     let schema = PgSchema::create(&server);
     let url = std::path::PathBuf::from(schema.url());
-    let err = open_for_serving(&url, SchemaUpdate::Refuse).unwrap_err();
+    let err = Db::open_for_serving(&url, SchemaUpdate::Refuse).unwrap_err();
     assert!(
         matches!(err, DbError::SchemaOutdated { found: 0, .. }),
         "{err}"
     );
-    drop(open_for_serving(&url, SchemaUpdate::Migrate).unwrap());
+    drop(Db::open_for_serving(&url, SchemaUpdate::Migrate).unwrap());
     // Applied once: a second start (another replica) finds nothing to do.
-    let db = open_for_serving(&url, SchemaUpdate::Refuse).unwrap();
+    let db = Db::open_for_serving(&url, SchemaUpdate::Refuse).unwrap();
     let version = std::thread::spawn(move || db.schema_version().unwrap())
         .join()
         .unwrap();

@@ -562,7 +562,8 @@ async fn sign_ins_from_one_address_refused_ones_included_are_rate_limited() {
 
 #[tokio::test]
 async fn expired_and_revoked_sessions_are_pruned_and_live_ones_kept() {
-    use hub_example::auth::session::{create_session, prune_periodically, prune_sessions};
+    use hub_example::auth::session::{create_session, prune_periodically};
+    use hub_example::store::sessions::prune_sessions;
     let hub = TestHub::new(3, Settings::default());
     let web = web_router(&hub);
     let doc = hub.doc().clone();
