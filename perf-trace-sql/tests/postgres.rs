@@ -1,8 +1,7 @@
 //! The PostgreSQL wrappers against a live server: sqlx's `PgPool`, a
 //! tokio-postgres client, and a connection of a bb8 and of a deadpool pool.
 //!
-//! The server is `PERF_TRACE_PG_URL`; without it the tests are skipped (the
-//! binary says so once), and with `CI=true` a missing URL fails them.
+//! The server is `PERF_TRACE_PG_URL` (see `common/pg_url.rs`).
 
 use perf_trace_core::Recorder;
 use perf_trace_sql::postgres::{Bb8Pool, CountedClient, DeadPool};
@@ -14,7 +13,7 @@ use tokio_postgres::NoTls;
 mod common;
 use common::{insert_three_skus, App};
 
-#[path = "../../tests/hub/tests/hub_support/pg_url.rs"]
+#[path = "common/pg_url.rs"]
 mod pg_url;
 use pg_url::pg_url;
 

@@ -8,6 +8,7 @@
 
 #![allow(dead_code)]
 
+#[path = "../../../../perf-trace-sql/tests/common/pg_url.rs"]
 pub mod pg_url;
 pub mod postgres;
 pub mod process;

@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::sync::OnceLock;
 
-use super::pg_url::PG_URL_VAR;
+use super::pg_url::{configured_pg_url, PG_URL_VAR};
 
 /// The variable that chooses the store.
 pub const STORE_VAR: &str = "HUB_TEST_STORE";
@@ -32,11 +32,9 @@ impl TestStore {
         let chosen = std::env::var(STORE_VAR).unwrap_or_default();
         match chosen.trim() {
             "" | "sqlite" => Ok(TestStore::Sqlite),
-            "postgres" => match std::env::var(PG_URL_VAR) {
-                Ok(url) if !url.trim().is_empty() => Ok(TestStore::Postgres {
-                    server: url.trim().to_owned(),
-                }),
-                _ => Err(format!(
+            "postgres" => match configured_pg_url() {
+                Some(server) => Ok(TestStore::Postgres { server }),
+                None => Err(format!(
                     "{STORE_VAR}=postgres needs {PG_URL_VAR}, the server's URL \
                      (e.g. postgres://postgres@127.0.0.1:5432/test)"
                 )),

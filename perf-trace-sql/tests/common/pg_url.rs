@@ -1,6 +1,7 @@
 //! The PostgreSQL server the tests run against, named by
-//! `PERF_TRACE_PG_URL`: shared by the Hub's tests and `perf-trace-sql`'s
-//! (which includes this file by its path).
+//! `PERF_TRACE_PG_URL`: shared by `perf-trace-sql`'s tests and the Hub's
+//! (which include this file by its path; it lives here so that the
+//! published crate's tests carry it).
 
 use std::io::Write;
 use std::sync::Once;
@@ -8,12 +9,20 @@ use std::sync::Once;
 /// The variable the PostgreSQL tests read their server's URL from.
 pub const PG_URL_VAR: &str = "PERF_TRACE_PG_URL";
 
+/// The server's URL when `PERF_TRACE_PG_URL` names one.
+pub fn configured_pg_url() -> Option<String> {
+    std::env::var(PG_URL_VAR)
+        .ok()
+        .map(|url| url.trim().to_owned())
+        .filter(|url| !url.is_empty())
+}
+
 /// The server's URL, or `None` (after saying once that the tests are
 /// skipped) when `PERF_TRACE_PG_URL` is not set. Panics under `CI=true`.
 pub fn pg_url() -> Option<String> {
-    match std::env::var(PG_URL_VAR) {
-        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_owned()),
-        _ => {
+    match configured_pg_url() {
+        Some(url) => Some(url),
+        None => {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!(
                     "{PG_URL_VAR} is not set and CI=true: CI runs the PostgreSQL tests \
