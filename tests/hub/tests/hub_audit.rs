@@ -14,12 +14,10 @@ use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use hub_example::authz::audit::{AuditBackend, AuditEntry, AuditWriteError, STALL_AFTER};
-use hub_example::log::CaptureBuffer;
 use hub_example::settings::AuditSettings;
 use hub_example::settings::Settings;
-use hub_example::Hub;
 use hub_support::store::skip_on_postgres;
-use hub_support::{hub_options, Seeded, TestHub};
+use hub_support::TestHub;
 use serde_json::Value;
 
 fn untraced() -> Settings {
@@ -210,18 +208,11 @@ impl AuditBackend for StalledBackend {
 
 #[tokio::test]
 async fn a_stalled_writer_turns_healthz_degraded_in_the_stall_time_and_ok_once_it_writes() {
-    let seeded = Seeded::new(20);
     let gate = Arc::new((Mutex::new(false), Condvar::new()));
-    let log = CaptureBuffer::new();
-    let hub = Hub::builder(seeded.db(), hub_options(untraced(), &log))
-        .audit_backend(Box::new(StalledBackend { gate: gate.clone() }), 8)
-        .build();
-    let hub = TestHub {
-        seeded,
-        router: hub.router(),
-        hub,
-        log,
-    };
+    let stalled = StalledBackend { gate: gate.clone() };
+    let hub = TestHub::built(20, untraced(), |builder| {
+        builder.audit_backend(Box::new(stalled), 8)
+    });
     let member = hub.doc().member_token.clone();
     let fresh: Value = hub
         .get(&hub.project_agents_uri(), Some(&member))
@@ -363,20 +354,13 @@ async fn the_rows_an_uncached_list_writes_do_not_grow_with_its_agents() {
 
 #[tokio::test]
 async fn a_principal_past_its_uncached_list_quota_gets_429_with_retry_after() {
-    let seeded = Seeded::new(5);
-    let hub = Hub::builder(seeded.db(), hub_options(untraced(), &CaptureBuffer::new()))
-        .audit_settings(AuditSettings {
+    let hub = TestHub::built(5, untraced(), |builder| {
+        builder.audit_settings(AuditSettings {
             list_rate: 1,
             list_burst: 2,
             ..AuditSettings::default()
         })
-        .build();
-    let hub = TestHub {
-        seeded,
-        router: hub.router(),
-        hub,
-        log: CaptureBuffer::new(),
-    };
+    });
     let (member, owner) = (
         hub.doc().member_token.clone(),
         hub.doc().owner_token.clone(),
@@ -415,19 +399,12 @@ async fn a_principal_past_its_uncached_list_quota_gets_429_with_retry_after() {
 /// A Hub over `agents` agents whose principals each write `record_rate`
 /// audit rows a second (ten seconds' worth at once).
 fn hub_with_record_rate(agents: u32, record_rate: u32) -> TestHub {
-    let seeded = Seeded::new(agents);
-    let hub = Hub::builder(seeded.db(), hub_options(untraced(), &CaptureBuffer::new()))
-        .audit_settings(AuditSettings {
+    TestHub::built(agents, untraced(), |builder| {
+        builder.audit_settings(AuditSettings {
             record_rate,
             ..AuditSettings::default()
         })
-        .build();
-    TestHub {
-        seeded,
-        router: hub.router(),
-        hub,
-        log: CaptureBuffer::new(),
-    }
+    })
 }
 
 /// The rows of `principal_id` stored: its own, and its summaries.

@@ -20,11 +20,10 @@ use hub_example::events::HubEvent;
 use hub_example::log::CaptureBuffer;
 use hub_example::seed::SeedDocument;
 use hub_example::settings::ServerLimits;
-use hub_example::settings::Settings;
 use hub_example::store::db::{Db, OpenMode, PoolOptions};
 use hub_example::{Hub, HubOptions};
 use hub_support::store::skip_on_postgres;
-use hub_support::{hub_options, Reply, Seeded, TestHub, SECRET};
+use hub_support::{hub_options, Reply, Seeded, TestHub, SECRET, TRACED};
 use serde_json::Value;
 use served::{
     head_header, perf_values, read_head, read_to_close, send_get, wait_for_lines, wait_for_stage,
@@ -32,12 +31,6 @@ use served::{
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-const TRACED: Settings = Settings {
-    perf_trace: true,
-    gcp_logs: false,
-    cache: hub_example::settings::CacheSettings::disabled(),
-};
 
 fn options(log: &CaptureBuffer) -> HubOptions {
     hub_options(TRACED, log)

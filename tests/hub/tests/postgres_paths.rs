@@ -36,24 +36,16 @@ use hub_support::web::{
     assert_session_stored_as_hash, cookie_pair, send, sign_in_request, web_request, with_cookie,
     Answer,
 };
-use hub_support::{counts, hub_options, Seeded, TestHub};
+use hub_support::{counts, hub_options, Seeded, TestHub, TRACED};
 use serde_json::{json, Value};
-
-fn traced() -> Settings {
-    Settings {
-        perf_trace: true,
-        gcp_logs: false,
-        cache: hub_example::settings::CacheSettings::disabled(),
-    }
-}
 
 /// The same seed on SQLite and in a schema of the PostgreSQL server. The
 /// Hubs keep audit rows a century: the fixed records are dated from
 /// [`T0`], which their writers' retention window would otherwise expire.
 fn both_stores(server: &str) -> (TestHub, TestHub) {
     let hubs = (
-        TestHub::over(Seeded::on_sqlite(4), traced()),
-        TestHub::over(Seeded::on_postgres(4, server), traced()),
+        TestHub::over(Seeded::on_sqlite(4), TRACED),
+        TestHub::over(Seeded::on_postgres(4, server), TRACED),
     );
     for hub in [&hubs.0, &hubs.1] {
         hub.hub

@@ -22,10 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hub_example::log::CaptureBuffer;
-use hub_example::settings::CacheSettings;
-use hub_example::settings::Settings;
 use hub_support::pg_url::pg_url;
-use hub_support::{Seeded, TestHub};
+use hub_support::{Seeded, TestHub, TRACED};
 
 /// The variable holding the command that restarts the server.
 const RESTART_VAR: &str = "PERF_TRACE_PG_RESTART";
@@ -226,12 +224,8 @@ async fn a_restarted_server_is_503_with_retry_after_then_served_again_with_one_l
         seeded, hub, log, ..
     } = TestHub::over_small_pool(
         Seeded::on_postgres(8, &server),
-        Settings {
-            perf_trace: true,
-            gcp_logs: false,
-            // Every answer reads the database: none comes from a cache.
-            cache: CacheSettings::disabled(),
-        },
+        // Every answer reads the database: none comes from a cache.
+        TRACED,
         8,
     );
     let served = served::Served::hub(&hub).await;

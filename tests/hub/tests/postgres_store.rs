@@ -23,23 +23,13 @@ use hub_example::log::CaptureBuffer;
 use hub_example::perf::keys::HubSchema;
 use hub_example::seed::{seed, SeedError, SeedOptions};
 use hub_example::serve::SchemaUpdate;
-use hub_example::settings::Settings;
 use hub_example::store::db::{Db, DbError, PoolOptions, LATEST_VERSION};
 use hub_example::Hub;
 use hub_support::pg_url::pg_url;
 use hub_support::postgres::{PgDatabase, PgSchema};
-use hub_support::{hub_options, Reply, Seeded, TestHub, SECRET};
+use hub_support::{hub_options, Reply, Seeded, TestHub, SECRET, TRACED};
 use perf_trace_core::snapshot::CountsView;
 use perf_trace_core::testing::perf_traced_request;
-
-fn traced() -> Settings {
-    Settings {
-        perf_trace: true,
-        gcp_logs: false,
-        // Both stores answer every request afresh: the counts compared are real.
-        cache: hub_example::settings::CacheSettings::disabled(),
-    }
-}
 
 /// Every budget request's counts, status and body on `router` as `caller`.
 async fn answers(
@@ -68,8 +58,8 @@ async fn answers(
 }
 
 async fn same_answers_on_both_stores(agents: u32, server: &str) {
-    let sqlite = TestHub::over(Seeded::on_sqlite(agents), traced());
-    let postgres = TestHub::over(Seeded::on_postgres(agents, server), traced());
+    let sqlite = TestHub::over(Seeded::on_sqlite(agents), TRACED);
+    let postgres = TestHub::over(Seeded::on_postgres(agents, server), TRACED);
     assert_eq!(sqlite.doc().project_id, postgres.doc().project_id);
     assert_eq!(sqlite.doc().member_token, postgres.doc().member_token);
     for caller in [Caller::Member, Caller::Admin] {
@@ -112,7 +102,7 @@ async fn budget_requests_count_the_same_on_both_stores() {
 #[tokio::test]
 async fn a_status_write_and_a_settings_write_are_read_back() {
     let Some(server) = pg_url() else { return };
-    let hub = TestHub::over(Seeded::on_postgres(4, &server), traced());
+    let hub = TestHub::over(Seeded::on_postgres(4, &server), TRACED);
     let doc = hub.doc().clone();
     let agent = hub.first_agent_id().await;
 
@@ -230,7 +220,7 @@ fn an_unreachable_server_is_one_clear_error() {
 fn hub_over_database(database: &PgDatabase, agents: u32, max_size: u32) -> TestHub {
     TestHub::over_small_pool(
         Seeded::on_postgres(agents, database.url()),
-        traced(),
+        TRACED,
         max_size,
     )
 }
@@ -427,7 +417,7 @@ async fn load_over_two_replicas_reports_each_and_every_request_reaches_the_one_i
     let hubs: Vec<(Hub, CaptureBuffer)> = (0..2)
         .map(|_| {
             let log = CaptureBuffer::new();
-            let hub = Hub::new(seeded.db(), hub_options(traced(), &log));
+            let hub = Hub::new(seeded.db(), hub_options(TRACED, &log));
             (hub, log)
         })
         .collect();

@@ -25,8 +25,8 @@ use hub_example::perf::trace_layer;
 use hub_example::seed::SeedDocument;
 use hub_example::settings::hub::Stored;
 use hub_example::store::agents::{read_agents, RowQuery, RowScope};
-use hub_example::store::db::{Db, Engine};
-use hub_example::store::{AuthzStore, CountedAuthzStore, PostgresStore, SqliteStore, StoreResult};
+use hub_example::store::db::Db;
+use hub_example::store::{AuthzStore, CountedAuthzStore, Store, StoreResult};
 use hub_example::{build_router, AppState};
 use perf_trace_core::testing::{perf_traced_request, TracedResponse};
 
@@ -246,13 +246,7 @@ impl<S: AuthzStore> AuthzStore for RereadingStore<S> {
 /// Hub with tracing on, with the store swapped.
 pub fn rereading_router(seeded: &Seeded) -> Router {
     let db = seeded.db();
-    match db.engine() {
-        Engine::Sqlite => router_over(SqliteStore::new(db.clone()), db),
-        Engine::Postgres => router_over(PostgresStore::new(db.clone()), db),
-    }
-}
-
-fn router_over<S: AuthzStore>(inner: S, db: Db) -> Router {
+    let inner = Store::open(&db);
     let logger = Logger::new(CaptureBuffer::new().writer(), false);
     let (sink, _audit_log) = ChannelAuditSink::start(16_384, 0);
     let store = RereadingStore {

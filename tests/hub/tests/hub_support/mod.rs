@@ -142,13 +142,11 @@ impl Reply {
 
 /// Tracing on and the response cache off: every request is served afresh,
 /// so each is measured with its own work.
-pub fn traced_settings() -> Settings {
-    Settings {
-        perf_trace: true,
-        gcp_logs: false,
-        cache: hub_example::settings::CacheSettings::disabled(),
-    }
-}
+pub const TRACED: Settings = Settings {
+    perf_trace: true,
+    gcp_logs: false,
+    cache: hub_example::settings::CacheSettings::disabled(),
+};
 
 impl TestHub {
     pub fn new(agents: u32, settings: Settings) -> TestHub {
@@ -158,29 +156,33 @@ impl TestHub {
     /// A traced Hub without the response cache: the tracing, budget, exit
     /// and fault tests measure each request's own work.
     pub fn traced(agents: u32) -> TestHub {
-        Self::new(agents, traced_settings())
+        Self::new(agents, TRACED)
     }
 
-    /// A traced Hub, as [`TestHub::traced`], with what `build` adds to its
-    /// builder (limits, exits).
-    pub fn traced_built(agents: u32, build: impl FnOnce(HubBuilder) -> HubBuilder) -> TestHub {
+    /// A Hub over `agents` agents with `settings` and what `build` adds to
+    /// its builder (limits, exits, audit bounds or backend), writing to the
+    /// fixture's log.
+    pub fn built(
+        agents: u32,
+        settings: Settings,
+        build: impl FnOnce(HubBuilder) -> HubBuilder,
+    ) -> TestHub {
         let seeded = Seeded::new(agents);
         let log = CaptureBuffer::new();
-        let builder = Hub::builder(seeded.db(), hub_options(traced_settings(), &log));
+        let builder = Hub::builder(seeded.db(), hub_options(settings, &log));
         let hub = build(builder).build();
         Self::assemble(seeded, hub, log)
     }
 
+    /// A traced Hub, as [`TestHub::traced`], with what `build` adds to its
+    /// builder.
+    pub fn traced_built(agents: u32, build: impl FnOnce(HubBuilder) -> HubBuilder) -> TestHub {
+        Self::built(agents, TRACED, build)
+    }
+
     /// A traced Hub with the response cache as configured by `cache`.
     pub fn cached(agents: u32, cache: hub_example::settings::CacheSettings) -> TestHub {
-        Self::new(
-            agents,
-            Settings {
-                perf_trace: true,
-                gcp_logs: false,
-                cache,
-            },
-        )
+        Self::new(agents, Settings { cache, ..TRACED })
     }
 
     pub fn over(seeded: Seeded, settings: Settings) -> TestHub {

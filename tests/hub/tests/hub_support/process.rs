@@ -279,35 +279,19 @@ impl RunningHub {
 
 /// Sends `request` as it is on a fresh connection and reads the answer
 /// until the Hub closes the connection, failing when a read waits longer
-/// than `bound` (a liveness bound); the answer as text, or why there is
-/// none.
-pub fn try_round_trip_within(
-    addr: &str,
-    request: &str,
-    bound: Option<Duration>,
-) -> std::io::Result<String> {
+/// than the liveness bound; the answer as text, or why there is none.
+pub fn try_round_trip(addr: &str, request: &str) -> std::io::Result<String> {
     let mut stream = TcpStream::connect(addr)?;
-    stream.set_read_timeout(bound)?;
+    stream.set_read_timeout(Some(LIVENESS))?;
     stream.write_all(request.as_bytes())?;
     let mut response = Vec::new();
     stream.read_to_end(&mut response)?;
     Ok(String::from_utf8_lossy(&response).into_owned())
 }
 
-/// [`try_round_trip_within`], which must succeed.
-pub fn round_trip_within(addr: &str, request: &str, bound: Option<Duration>) -> String {
-    try_round_trip_within(addr, request, bound)
-        .unwrap_or_else(|e| panic!("no answer ({e}) to {request}"))
-}
-
-/// [`try_round_trip_within`] within the liveness bound.
-pub fn try_round_trip(addr: &str, request: &str) -> std::io::Result<String> {
-    try_round_trip_within(addr, request, Some(LIVENESS))
-}
-
 /// [`try_round_trip`], which must succeed.
 pub fn round_trip(addr: &str, request: &str) -> String {
-    round_trip_within(addr, request, Some(LIVENESS))
+    try_round_trip(addr, request).unwrap_or_else(|e| panic!("no answer ({e}) to {request}"))
 }
 
 /// One request on a fresh connection (`head`: the request line and any
