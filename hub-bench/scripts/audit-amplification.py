@@ -37,6 +37,12 @@ binary, workdir = sys.argv[1], sys.argv[2]
 seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 30.0
 port = int(sys.argv[4]) if len(sys.argv) > 4 else 18431
 route = sys.argv[5] if len(sys.argv) > 5 else "lists"
+ROUTES = ("lists", "events", "lookup", "delegations", "own-delegations", "status",
+          "idle-streams")
+if route not in ROUTES:
+    # Checked before anything is seeded or served: the workers are threads,
+    # where an exit would end only their own.
+    sys.exit("unknown route %s (one of: %s)" % (route, ", ".join(ROUTES)))
 os.makedirs(workdir, exist_ok=True)
 db = os.path.join(workdir, "hub.db")
 for leftover in (db, db + "-wal", db + "-shm"):
@@ -97,9 +103,7 @@ def request_of(i):
         return "GET", "/api/v1/projects/%s/delegations" % other, None
     if route == "own-delegations":
         return "GET", "/api/v1/projects/%s/delegations" % project, None
-    if route == "status":
-        return "PUT", "/api/v1/agents/%s/status" % agent, '{"phase":"stopped"}'
-    sys.exit("unknown route " + route)
+    return "PUT", "/api/v1/agents/%s/status" % agent, '{"phase":"stopped"}'
 
 
 agent = other_agent()
