@@ -1,10 +1,6 @@
 //! The quick start's line, headers, budget and count snapshot, pinned: the
 //! README shows this service, and these tests keep what it shows true.
 
-#[allow(dead_code)]
-#[path = "../src/main.rs"]
-mod quickstart;
-
 use axum::body::Body;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
@@ -12,7 +8,7 @@ use perf_trace_core::budget::Budget;
 use perf_trace_core::layer::RoutePolicy;
 use perf_trace_core::testing::{assert_routes, perf_traced_request};
 use perf_trace_core::{assert_counts_snapshot, sink::MemoryLines, LineSink};
-use quickstart::{app, Inventory, ItemStoreMethod, Phase, Shelf, Stock};
+use quickstart_example::{app, Inventory, ItemStoreMethod, Phase, Shelf, Stock};
 use tower::ServiceExt;
 
 /// Serves one request to a fresh quick start; its status, its headers
