@@ -301,23 +301,6 @@ async fn status_changes_need_update_rights_and_are_published() {
 }
 
 /// Puts `body`, typed `content_type`, to the server config as `token`.
-async fn put_server_config(
-    hub: &TestHub,
-    token: &str,
-    content_type: &str,
-    body: &str,
-) -> hub_support::Reply {
-    let headers = [("content-type", content_type)];
-    hub.call(
-        Method::PUT,
-        "/api/v1/admin/server-config",
-        Some(token),
-        &headers,
-        body,
-    )
-    .await
-}
-
 #[tokio::test]
 async fn server_config_refuses_perf_trace_and_stores_the_rest() {
     let hub = hub(2);
@@ -328,7 +311,9 @@ async fn server_config_refuses_perf_trace_and_stores_the_rest() {
         r#"{"server.hub.perf_trace":true}"#,
         r#"{"server.hub":{"perf_trace":false},"ui":{"theme":"dark"}}"#,
     ] {
-        let reply = put_server_config(&hub, &doc.admin_token, json_type, body).await;
+        let reply = hub
+            .put_server_config(&doc.admin_token, json_type, body)
+            .await;
         assert_eq!(reply.status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
         assert_eq!(
             reply.json(),
@@ -336,14 +321,20 @@ async fn server_config_refuses_perf_trace_and_stores_the_rest() {
         );
     }
     let yaml = "server:\n  hub:\n    perf_trace: true\n";
-    let reply = put_server_config(&hub, &doc.admin_token, "application/yaml", yaml).await;
+    let reply = hub
+        .put_server_config(&doc.admin_token, "application/yaml", yaml)
+        .await;
     assert_eq!(reply.status, StatusCode::UNPROCESSABLE_ENTITY);
 
     let theme = r#"{"ui":{"theme":"dark"}}"#;
-    let member = put_server_config(&hub, &doc.member_token, json_type, theme).await;
+    let member = hub
+        .put_server_config(&doc.member_token, json_type, theme)
+        .await;
     assert_eq!(member.status, StatusCode::FORBIDDEN);
 
-    let ok = put_server_config(&hub, &doc.admin_token, json_type, theme).await;
+    let ok = hub
+        .put_server_config(&doc.admin_token, json_type, theme)
+        .await;
     assert_eq!(ok.status, StatusCode::OK);
     assert_eq!(ok.json(), json!({"updated": ["ui.theme"]}));
     let stored = hub.query_row("SELECT value FROM hub_settings WHERE key = 'ui.theme'", &[]);
@@ -370,7 +361,7 @@ async fn server_config_keeps_at_most_max_stored_settings() {
         ),
         &[],
     );
-    let put = |body: &'static str| put_server_config(&hub, &admin, "application/json", body);
+    let put = |body: &'static str| hub.put_server_config(&admin, "application/json", body);
     let full = put(r#"{"ui":{"theme":"dark","zoom":2}}"#).await;
     assert_eq!(full.status, StatusCode::BAD_REQUEST);
     assert_eq!(

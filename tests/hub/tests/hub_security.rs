@@ -687,14 +687,8 @@ async fn creator_may_update(hub: &TestHub, agent: &str) -> bool {
 /// `PUT /api/v1/admin/server-config` with `body` as the admin.
 async fn put_config(hub: &TestHub, body: &str) -> hub_support::Reply {
     let token = hub.doc().admin_token.clone();
-    hub.call(
-        Method::PUT,
-        "/api/v1/admin/server-config",
-        Some(&token),
-        &[("content-type", "application/yaml")],
-        body,
-    )
-    .await
+    hub.put_server_config(&token, "application/yaml", body)
+        .await
 }
 
 fn stored_creator_role(hub: &TestHub) -> String {

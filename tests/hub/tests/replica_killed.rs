@@ -26,7 +26,7 @@ async fn a_replica_killed_under_load_fails_only_its_own_users_and_its_streams_mo
     let doc = seeded.doc.clone();
     let survivor = Replica::serve(&db_url);
     let mut doomed = Replica::serve(&db_url);
-    let survivor_pid = survivor.child.id();
+    let survivor_pid = survivor.child.0.id();
     let mut on_doomed = EventStream::open(&doomed.addr, &doc);
 
     let seed_path = seeded.dir.path().join("seed.json");

@@ -4,6 +4,7 @@
 //! from the real page.
 
 mod hub_support;
+mod served;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
@@ -610,13 +611,8 @@ async fn expired_and_revoked_sessions_are_pruned_and_live_ones_kept() {
 async fn a_served_web_listener_limits_sign_ins_by_the_connections_peer() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let hub = hub_with_sessions(10, 1_000, 2);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = hub.hub.serving_router(listener, web_router(&hub), async {
-        let _ = stopped.await;
-    });
-    let task = tokio::spawn(serving);
+    let served = served::Served::web(&hub.hub, web_router(&hub)).await;
+    let addr = served.addr;
     let token = hub.doc().member_token.clone();
     let mut answers = Vec::new();
     for _ in 0..3 {
@@ -636,6 +632,5 @@ async fn a_served_web_listener_limits_sign_ins_by_the_connections_peer() {
     assert!(limited.starts_with("http/1.1 429"), "{limited}");
     assert!(limited.contains("\r\nretry-after: ") && !limited.contains("set-cookie"));
     assert_eq!(session_rows(&hub, &hub.doc().member_user_id), (2, 2));
-    let _ = stop.send(());
-    task.await.unwrap().unwrap();
+    served.stop().await;
 }

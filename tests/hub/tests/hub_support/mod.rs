@@ -320,6 +320,15 @@ impl TestHub {
         self.call(Method::GET, uri, token, &[], "").await
     }
 
+    /// `PUT /api/v1/admin/server-config` with `token` and a `content_type`
+    /// body.
+    pub async fn put_server_config(&self, token: &str, content_type: &str, body: &str) -> Reply {
+        let headers = [("content-type", content_type)];
+        let uri = "/api/v1/admin/server-config";
+        self.call(Method::PUT, uri, Some(token), &headers, body)
+            .await
+    }
+
     /// `PUT /api/v1/agents/{agent}/status` with `token`, `headers` and `body`.
     pub async fn put_status(
         &self,

@@ -87,6 +87,14 @@ fn stop(child: &mut Child) {
 /// A child process killed (if still running) when the test ends.
 pub struct KillOnDrop(pub Child);
 
+impl KillOnDrop {
+    /// SIGKILL, and the process reaped.
+    pub fn kill(&mut self) {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+    }
+}
+
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         stop(&mut self.0);
@@ -96,7 +104,7 @@ impl Drop for KillOnDrop {
 /// A Hub process on a database given by URL (a PostgreSQL schema or an
 /// SQLite file), its output discarded.
 pub struct Replica {
-    pub child: Child,
+    pub child: KillOnDrop,
     /// `127.0.0.1:PORT`.
     pub addr: String,
 }
@@ -138,7 +146,7 @@ impl Replica {
             .unwrap();
         // Killed even when it never listens.
         let replica = Replica {
-            child,
+            child: KillOnDrop(child),
             addr: format!("127.0.0.1:{port}"),
         };
         wait_until_listening(&replica.addr);
@@ -152,14 +160,7 @@ impl Replica {
 
     /// SIGKILL, and the process reaped.
     pub fn kill(&mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        stop(&mut self.child);
+        self.child.kill();
     }
 }
 
@@ -222,7 +223,7 @@ impl RunningHub {
                 return line;
             }
             assert!(
-                started.elapsed() < Duration::from_secs(20),
+                started.elapsed() < LIVENESS,
                 "no {what} line: {}",
                 self.text()
             );
@@ -265,8 +266,7 @@ impl RunningHub {
 
     /// Kills the process outright and waits for the last of its log.
     pub fn kill(&mut self) {
-        self.process().kill().unwrap();
-        self.process().wait().unwrap();
+        self.child.kill();
         self.finish_log();
     }
 

@@ -42,12 +42,36 @@ impl Served {
     /// Serves `hub` the way `hub-example serve` does (its connection
     /// timeouts, caps and graceful shutdown) on a free loopback port.
     pub async fn hub(hub: &hub_example::Hub) -> Served {
+        Self::by_hub(|listener, stopped| {
+            hub.serving(listener, async {
+                let _ = stopped.await;
+            })
+        })
+        .await
+    }
+
+    /// Serves `router` (the web client's) over `hub`'s parts, as
+    /// [`Served::hub`] serves the API.
+    pub async fn web(hub: &hub_example::Hub, router: Router) -> Served {
+        Self::by_hub(|listener, stopped| {
+            hub.serving_router(listener, router, async {
+                let _ = stopped.await;
+            })
+        })
+        .await
+    }
+
+    /// Serves what `serve` makes of a free loopback port and the signal
+    /// that stops it.
+    async fn by_hub<F, Fut>(serve: F) -> Served
+    where
+        F: FnOnce(TcpListener, oneshot::Receiver<()>) -> Fut,
+        Fut: std::future::Future<Output = std::io::Result<()>> + Send + 'static,
+    {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        let serving = hub.serving(listener, async {
-            let _ = stopped.await;
-        });
+        let serving = serve(listener, stopped);
         let task = tokio::spawn(async move { serving.await.unwrap() });
         Served { addr, stop, task }
     }
