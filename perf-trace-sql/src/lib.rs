@@ -177,8 +177,11 @@ pub fn start_statement(sql: &str) -> StatementTimer {
     start_in_request(sql)
 }
 
+/// [`start_statement`] once a recorder is known to be current (the
+/// wrappers check first, to hand a statement outside a request straight
+/// on).
 #[inline(never)]
-fn start_in_request(sql: &str) -> StatementTimer {
+pub(crate) fn start_in_request(sql: &str) -> StatementTimer {
     let kind = kind_of(sql);
     if note_statement(sql) {
         count(SqlRepeated::N);

@@ -19,7 +19,7 @@ use perf_trace_core::scope;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Error, Row, SimpleQueryMessage, Statement, ToStatement};
 
-use crate::start_statement;
+use crate::start_in_request;
 
 /// What derefs to a tokio-postgres [`Client`]: the client, a reference or
 /// an `Arc` of one, a pooled connection (features `bb8`, `deadpool`).
@@ -115,7 +115,7 @@ macro_rules! counted {
         if !scope::is_active() {
             return $run.await;
         }
-        let timer = start_statement($text);
+        let timer = start_in_request($text);
         let out = $run.await;
         timer.finish();
         out

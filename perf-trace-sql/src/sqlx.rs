@@ -39,7 +39,7 @@ use sqlx::database::Database;
 use sqlx::error::BoxDynError;
 use sqlx::{Describe, Either, Error, Execute, Executor, Pool, SqlStr};
 
-use crate::{start_statement, StatementTimer, TimedStatement};
+use crate::{start_in_request, StatementTimer, TimedStatement};
 
 /// Any sqlx executor whose statements are counted and timed: `Counted(&pool)`,
 /// `Counted(&mut *tx)`, `Counted(&mut conn)`.
@@ -73,14 +73,15 @@ impl<DB: Database> Execute<'_, DB> for Rebuilt<DB> {
     }
 }
 
-/// Reads `query`'s text to start its statement; the query, rebuilt.
+/// Reads `query`'s text to start its statement, in a request; the query,
+/// rebuilt.
 fn start<'q, DB: Database>(mut query: impl Execute<'q, DB>) -> (Rebuilt<DB>, StatementTimer) {
     // The text is had only by consuming the query: its parts are taken first.
     let arguments = Some(query.take_arguments());
     let statement = query.statement().cloned();
     let persistent = query.persistent();
     let sql = query.sql();
-    let timer = start_statement(sql.as_str());
+    let timer = start_in_request(sql.as_str());
     let query = Rebuilt {
         sql,
         statement,

@@ -139,8 +139,7 @@ fn warn(message: &str) {
 /// On standard error, as a JSON line, as the line sink reports its failure.
 #[cfg(not(feature = "tracing"))]
 fn warn(message: &str) {
-    let message = message.replace('\\', "\\\\").replace('"', "\\\"");
-    eprintln!("{{\"level\":\"WARN\",\"msg\":\"{message}\"}}");
+    crate::line::report_on_stderr("WARN", &[("msg", message)]);
 }
 
 #[cfg(test)]

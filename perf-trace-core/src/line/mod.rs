@@ -634,6 +634,28 @@ fn push_plain_json_string(out: &mut LineWriter<'_>, s: &str) {
     out.byte(b'"');
 }
 
+/// Writes the library's own trouble to standard error as one JSON line,
+/// `{"level":..,"msg":..}` and the fields after them, each escaped as a
+/// line's strings are (what is said when no `tracing` subscriber or
+/// service hook takes it).
+pub(crate) fn report_on_stderr(level: &str, fields: &[(&str, &str)]) {
+    use std::io::Write;
+    let mut text = String::new();
+    {
+        let out = &mut LineWriter::new(&mut text, 128);
+        out.str("{\"level\":");
+        push_json_string(out, level);
+        for (name, value) in fields {
+            out.byte(b',');
+            push_json_string(out, name);
+            out.byte(b':');
+            push_json_string(out, value);
+        }
+        out.str("}\n");
+    }
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
 pub(crate) fn push_json_string(out: &mut LineWriter<'_>, s: &str) {
     // Names, classes and ids almost never need escaping: one scan, one copy.
     if !needs_escape(s) {

@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::line::report_on_stderr;
+
 mod background;
 mod memory;
 
@@ -77,11 +79,8 @@ impl LineSink {
             failed: AtomicBool::new(false),
             lost: AtomicU64::new(0),
             on_failure: Box::new(|e| {
-                let _ = writeln!(
-                    io::stderr(),
-                    "{{\"level\":\"ERROR\",\"msg\":\"perf_trace lines cannot be written; further failures are not reported\",\"error\":{:?}}}",
-                    e.to_string()
-                );
+                let msg = "perf_trace lines cannot be written; further failures are not reported";
+                report_on_stderr("ERROR", &[("msg", msg), ("error", &e.to_string())]);
             }),
         }
     }
