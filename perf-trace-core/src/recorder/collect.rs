@@ -70,7 +70,7 @@ impl Recorder {
             out.counters.extend(counters);
             out.timers.extend(timers);
         }
-        out.endpoint = inner.schema.endpoints.names[inner.endpoint.load(Relaxed) as usize];
+        out.endpoint = inner.endpoint_name();
         out.elapsed = clock::ticks_to_duration(clock::span(inner.start_ticks, end.ticks));
         out.authz_store_calls = authz_store_calls;
         out.authz_store_time = clock::ticks_to_duration(store_ticks);

@@ -47,7 +47,7 @@ impl FinishedLine<'_> {
 
 impl LineSource for FinishedLine<'_> {
     fn endpoint(&self) -> &str {
-        self.inner.schema.endpoints.names[self.inner.endpoint.load(Relaxed) as usize]
+        self.inner.endpoint_name()
     }
 
     fn endpoint_is_plain(&self) -> bool {

@@ -143,6 +143,12 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The endpoint class's name as the line writes it.
+    #[inline]
+    pub(crate) fn endpoint_name(&self) -> &'static str {
+        self.schema.endpoints.names[self.endpoint.load(Relaxed) as usize]
+    }
+
     /// Adds `count` events taking `ticks` in all to key `index` of `table`.
     #[inline]
     pub(crate) fn add_stat(&self, table: Table, index: usize, count: u64, ticks: u64) {
@@ -526,8 +532,7 @@ impl Recorder {
     /// The endpoint class's name as the line writes it.
     #[cfg(feature = "tracing")]
     pub(crate) fn endpoint_name(&self) -> &'static str {
-        let inner = &self.0;
-        inner.schema.endpoints.names[inner.endpoint.load(Relaxed) as usize]
+        self.0.endpoint_name()
     }
 
     /// Whether `record::discard_line` was called in its scope.
