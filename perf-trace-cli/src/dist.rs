@@ -145,11 +145,17 @@ impl CountDist {
         let key = if self.coarse { coarsen(value) } else { value };
         *self.table.entry(key).or_default() += n;
         if !self.coarse && self.exact_values.is_some_and(|cap| self.table.len() > cap) {
-            self.coarse = true;
-            let exact = std::mem::take(&mut self.table);
-            for (value, n) in exact {
-                *self.table.entry(coarsen(value)).or_default() += n;
-            }
+            self.make_coarse();
+        }
+    }
+
+    /// Keeps its values at 8 significant bits from now on, those held
+    /// included.
+    fn make_coarse(&mut self) {
+        self.coarse = true;
+        let exact = std::mem::take(&mut self.table);
+        for (value, n) in exact {
+            *self.table.entry(coarsen(value)).or_default() += n;
         }
     }
 
@@ -213,7 +219,7 @@ impl CountDist {
         self.sum = self.sum.saturating_add(other.sum);
         self.max = self.max.max(other.max);
         if other.coarse && !self.coarse {
-            self.exact_values = Some(0);
+            self.make_coarse();
         }
         for (&value, &n) in &other.table {
             self.add_requests(value, n);
