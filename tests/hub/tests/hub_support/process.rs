@@ -78,6 +78,23 @@ pub fn wait_until_listening(addr: &str) {
     }
 }
 
+/// What `probe` finds, polled every 20 ms; fails saying `failure()` once
+/// `limit` has passed without it.
+fn poll_until<T>(
+    limit: Duration,
+    mut probe: impl FnMut() -> Option<T>,
+    failure: impl Fn() -> String,
+) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(started.elapsed() < limit, "{}", failure());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Kills `child` if it still runs and reaps it.
 fn stop(child: &mut Child) {
     let _ = child.kill();
@@ -217,18 +234,11 @@ impl RunningHub {
 
     /// Waits (a liveness bound only) until a line matches `wanted`.
     pub fn wait_for_line(&self, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
-        let started = Instant::now();
-        loop {
-            if let Some(line) = self.lines().into_iter().find(&wanted) {
-                return line;
-            }
-            assert!(
-                started.elapsed() < LIVENESS,
-                "no {what} line: {}",
-                self.text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        poll_until(
+            LIVENESS,
+            || self.lines().into_iter().find(&wanted),
+            || format!("no {what} line: {}", self.text()),
+        )
     }
 
     /// The process.
@@ -248,18 +258,16 @@ impl RunningHub {
     /// Waits for the exit, for at most `limit`, then for the last of its
     /// log; its exit status.
     pub fn wait_for_exit(&mut self, limit: Duration) -> ExitStatus {
-        let sent = Instant::now();
-        let status = loop {
-            if let Some(status) = self.process().try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                sent.elapsed() < limit,
-                "the Hub was still running {} s after SIGTERM",
-                limit.as_secs()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let status = poll_until(
+            limit,
+            || self.process().try_wait().unwrap(),
+            || {
+                format!(
+                    "the Hub was still running {} s after SIGTERM",
+                    limit.as_secs()
+                )
+            },
+        );
         self.finish_log();
         status
     }
